@@ -1,0 +1,1 @@
+//! Helpers shared by the hand-run benchmarks in `benches/benches/`.

@@ -1,0 +1,3 @@
+//! `engram-ingestor`: command-line entry point.
+
+fn main() {}

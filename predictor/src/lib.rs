@@ -1,0 +1,1 @@
+//! Pure, deterministic ranking brain of Engram: features, model, training, metrics.

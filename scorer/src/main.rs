@@ -1,0 +1,3 @@
+//! `engram-scorer`: command-line entry point.
+
+fn main() {}

@@ -1,0 +1,1 @@
+//! Support code for the end-to-end tests that run the real Engram binaries.

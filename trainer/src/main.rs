@@ -1,0 +1,3 @@
+//! `engram-trainer`: command-line entry point.
+
+fn main() {}
