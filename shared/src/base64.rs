@@ -31,7 +31,7 @@ pub fn encode(bytes: &[u8]) -> String {
 /// Decodes padded standard base64; rejects anything else with a message.
 pub fn decode(text: &str) -> Result<Vec<u8>, String> {
     let bytes = text.as_bytes();
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(format!(
             "base64 length {} is not a multiple of 4",
             bytes.len()

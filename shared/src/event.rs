@@ -641,7 +641,7 @@ impl<'de> Deserialize<'de> for Embedding {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Embedding, D::Error> {
         let text = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
         let bytes = crate::base64::decode(&text).map_err(de::Error::custom)?;
-        if bytes.len() % 4 != 0 {
+        if !bytes.len().is_multiple_of(4) {
             return Err(de::Error::custom(
                 "embedding length is not a multiple of 4 bytes",
             ));
