@@ -438,6 +438,13 @@ pub mod origin {
     pub const SYSTEM: &str = "system";
 }
 
+/// Opening and closing tags around every context Engram injects into an agent.
+/// An adapter that meets text containing the opening tag marks it with
+/// [`origin::ENGRAM`], and nothing is ever learned from it.
+pub const INJECTION_OPEN: &str = "<engram-context>";
+/// See [`INJECTION_OPEN`].
+pub const INJECTION_CLOSE: &str = "</engram-context>";
+
 /// `msg.in`: input to the agent.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -593,6 +600,10 @@ pub struct SourceCursor {
     pub size: u64,
     /// Modification time of the file when read (ms).
     pub mtime_ms: i64,
+    /// Small adapter state needed to resume parsing at `offset` (the session
+    /// key of a file whose header is behind the cursor, the current cwd, …).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub state: Value,
 }
 
 // ---------------------------------------------------------------------------

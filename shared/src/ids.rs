@@ -81,6 +81,39 @@ impl EventId {
     }
 }
 
+impl EventId {
+    /// A deterministic id for an event derived from a harness record, so that
+    /// re-reading the same record (a rewritten file, a re-scan) yields the same
+    /// id. `parts` identify the record: session key, record uuid, block index, …
+    pub fn derived(parts: &[&str]) -> EventId {
+        EventId(format!("ev_{}", derived_suffix(parts)))
+    }
+}
+
+impl MemoryId {
+    /// A deterministic memory id from identifying parts (benchmarks, imports).
+    pub fn derived(parts: &[&str]) -> MemoryId {
+        MemoryId(format!("mem_{}", derived_suffix(parts)))
+    }
+}
+
+/// 26 base-32 characters of blake3 over length-prefixed parts.
+fn derived_suffix(parts: &[&str]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    for part in parts {
+        hasher.update(&(part.len() as u64).to_le_bytes());
+        hasher.update(part.as_bytes());
+    }
+    let hash = hasher.finalize();
+    let mut value = u128::from_le_bytes(hash.as_bytes()[..16].try_into().unwrap_or([0; 16]));
+    let mut out = [0u8; 26];
+    for slot in out.iter_mut().rev() {
+        *slot = CROCKFORD[(value & 31) as usize];
+        value >>= 5;
+    }
+    out.iter().map(|&b| b as char).collect()
+}
+
 impl MemoryId {
     /// A fresh id for a memory created at `ts`.
     pub fn generate(ts: Ts) -> MemoryId {
@@ -122,6 +155,19 @@ mod tests {
         assert_eq!(a.as_str().len(), 3 + 26);
         let c = EventId::generate(Ts(1_000));
         assert_ne!(a, c);
+    }
+
+    #[test]
+    fn derived_ids_are_stable_and_unambiguous() {
+        assert_eq!(
+            EventId::derived(&["a", "bc"]),
+            EventId::derived(&["a", "bc"])
+        );
+        assert_ne!(
+            EventId::derived(&["a", "bc"]),
+            EventId::derived(&["ab", "c"])
+        );
+        assert_eq!(EventId::derived(&["x"]).as_str().len(), 29);
     }
 
     #[test]

@@ -4,4 +4,5 @@
 pub mod base64;
 pub mod event;
 pub mod ids;
+pub mod testing;
 pub mod time;
