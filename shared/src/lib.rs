@@ -2,7 +2,10 @@
 //! log, the SQLite projection, JSON-RPC framing, configuration and paths.
 
 pub mod base64;
+pub mod error;
 pub mod event;
+pub mod fsutil;
 pub mod ids;
+pub mod tape;
 pub mod testing;
 pub mod time;

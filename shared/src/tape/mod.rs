@@ -1,0 +1,909 @@
+//! The tape log: the append-only, checksummed, crash-safe source of truth.
+//!
+//! Events are appended as frames to the *active* segment (`active-<seq>.tape`)
+//! under an exclusive file lock (`LOCK`), and an append returns only after
+//! `fdatasync`. When the active segment grows past a threshold it is *sealed*:
+//! its frames are zstd-compressed in independent chunks into an immutable file
+//! named by the blake3 of its bytes (`<seq>-<hash>.seg`), and a new active
+//! segment starts. Every frame has a log sequence number ([`Lsn`]) that is
+//! never reused.
+//!
+//! Crash safety: a writer that dies mid-append leaves at most a torn tail in
+//! the active segment; the next holder of the lock finds it, truncates it and
+//! logs it. Sealing and rewriting write a complete new file (temporary name,
+//! fsync, rename, directory fsync) before removing the old one, and recovery
+//! resolves any leftover pair. The `LOCK` file also holds a small *hint* (the
+//! last frame's position) so that the common path validates one frame instead
+//! of re-reading the segment; the hint is always checked against the data.
+
+mod format;
+mod read;
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+pub use format::{
+    ACTIVE_HEADER, ActiveHeader, FRAME_HEADER, FrameRead, Lsn, MAX_PAYLOAD, SEALED_HEADER,
+    SealedHeader, decode_frame, encode_frame,
+};
+pub use read::{Frame, FrameIter, Snapshot};
+
+use crate::error::{Error, IoContext, Result};
+use crate::fsutil::{FileLock, fsync_dir};
+
+/// Tuning of the tape log.
+#[derive(Clone, Debug)]
+pub struct TapeOptions {
+    /// Seal the active segment once its frames exceed this many bytes.
+    pub segment_bytes: u64,
+    /// Target uncompressed size of one compressed chunk.
+    pub chunk_bytes: usize,
+    /// zstd level for sealed segments.
+    pub zstd_level: i32,
+    /// Seal automatically at the end of an append that crosses the threshold.
+    /// Latency-sensitive writers (hooks) turn this off and leave sealing to others.
+    pub auto_seal: bool,
+}
+
+impl Default for TapeOptions {
+    fn default() -> Self {
+        TapeOptions {
+            segment_bytes: 4 << 20,
+            chunk_bytes: 256 << 10,
+            zstd_level: 3,
+            auto_seal: true,
+        }
+    }
+}
+
+/// A tape log directory.
+#[derive(Debug)]
+pub struct TapeLog {
+    dir: PathBuf,
+    opts: TapeOptions,
+}
+
+/// Description of one segment, for listings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentInfo {
+    /// File name.
+    pub name: String,
+    /// Position in the log.
+    pub seq: u64,
+    /// Sealed (immutable) or active.
+    pub sealed: bool,
+    /// Compaction rewrites of a sealed segment.
+    pub generation: u64,
+    /// Size of the file.
+    pub bytes: u64,
+    /// Uncompressed frame bytes.
+    pub raw_bytes: u64,
+    /// Frames held.
+    pub events: u64,
+    /// First LSN (0 if empty).
+    pub first_lsn: Lsn,
+    /// Last LSN (0 if empty).
+    pub last_lsn: Lsn,
+    /// Earliest event time (ms), if any.
+    pub min_ts: Option<i64>,
+    /// Latest event time (ms), if any.
+    pub max_ts: Option<i64>,
+}
+
+/// One problem found by [`TapeLog::verify`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The file.
+    pub file: PathBuf,
+    /// Byte offset in the file (of the chunk, for frames inside a chunk).
+    pub offset: u64,
+    /// What is wrong, including the frame's offset inside its chunk where relevant.
+    pub what: String,
+}
+
+/// Result of [`TapeLog::verify`].
+#[derive(Clone, Debug, Default)]
+pub struct VerifyReport {
+    /// Segments examined.
+    pub segments: u64,
+    /// Frames whose checksum was verified.
+    pub frames: u64,
+    /// Everything wrong.
+    pub problems: Vec<Problem>,
+}
+
+/// Result of [`TapeWriter::rewrite`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RewriteStats {
+    /// Segments replaced by a rewritten copy.
+    pub segments_rewritten: u64,
+    /// Frames whose payload changed.
+    pub frames_changed: u64,
+}
+
+impl TapeLog {
+    /// Opens (creating if needed) the tape directory. Takes no lock.
+    pub fn open(dir: &Path, opts: TapeOptions) -> Result<TapeLog> {
+        fs::create_dir_all(dir).ctx("create directory", dir)?;
+        Ok(TapeLog {
+            dir: dir.to_path_buf(),
+            opts,
+        })
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &TapeOptions {
+        &self.opts
+    }
+
+    /// Takes the exclusive lock, recovering from any crash of a previous
+    /// holder (torn tail, interrupted seal or rewrite). Blocks while another
+    /// process holds it.
+    pub fn lock(&self) -> Result<TapeWriter<'_>> {
+        let lock_path = self.dir.join("LOCK");
+        let lock = FileLock::exclusive(&lock_path).ctx("lock", &lock_path)?;
+        let active = match self.fast_recover(&lock)? {
+            Some(active) => active,
+            None => self.slow_recover()?,
+        };
+        let mut writer = TapeWriter {
+            log: self,
+            lock,
+            active,
+        };
+        writer.write_hint();
+        Ok(writer)
+    }
+
+    /// A consistent view of the log for reading without holding the lock.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        let writer = self.lock()?;
+        writer.snapshot()
+    }
+
+    /// Describes every segment, oldest first.
+    pub fn segments(&self) -> Result<Vec<SegmentInfo>> {
+        self.snapshot()?.segments()
+    }
+
+    /// Checks every file name, header, chunk and frame checksum and the LSN
+    /// sequence; names each problem by file and offset.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        self.snapshot()?.verify()
+    }
+
+    fn active_path(&self, seq: u64) -> PathBuf {
+        self.dir.join(format::active_name(seq))
+    }
+
+    /// Uses the hint in the lock file: validates the last frame it names and
+    /// scans only what was written after it. `None` when the hint is missing or
+    /// does not match the data.
+    fn fast_recover(&self, lock: &FileLock) -> Result<Option<ActiveState>> {
+        let Some(hint) = Hint::read(lock.file()) else {
+            return Ok(None);
+        };
+        let path = self.active_path(hint.seq);
+        let mut file = match OpenOptions::new().read(true).write(true).open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io("open", &path, e)),
+        };
+        let mut head = [0u8; ACTIVE_HEADER];
+        if file.read_exact(&mut head).is_err() {
+            return Ok(None);
+        }
+        let Ok(header) = ActiveHeader::decode(&head) else {
+            return Ok(None);
+        };
+        let len = file.metadata().ctx("stat", &path)?.len();
+        if header.seq != hint.seq || hint.end < ACTIVE_HEADER as u64 || hint.end > len {
+            return Ok(None);
+        }
+        if hint.last_frame_start == 0 {
+            if hint.end != ACTIVE_HEADER as u64 || hint.last_lsn + 1 != header.first_lsn {
+                return Ok(None);
+            }
+        } else {
+            if hint.last_frame_start >= hint.end {
+                return Ok(None);
+            }
+            let mut buf = vec![0u8; (hint.end - hint.last_frame_start) as usize];
+            file.seek(SeekFrom::Start(hint.last_frame_start))
+                .ctx("seek", &path)?;
+            if file.read_exact(&mut buf).is_err() {
+                return Ok(None);
+            }
+            match decode_frame(&buf) {
+                FrameRead::Frame { lsn, size, .. } if lsn == hint.last_lsn && size == buf.len() => {
+                }
+                _ => return Ok(None),
+            }
+        }
+        let mut active = ActiveState {
+            path,
+            file,
+            header,
+            end: hint.end,
+            last_lsn: hint.last_lsn,
+            last_frame_start: hint.last_frame_start,
+        };
+        active.scan_tail(len)?;
+        Ok(Some(active))
+    }
+
+    /// Full recovery from the directory listing.
+    fn slow_recover(&self) -> Result<ActiveState> {
+        let listing = Listing::read(&self.dir)?;
+        for tmp in &listing.temps {
+            tracing::warn!(file = %tmp.display(), "removing temporary file left by an interrupted write");
+            fs::remove_file(tmp).ctx("remove", tmp)?;
+        }
+        let sealed = listing.resolve_sealed()?;
+        let mut actives = Vec::new();
+        for &seq in &listing.actives {
+            if sealed.iter().any(|(s, _, _)| *s == seq) {
+                let path = self.active_path(seq);
+                tracing::warn!(file = %path.display(), "removing an active segment that was already sealed");
+                fs::remove_file(&path).ctx("remove", &path)?;
+            } else {
+                actives.push(seq);
+            }
+        }
+        fsync_dir(&self.dir).ctx("fsync", &self.dir)?;
+        let (next_seq, next_lsn) = match sealed.last() {
+            Some((seq, _, header)) => (seq + 1, header.last_lsn + 1),
+            None => (1, 1),
+        };
+        let seq = match actives.as_slice() {
+            [] => {
+                create_active(
+                    &self.dir,
+                    ActiveHeader {
+                        seq: next_seq,
+                        first_lsn: next_lsn,
+                    },
+                )?;
+                next_seq
+            }
+            [seq] => *seq,
+            many => {
+                return Err(Error::corrupt(
+                    &self.dir,
+                    0,
+                    format!("several unsealed active segments {many:?}; expected one"),
+                ));
+            }
+        };
+        let path = self.active_path(seq);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .ctx("open", &path)?;
+        let mut head = [0u8; ACTIVE_HEADER];
+        file.read_exact(&mut head).ctx("read header of", &path)?;
+        let header = ActiveHeader::decode(&head).map_err(|why| Error::corrupt(&path, 0, why))?;
+        if header.seq != seq
+            || (!sealed.is_empty() && (header.seq != next_seq || header.first_lsn != next_lsn))
+        {
+            return Err(Error::corrupt(
+                &path,
+                0,
+                format!(
+                    "active segment starts at seq {} lsn {}, but the sealed segments end before seq {next_seq} lsn {next_lsn}",
+                    header.seq, header.first_lsn
+                ),
+            ));
+        }
+        let len = file.metadata().ctx("stat", &path)?.len();
+        let mut active = ActiveState {
+            path,
+            file,
+            header,
+            end: ACTIVE_HEADER as u64,
+            last_lsn: header.first_lsn - 1,
+            last_frame_start: 0,
+        };
+        active.scan_tail(len)?;
+        Ok(active)
+    }
+}
+
+/// The open active segment, as known to the lock holder.
+#[derive(Debug)]
+struct ActiveState {
+    path: PathBuf,
+    file: File,
+    header: ActiveHeader,
+    /// Offset just past the last valid frame.
+    end: u64,
+    last_lsn: Lsn,
+    /// Offset of the last valid frame (0 if none).
+    last_frame_start: u64,
+}
+
+impl ActiveState {
+    /// Validates frames between `self.end` and `len`; truncates a torn tail.
+    fn scan_tail(&mut self, len: u64) -> Result<()> {
+        if len <= self.end {
+            return Ok(());
+        }
+        let mut buf = Vec::with_capacity((len - self.end) as usize);
+        self.file
+            .seek(SeekFrom::Start(self.end))
+            .ctx("seek", &self.path)?;
+        (&self.file)
+            .take(len - self.end)
+            .read_to_end(&mut buf)
+            .ctx("read", &self.path)?;
+        let mut pos = 0usize;
+        let mut why = "";
+        while pos < buf.len() {
+            match decode_frame(&buf[pos..]) {
+                FrameRead::Frame { lsn, size, .. } if lsn == self.last_lsn + 1 => {
+                    self.last_frame_start = self.end + pos as u64;
+                    self.last_lsn = lsn;
+                    pos += size;
+                }
+                FrameRead::Frame { .. } => {
+                    why = "frame out of sequence";
+                    break;
+                }
+                FrameRead::Incomplete => {
+                    why = "incomplete frame";
+                    break;
+                }
+                FrameRead::Invalid(reason) => {
+                    why = reason;
+                    break;
+                }
+            }
+        }
+        self.end += pos as u64;
+        if self.end < len {
+            tracing::warn!(
+                file = %self.path.display(),
+                offset = self.end,
+                bytes = len - self.end,
+                reason = why,
+                "truncating torn tail left by an interrupted append"
+            );
+            self.file.set_len(self.end).ctx("truncate", &self.path)?;
+            self.file.sync_all().ctx("fsync", &self.path)?;
+        }
+        Ok(())
+    }
+}
+
+/// The exclusive right to append; dropping it releases the lock.
+#[derive(Debug)]
+pub struct TapeWriter<'a> {
+    log: &'a TapeLog,
+    lock: FileLock,
+    active: ActiveState,
+}
+
+impl TapeWriter<'_> {
+    /// LSN of the last frame in the log (0 if the log is empty).
+    pub fn last_lsn(&self) -> Lsn {
+        self.active.last_lsn
+    }
+
+    /// Appends payloads (encoded events) as consecutive frames and makes them
+    /// durable. Returns the LSN of the first; the rest follow in order. Nothing
+    /// is written if any payload exceeds [`MAX_PAYLOAD`].
+    pub fn append(&mut self, payloads: &[&[u8]]) -> Result<Lsn> {
+        let first = self.active.last_lsn + 1;
+        if payloads.is_empty() {
+            return Ok(first);
+        }
+        if let Some((i, p)) = payloads
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.len() > MAX_PAYLOAD)
+        {
+            return Err(Error::InvalidInput(format!(
+                "event {i} of the batch is {} bytes; the limit is {MAX_PAYLOAD}",
+                p.len()
+            )));
+        }
+        let total: usize = payloads.iter().map(|p| p.len() + FRAME_HEADER).sum();
+        let mut buf = Vec::with_capacity(total);
+        let mut last_frame_start = self.active.last_frame_start;
+        for (i, payload) in payloads.iter().enumerate() {
+            last_frame_start = self.active.end + buf.len() as u64;
+            encode_frame(&mut buf, first + i as u64, payload);
+        }
+        let path = self.active.path.clone();
+        let written = (|| {
+            self.active.file.seek(SeekFrom::Start(self.active.end))?;
+            self.active.file.write_all(&buf)?;
+            self.active.file.sync_data()
+        })();
+        if let Err(e) = written {
+            // Leave no partial batch behind: a later append must not follow junk.
+            let _ = self.active.file.set_len(self.active.end);
+            return Err(Error::io("append to", &path, e));
+        }
+        self.active.end += buf.len() as u64;
+        self.active.last_lsn = first + payloads.len() as u64 - 1;
+        self.active.last_frame_start = last_frame_start;
+        self.write_hint();
+        if self.log.opts.auto_seal
+            && self.active.end - ACTIVE_HEADER as u64 >= self.log.opts.segment_bytes
+        {
+            self.seal()?;
+        }
+        Ok(first)
+    }
+
+    /// Seals the active segment (if it holds any frame) into a compressed,
+    /// content-addressed file and starts a new active segment.
+    pub fn seal(&mut self) -> Result<Option<SegmentInfo>> {
+        if self.active.end == ACTIVE_HEADER as u64 {
+            return Ok(None);
+        }
+        // A crash from here on must send the next opener down the slow path,
+        // which resolves a half-finished seal from the directory listing.
+        Hint::invalidate(self.lock.file()).ctx("write hint to", &self.log.dir.join("LOCK"))?;
+        let mut raw = vec![0u8; (self.active.end - ACTIVE_HEADER as u64) as usize];
+        self.active
+            .file
+            .seek(SeekFrom::Start(ACTIVE_HEADER as u64))
+            .ctx("seek", &self.active.path)?;
+        self.active
+            .file
+            .read_exact(&mut raw)
+            .ctx("read", &self.active.path)?;
+        let frames = split_frames(&raw, &self.active.path, ACTIVE_HEADER as u64)?;
+        let seq = self.active.header.seq;
+        let (bytes, header) = build_sealed(seq, 0, &frames, &self.log.opts)?;
+        let info = write_sealed(&self.log.dir, &bytes, &header)?;
+        let next = ActiveHeader {
+            seq: seq + 1,
+            first_lsn: header.last_lsn + 1,
+        };
+        create_active(&self.log.dir, next)?;
+        fs::remove_file(&self.active.path).ctx("remove", &self.active.path)?;
+        fsync_dir(&self.log.dir).ctx("fsync", &self.log.dir)?;
+        let path = self.log.active_path(next.seq);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .ctx("open", &path)?;
+        self.active = ActiveState {
+            path,
+            file,
+            header: next,
+            end: ACTIVE_HEADER as u64,
+            last_lsn: next.first_lsn - 1,
+            last_frame_start: 0,
+        };
+        self.write_hint();
+        tracing::debug!(segment = %info.name, events = info.events, bytes = info.bytes, "sealed segment");
+        Ok(Some(info))
+    }
+
+    /// A consistent view of the log as of now, readable after the lock is released.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        let listing = Listing::read(&self.log.dir)?;
+        let mut sealed = Vec::new();
+        for (seq, path, header) in listing.resolve_sealed()? {
+            if seq < self.active.header.seq {
+                let file = File::open(&path).ctx("open", &path)?;
+                sealed.push(read::SealedRef { path, file, header });
+            }
+        }
+        let active_file = self
+            .active
+            .file
+            .try_clone()
+            .ctx("duplicate handle of", &self.active.path)?;
+        Ok(Snapshot::new(
+            self.log.dir.clone(),
+            sealed,
+            read::ActiveRef {
+                path: self.active.path.clone(),
+                file: active_file,
+                header: self.active.header,
+                end: self.active.end,
+                last_lsn: self.active.last_lsn,
+            },
+        ))
+    }
+
+    /// Rewrites sealed segments: `edit` sees every frame and returns a new
+    /// payload to replace it, or `None` to keep it. The active segment is
+    /// sealed first so that every frame is covered. A segment with a changed
+    /// frame is replaced by a new file (same sequence number and LSNs, next
+    /// generation, new content hash) written completely before the old one is
+    /// removed. Nothing is changed if any segment is damaged.
+    pub fn rewrite(
+        &mut self,
+        mut edit: impl FnMut(Lsn, &[u8]) -> Option<Vec<u8>>,
+    ) -> Result<RewriteStats> {
+        self.seal()?;
+        let snapshot = self.snapshot()?;
+        let report = snapshot.verify()?;
+        if let Some(p) = report.problems.first() {
+            return Err(Error::corrupt(
+                &p.file,
+                p.offset,
+                format!("refusing to rewrite a damaged log: {}", p.what),
+            ));
+        }
+        let mut stats = RewriteStats::default();
+        for seg in snapshot.sealed_refs() {
+            let raw = read::read_sealed_frames(&seg.path)?;
+            let frames = split_frames(&raw, &seg.path, 0)?;
+            let mut changed = 0u64;
+            let replaced: Vec<(Lsn, Vec<u8>)> = frames
+                .iter()
+                .map(|(lsn, payload)| match edit(*lsn, payload) {
+                    Some(new) if new.as_slice() != *payload => {
+                        changed += 1;
+                        (*lsn, new)
+                    }
+                    _ => (*lsn, payload.to_vec()),
+                })
+                .collect();
+            if changed == 0 {
+                continue;
+            }
+            let borrowed: Vec<(Lsn, &[u8])> =
+                replaced.iter().map(|(l, p)| (*l, p.as_slice())).collect();
+            let (bytes, header) = build_sealed(
+                seg.header.seq,
+                seg.header.generation + 1,
+                &borrowed,
+                &self.log.opts,
+            )?;
+            let info = write_sealed(&self.log.dir, &bytes, &header)?;
+            if info.name
+                != seg
+                    .path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            {
+                fs::remove_file(&seg.path).ctx("remove", &seg.path)?;
+                fsync_dir(&self.log.dir).ctx("fsync", &self.log.dir)?;
+            }
+            stats.segments_rewritten += 1;
+            stats.frames_changed += changed;
+        }
+        Ok(stats)
+    }
+
+    fn write_hint(&mut self) {
+        let hint = Hint {
+            seq: self.active.header.seq,
+            last_frame_start: self.active.last_frame_start,
+            end: self.active.end,
+            last_lsn: self.active.last_lsn,
+        };
+        // The hint only speeds up the next open; failing to write it is harmless.
+        if let Err(e) = hint.write(self.lock.file()) {
+            tracing::debug!(error = %e, "could not update the tape hint");
+        }
+    }
+}
+
+/// Splits raw frame bytes into (lsn, payload) pairs, requiring consecutive LSNs.
+fn split_frames<'a>(raw: &'a [u8], file: &Path, base: u64) -> Result<Vec<(Lsn, &'a [u8])>> {
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    while pos < raw.len() {
+        match decode_frame(&raw[pos..]) {
+            FrameRead::Frame { lsn, payload, size } => {
+                if let Some((prev, _)) = out.last()
+                    && lsn != prev + 1
+                {
+                    return Err(Error::corrupt(
+                        file,
+                        base + pos as u64,
+                        format!("lsn {lsn} follows {prev}"),
+                    ));
+                }
+                out.push((lsn, payload));
+                pos += size;
+            }
+            FrameRead::Incomplete => {
+                return Err(Error::corrupt(file, base + pos as u64, "incomplete frame"));
+            }
+            FrameRead::Invalid(why) => return Err(Error::corrupt(file, base + pos as u64, why)),
+        }
+    }
+    Ok(out)
+}
+
+#[derive(Deserialize)]
+struct TsOnly {
+    ts: i64,
+}
+
+/// The time an event payload describes, if readable.
+fn payload_ts(payload: &[u8]) -> Option<i64> {
+    serde_json::from_slice::<TsOnly>(payload).ok().map(|t| t.ts)
+}
+
+/// Encodes frames into a sealed segment's bytes.
+fn build_sealed(
+    seq: u64,
+    generation: u64,
+    frames: &[(Lsn, &[u8])],
+    opts: &TapeOptions,
+) -> Result<(Vec<u8>, SealedHeader)> {
+    let (Some(first), Some(last)) = (frames.first(), frames.last()) else {
+        return Err(Error::InvalidInput("cannot seal an empty segment".into()));
+    };
+    let mut header = SealedHeader {
+        chunks: 0,
+        seq,
+        generation,
+        first_lsn: first.0,
+        last_lsn: last.0,
+        events: frames.len() as u64,
+        min_ts: i64::MAX,
+        max_ts: i64::MIN,
+        raw_bytes: 0,
+    };
+    let mut body = Vec::new();
+    let mut chunk = Vec::with_capacity(opts.chunk_bytes + 4096);
+    let mut chunk_first = first.0;
+    let mut chunk_frames = 0u32;
+    let flush = |chunk: &mut Vec<u8>,
+                 first_lsn: Lsn,
+                 n: u32,
+                 body: &mut Vec<u8>,
+                 header: &mut SealedHeader| {
+        let compressed = zstd::bulk::compress(chunk, opts.zstd_level)
+            .map_err(|e| Error::InvalidInput(format!("zstd compression failed: {e}")))?;
+        let ch = format::ChunkHeader::new(&compressed, chunk.len() as u32, first_lsn, n);
+        body.extend_from_slice(&ch.encode());
+        body.extend_from_slice(&compressed);
+        header.chunks += 1;
+        header.raw_bytes += chunk.len() as u64;
+        chunk.clear();
+        Ok::<(), Error>(())
+    };
+    for &(lsn, payload) in frames {
+        if chunk_frames == 0 {
+            chunk_first = lsn;
+        }
+        encode_frame(&mut chunk, lsn, payload);
+        chunk_frames += 1;
+        if let Some(ts) = payload_ts(payload) {
+            header.min_ts = header.min_ts.min(ts);
+            header.max_ts = header.max_ts.max(ts);
+        }
+        if chunk.len() >= opts.chunk_bytes {
+            flush(
+                &mut chunk,
+                chunk_first,
+                chunk_frames,
+                &mut body,
+                &mut header,
+            )?;
+            chunk_frames = 0;
+        }
+    }
+    if chunk_frames > 0 {
+        flush(
+            &mut chunk,
+            chunk_first,
+            chunk_frames,
+            &mut body,
+            &mut header,
+        )?;
+    }
+    if header.min_ts > header.max_ts {
+        header.min_ts = 0;
+        header.max_ts = 0;
+    }
+    let mut bytes = Vec::with_capacity(SEALED_HEADER + body.len());
+    bytes.extend_from_slice(&header.encode());
+    bytes.extend_from_slice(&body);
+    Ok((bytes, header))
+}
+
+/// Writes a sealed segment under its content-addressed name, durably.
+fn write_sealed(dir: &Path, bytes: &[u8], header: &SealedHeader) -> Result<SegmentInfo> {
+    let hash = blake3::hash(bytes);
+    let name = format::sealed_name(header.seq, &hash);
+    let path = dir.join(&name);
+    if !path.exists() {
+        let tmp = crate::fsutil::temp_path_for(&path);
+        let written = (|| {
+            let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+            f.write_all(bytes)?;
+            f.sync_all()?;
+            fs::rename(&tmp, &path)
+        })();
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(Error::io("write sealed segment", &path, e));
+        }
+        fsync_dir(dir).ctx("fsync", dir)?;
+    }
+    Ok(SegmentInfo {
+        name,
+        seq: header.seq,
+        sealed: true,
+        generation: header.generation,
+        bytes: bytes.len() as u64,
+        raw_bytes: header.raw_bytes,
+        events: header.events,
+        first_lsn: header.first_lsn,
+        last_lsn: header.last_lsn,
+        min_ts: (header.events > 0).then_some(header.min_ts),
+        max_ts: (header.events > 0).then_some(header.max_ts),
+    })
+}
+
+/// Creates an empty active segment durably.
+fn create_active(dir: &Path, header: ActiveHeader) -> Result<()> {
+    let path = dir.join(format::active_name(header.seq));
+    let tmp = crate::fsutil::temp_path_for(&path);
+    let written = (|| {
+        let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        f.write_all(&header.encode())?;
+        f.sync_all()?;
+        fs::rename(&tmp, &path)
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(Error::io("create active segment", &path, e));
+    }
+    fsync_dir(dir).ctx("fsync", dir)
+}
+
+/// The files of a tape directory, classified.
+struct Listing {
+    dir: PathBuf,
+    sealed: Vec<(u64, PathBuf)>,
+    actives: Vec<u64>,
+    temps: Vec<PathBuf>,
+}
+
+impl Listing {
+    fn read(dir: &Path) -> Result<Listing> {
+        let mut listing = Listing {
+            dir: dir.to_path_buf(),
+            sealed: Vec::new(),
+            actives: Vec::new(),
+            temps: Vec::new(),
+        };
+        for entry in fs::read_dir(dir).ctx("list", dir)? {
+            let entry = entry.ctx("list", dir)?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some((seq, _)) = format::parse_sealed_name(&name) {
+                listing.sealed.push((seq, entry.path()));
+            } else if let Some(seq) = format::parse_active_name(&name) {
+                listing.actives.push(seq);
+            } else if name.ends_with(".tmp") {
+                listing.temps.push(entry.path());
+            }
+        }
+        listing.sealed.sort();
+        listing.actives.sort_unstable();
+        Ok(listing)
+    }
+
+    /// Sealed segments in order, one per sequence number: when an interrupted
+    /// rewrite left two files for one sequence number, the newer generation
+    /// wins and the older is removed (both are complete, durable files).
+    fn resolve_sealed(&self) -> Result<Vec<(u64, PathBuf, SealedHeader)>> {
+        let mut out: Vec<(u64, PathBuf, SealedHeader)> = Vec::new();
+        for (seq, path) in &self.sealed {
+            let mut head = [0u8; SEALED_HEADER];
+            let mut f = File::open(path).ctx("open", path)?;
+            f.read_exact(&mut head)
+                .map_err(|_| Error::corrupt(path, 0, "sealed segment header is truncated"))?;
+            let header = SealedHeader::decode(&head).map_err(|why| Error::corrupt(path, 0, why))?;
+            if header.seq != *seq {
+                return Err(Error::corrupt(
+                    path,
+                    0,
+                    format!("file name says seq {seq}, header says {}", header.seq),
+                ));
+            }
+            match out.last_mut() {
+                Some((prev_seq, prev_path, prev_header)) if prev_seq == seq => {
+                    let (keep, drop) = if header.generation > prev_header.generation {
+                        (Some((path.clone(), header)), prev_path.clone())
+                    } else {
+                        (None, path.clone())
+                    };
+                    tracing::warn!(file = %drop.display(), "removing a segment superseded by a completed rewrite");
+                    fs::remove_file(&drop).ctx("remove", &drop)?;
+                    fsync_dir(&self.dir).ctx("fsync", &self.dir)?;
+                    if let Some((p, h)) = keep {
+                        *prev_path = p;
+                        *prev_header = h;
+                    }
+                }
+                _ => out.push((*seq, path.clone(), header)),
+            }
+        }
+        for pair in out.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            if b.2.first_lsn != a.2.last_lsn + 1 {
+                return Err(Error::corrupt(
+                    &b.1,
+                    0,
+                    format!(
+                        "segment starts at lsn {} but the previous one ends at {}",
+                        b.2.first_lsn, a.2.last_lsn
+                    ),
+                ));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Position of the last frame, kept in the lock file to make opening cheap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Hint {
+    seq: u64,
+    last_frame_start: u64,
+    end: u64,
+    last_lsn: Lsn,
+}
+
+impl Hint {
+    const LEN: usize = 44;
+
+    fn encode(&self) -> [u8; Self::LEN] {
+        let mut out = [0u8; Self::LEN];
+        out[0..4].copy_from_slice(b"HINT");
+        out[4..12].copy_from_slice(&self.seq.to_le_bytes());
+        out[12..20].copy_from_slice(&self.last_frame_start.to_le_bytes());
+        out[20..28].copy_from_slice(&self.end.to_le_bytes());
+        out[28..36].copy_from_slice(&self.last_lsn.to_le_bytes());
+        let sum = format::checksum(&[&out[0..36]]);
+        out[36..44].copy_from_slice(&sum);
+        out
+    }
+
+    fn read(mut file: &File) -> Option<Hint> {
+        let mut buf = [0u8; Self::LEN];
+        file.seek(SeekFrom::Start(0)).ok()?;
+        file.read_exact(&mut buf).ok()?;
+        if &buf[0..4] != b"HINT" || buf[36..44] != format::checksum(&[&buf[0..36]]) {
+            return None;
+        }
+        Some(Hint {
+            seq: format::u64_at(&buf, 4),
+            last_frame_start: format::u64_at(&buf, 12),
+            end: format::u64_at(&buf, 20),
+            last_lsn: format::u64_at(&buf, 28),
+        })
+    }
+
+    fn write(&self, mut file: &File) -> std::io::Result<()> {
+        file.seek(SeekFrom::Start(0))?;
+        file.write_all(&self.encode())
+    }
+
+    /// Destroys the hint durably (before a seal).
+    fn invalidate(mut file: &File) -> std::io::Result<()> {
+        file.seek(SeekFrom::Start(0))?;
+        file.write_all(&[0u8; Self::LEN])?;
+        file.sync_data()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,545 @@
+//! Reading the tape log: snapshots, frame iteration, listings and verification.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use super::format::{self, ChunkHeader, FrameRead, Lsn, decode_frame};
+use super::{
+    ACTIVE_HEADER, ActiveHeader, Problem, SEALED_HEADER, SealedHeader, SegmentInfo, VerifyReport,
+    payload_ts,
+};
+use crate::error::{Error, IoContext, Result};
+
+/// A sealed segment in a snapshot.
+#[derive(Debug)]
+pub(crate) struct SealedRef {
+    pub(crate) path: PathBuf,
+    pub(crate) file: File,
+    pub(crate) header: SealedHeader,
+}
+
+/// The active segment in a snapshot, up to the length it had when taken.
+#[derive(Debug)]
+pub(crate) struct ActiveRef {
+    pub(crate) path: PathBuf,
+    pub(crate) file: File,
+    pub(crate) header: ActiveHeader,
+    pub(crate) end: u64,
+    pub(crate) last_lsn: Lsn,
+}
+
+/// The log as it was when the snapshot was taken. Open file handles keep it
+/// readable even if segments are sealed or rewritten afterwards.
+#[derive(Debug)]
+pub struct Snapshot {
+    dir: PathBuf,
+    sealed: Vec<SealedRef>,
+    active: ActiveRef,
+}
+
+/// One frame read back from the log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Its sequence number.
+    pub lsn: Lsn,
+    /// The encoded event.
+    pub payload: Vec<u8>,
+}
+
+impl Snapshot {
+    pub(crate) fn new(dir: PathBuf, sealed: Vec<SealedRef>, active: ActiveRef) -> Snapshot {
+        Snapshot {
+            dir,
+            sealed,
+            active,
+        }
+    }
+
+    pub(crate) fn sealed_refs(&self) -> &[SealedRef] {
+        &self.sealed
+    }
+
+    /// The tape directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// LSN of the last frame in the snapshot (0 if empty).
+    pub fn last_lsn(&self) -> Lsn {
+        self.active.last_lsn
+    }
+
+    /// Iterates over every frame with an LSN greater than `lsn`, in order.
+    /// Segments and chunks wholly before `lsn` are skipped without reading.
+    pub fn frames_after(&self, lsn: Lsn) -> FrameIter<'_> {
+        FrameIter {
+            snapshot: self,
+            after: lsn,
+            next_sealed: 0,
+            sealed_reader: None,
+            active_done: false,
+            pending: VecDeque::new(),
+            failed: false,
+        }
+    }
+
+    /// Describes every segment, oldest first.
+    pub fn segments(&self) -> Result<Vec<SegmentInfo>> {
+        let mut out = Vec::new();
+        for seg in &self.sealed {
+            let h = &seg.header;
+            out.push(SegmentInfo {
+                name: file_name(&seg.path),
+                seq: h.seq,
+                sealed: true,
+                generation: h.generation,
+                bytes: seg.file.metadata().ctx("stat", &seg.path)?.len(),
+                raw_bytes: h.raw_bytes,
+                events: h.events,
+                first_lsn: h.first_lsn,
+                last_lsn: h.last_lsn,
+                min_ts: (h.events > 0).then_some(h.min_ts),
+                max_ts: (h.events > 0).then_some(h.max_ts),
+            });
+        }
+        let raw = self.read_active()?;
+        let mut info = SegmentInfo {
+            name: file_name(&self.active.path),
+            seq: self.active.header.seq,
+            sealed: false,
+            generation: 0,
+            bytes: self.active.end,
+            raw_bytes: raw.len() as u64,
+            events: 0,
+            first_lsn: 0,
+            last_lsn: 0,
+            min_ts: None,
+            max_ts: None,
+        };
+        let mut pos = 0;
+        while let FrameRead::Frame { lsn, payload, size } = decode_frame(&raw[pos..]) {
+            if info.events == 0 {
+                info.first_lsn = lsn;
+            }
+            info.last_lsn = lsn;
+            info.events += 1;
+            if let Some(ts) = payload_ts(payload) {
+                info.min_ts = Some(info.min_ts.map_or(ts, |m: i64| m.min(ts)));
+                info.max_ts = Some(info.max_ts.map_or(ts, |m: i64| m.max(ts)));
+            }
+            pos += size;
+        }
+        out.push(info);
+        Ok(out)
+    }
+
+    /// Verifies every segment completely.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        let mut report = VerifyReport::default();
+        let mut expected = self
+            .sealed
+            .first()
+            .map_or(self.active.header.first_lsn, |s| s.header.first_lsn);
+        for seg in &self.sealed {
+            report.segments += 1;
+            verify_sealed(&seg.path, &mut expected, &mut report)?;
+        }
+        report.segments += 1;
+        if self.active.header.first_lsn != expected {
+            report.problems.push(Problem {
+                file: self.active.path.clone(),
+                offset: 0,
+                what: format!(
+                    "active segment starts at lsn {}, expected {expected}",
+                    self.active.header.first_lsn
+                ),
+            });
+        }
+        let raw = self.read_active()?;
+        let mut pos = 0usize;
+        let mut lsn_expected = self.active.header.first_lsn;
+        while pos < raw.len() {
+            let offset = ACTIVE_HEADER as u64 + pos as u64;
+            match decode_frame(&raw[pos..]) {
+                FrameRead::Frame { lsn, size, .. } => {
+                    report.frames += 1;
+                    if lsn != lsn_expected {
+                        report.problems.push(Problem {
+                            file: self.active.path.clone(),
+                            offset,
+                            what: format!("frame has lsn {lsn}, expected {lsn_expected}"),
+                        });
+                    }
+                    lsn_expected = lsn + 1;
+                    pos += size;
+                }
+                FrameRead::Incomplete => {
+                    report.problems.push(Problem {
+                        file: self.active.path.clone(),
+                        offset,
+                        what: "incomplete frame".into(),
+                    });
+                    break;
+                }
+                FrameRead::Invalid(why) => {
+                    report.problems.push(Problem {
+                        file: self.active.path.clone(),
+                        offset,
+                        what: why.into(),
+                    });
+                    break;
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    fn read_active(&self) -> Result<Vec<u8>> {
+        let mut buf = Vec::with_capacity((self.active.end - ACTIVE_HEADER as u64) as usize);
+        let mut f = &self.active.file;
+        f.seek(SeekFrom::Start(ACTIVE_HEADER as u64))
+            .ctx("seek", &self.active.path)?;
+        f.take(self.active.end - ACTIVE_HEADER as u64)
+            .read_to_end(&mut buf)
+            .ctx("read", &self.active.path)?;
+        Ok(buf)
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Reads the decompressed frame bytes of a sealed segment (all chunks), verifying checksums.
+pub(crate) fn read_sealed_frames(path: &Path) -> Result<Vec<u8>> {
+    let bytes = std::fs::read(path).ctx("read", path)?;
+    let header = SealedHeader::decode(&bytes).map_err(|why| Error::corrupt(path, 0, why))?;
+    let mut out = Vec::with_capacity(header.raw_bytes as usize);
+    let mut pos = SEALED_HEADER;
+    for _ in 0..header.chunks {
+        let ch = ChunkHeader::decode(bytes.get(pos..).unwrap_or_default())
+            .map_err(|why| Error::corrupt(path, pos as u64, why))?;
+        let data_start = pos + format::CHUNK_HEADER;
+        let data = bytes
+            .get(data_start..data_start + ch.compressed_len as usize)
+            .ok_or_else(|| {
+                Error::corrupt(path, pos as u64, "chunk extends past the end of the file")
+            })?;
+        if !ch.verify(data) {
+            return Err(Error::corrupt(path, pos as u64, "chunk checksum mismatch"));
+        }
+        let raw = zstd::bulk::decompress(data, ch.raw_len as usize).map_err(|e| {
+            Error::corrupt(path, pos as u64, format!("chunk does not decompress: {e}"))
+        })?;
+        out.extend_from_slice(&raw);
+        pos = data_start + ch.compressed_len as usize;
+    }
+    Ok(out)
+}
+
+fn verify_sealed(path: &Path, expected: &mut Lsn, report: &mut VerifyReport) -> Result<()> {
+    let problem = |report: &mut VerifyReport, offset: u64, what: String| {
+        report.problems.push(Problem {
+            file: path.to_path_buf(),
+            offset,
+            what,
+        });
+    };
+    let bytes = std::fs::read(path).ctx("read", path)?;
+    let name = file_name(path);
+    if let Some((_, hash)) = format::parse_sealed_name(&name)
+        && blake3::hash(&bytes).to_hex().as_str() != hash
+    {
+        problem(
+            report,
+            0,
+            "file content does not match the blake3 in its name".into(),
+        );
+    }
+    let header = match SealedHeader::decode(&bytes) {
+        Ok(h) => h,
+        Err(why) => {
+            problem(report, 0, why.into());
+            return Ok(());
+        }
+    };
+    if header.first_lsn != *expected {
+        problem(
+            report,
+            0,
+            format!(
+                "segment starts at lsn {}, expected {}",
+                header.first_lsn, *expected
+            ),
+        );
+    }
+    let mut pos = SEALED_HEADER;
+    let mut frames = 0u64;
+    let mut next = header.first_lsn;
+    for index in 0..header.chunks {
+        let Ok(ch) = ChunkHeader::decode(bytes.get(pos..).unwrap_or_default()) else {
+            problem(
+                report,
+                pos as u64,
+                format!("chunk {index}: header is truncated"),
+            );
+            break;
+        };
+        let data_start = pos + format::CHUNK_HEADER;
+        let Some(data) = bytes.get(data_start..data_start + ch.compressed_len as usize) else {
+            problem(
+                report,
+                pos as u64,
+                format!("chunk {index}: extends past the end of the file"),
+            );
+            break;
+        };
+        if !ch.verify(data) {
+            problem(
+                report,
+                pos as u64,
+                format!("chunk {index}: checksum mismatch"),
+            );
+        }
+        match zstd::bulk::decompress(data, ch.raw_len as usize) {
+            Ok(raw) => {
+                let mut at = 0usize;
+                let mut in_chunk = 0u32;
+                while at < raw.len() {
+                    match decode_frame(&raw[at..]) {
+                        FrameRead::Frame { lsn, size, .. } => {
+                            report.frames += 1;
+                            if lsn != next {
+                                problem(
+                                    report,
+                                    pos as u64,
+                                    format!(
+                                        "chunk {index}, frame at byte {at}: lsn {lsn}, expected {next}"
+                                    ),
+                                );
+                            }
+                            next = lsn + 1;
+                            at += size;
+                            in_chunk += 1;
+                        }
+                        FrameRead::Incomplete => {
+                            problem(
+                                report,
+                                pos as u64,
+                                format!("chunk {index}, frame at byte {at}: incomplete"),
+                            );
+                            break;
+                        }
+                        FrameRead::Invalid(why) => {
+                            problem(
+                                report,
+                                pos as u64,
+                                format!("chunk {index}, frame at byte {at}: {why}"),
+                            );
+                            break;
+                        }
+                    }
+                }
+                if in_chunk != ch.frames {
+                    problem(
+                        report,
+                        pos as u64,
+                        format!(
+                            "chunk {index}: {in_chunk} frames, header says {}",
+                            ch.frames
+                        ),
+                    );
+                }
+                frames += u64::from(in_chunk);
+            }
+            Err(e) => problem(
+                report,
+                pos as u64,
+                format!("chunk {index}: does not decompress: {e}"),
+            ),
+        }
+        pos = data_start + ch.compressed_len as usize;
+    }
+    if frames != header.events || next != header.last_lsn + 1 {
+        problem(
+            report,
+            0,
+            format!(
+                "header says {} events up to lsn {}, found {frames} up to {}",
+                header.events,
+                header.last_lsn,
+                next.saturating_sub(1)
+            ),
+        );
+    }
+    if pos != bytes.len() {
+        problem(
+            report,
+            pos as u64,
+            format!("{} trailing bytes after the last chunk", bytes.len() - pos),
+        );
+    }
+    *expected = header.last_lsn + 1;
+    Ok(())
+}
+
+/// Iterates over frames in LSN order. Yields an error (and then stops) at the
+/// first damaged chunk or frame.
+#[derive(Debug)]
+pub struct FrameIter<'a> {
+    snapshot: &'a Snapshot,
+    after: Lsn,
+    next_sealed: usize,
+    sealed_reader: Option<SealedReader<'a>>,
+    active_done: bool,
+    pending: VecDeque<Frame>,
+    failed: bool,
+}
+
+#[derive(Debug)]
+struct SealedReader<'a> {
+    seg: &'a SealedRef,
+    reader: BufReader<&'a File>,
+    pos: u64,
+    chunks_left: u32,
+}
+
+impl FrameIter<'_> {
+    /// Decodes frames of `raw` (whose first byte is at `base` in `file`) into `pending`.
+    fn push_frames(&mut self, raw: &[u8], file: &Path, base: u64, context: &str) -> Result<()> {
+        let mut at = 0usize;
+        while at < raw.len() {
+            match decode_frame(&raw[at..]) {
+                FrameRead::Frame { lsn, payload, size } => {
+                    if lsn > self.after {
+                        self.pending.push_back(Frame {
+                            lsn,
+                            payload: payload.to_vec(),
+                        });
+                    }
+                    at += size;
+                }
+                FrameRead::Incomplete => {
+                    return Err(Error::corrupt(
+                        file,
+                        base,
+                        format!("{context}frame at byte {at}: incomplete"),
+                    ));
+                }
+                FrameRead::Invalid(why) => {
+                    return Err(Error::corrupt(
+                        file,
+                        base,
+                        format!("{context}frame at byte {at}: {why}"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn refill(&mut self) -> Result<bool> {
+        loop {
+            if let Some(sr) = self.sealed_reader.as_mut() {
+                if sr.chunks_left == 0 {
+                    self.sealed_reader = None;
+                    continue;
+                }
+                let seg = sr.seg;
+                let mut head = [0u8; format::CHUNK_HEADER];
+                sr.reader
+                    .read_exact(&mut head)
+                    .map_err(|_| Error::corrupt(&seg.path, sr.pos, "chunk header is truncated"))?;
+                let ch = ChunkHeader::decode(&head)
+                    .map_err(|why| Error::corrupt(&seg.path, sr.pos, why))?;
+                let chunk_pos = sr.pos;
+                sr.pos += format::CHUNK_HEADER as u64 + u64::from(ch.compressed_len);
+                sr.chunks_left -= 1;
+                if ch.last_lsn() <= self.after {
+                    sr.reader
+                        .seek_relative(i64::from(ch.compressed_len))
+                        .ctx("seek", &seg.path)?;
+                    continue;
+                }
+                let mut data = vec![0u8; ch.compressed_len as usize];
+                sr.reader.read_exact(&mut data).map_err(|_| {
+                    Error::corrupt(
+                        &seg.path,
+                        chunk_pos,
+                        "chunk extends past the end of the file",
+                    )
+                })?;
+                if !ch.verify(&data) {
+                    return Err(Error::corrupt(
+                        &seg.path,
+                        chunk_pos,
+                        "chunk checksum mismatch",
+                    ));
+                }
+                let raw = zstd::bulk::decompress(&data, ch.raw_len as usize).map_err(|e| {
+                    Error::corrupt(
+                        &seg.path,
+                        chunk_pos,
+                        format!("chunk does not decompress: {e}"),
+                    )
+                })?;
+                self.push_frames(&raw, &seg.path, chunk_pos, "in chunk, ")?;
+                if !self.pending.is_empty() {
+                    return Ok(true);
+                }
+                continue;
+            }
+            if self.next_sealed < self.snapshot.sealed.len() {
+                let seg = &self.snapshot.sealed[self.next_sealed];
+                self.next_sealed += 1;
+                if seg.header.last_lsn <= self.after {
+                    continue;
+                }
+                let mut reader = BufReader::with_capacity(1 << 16, &seg.file);
+                reader
+                    .seek(SeekFrom::Start(SEALED_HEADER as u64))
+                    .ctx("seek", &seg.path)?;
+                self.sealed_reader = Some(SealedReader {
+                    seg,
+                    reader,
+                    pos: SEALED_HEADER as u64,
+                    chunks_left: seg.header.chunks,
+                });
+                continue;
+            }
+            if !self.active_done {
+                self.active_done = true;
+                let raw = self.snapshot.read_active()?;
+                let path = self.snapshot.active.path.clone();
+                self.push_frames(&raw, &path, ACTIVE_HEADER as u64, "")?;
+                return Ok(!self.pending.is_empty());
+            }
+            return Ok(false);
+        }
+    }
+}
+
+impl Iterator for FrameIter<'_> {
+    type Item = Result<Frame>;
+
+    fn next(&mut self) -> Option<Result<Frame>> {
+        if self.failed {
+            return None;
+        }
+        if let Some(frame) = self.pending.pop_front() {
+            return Some(Ok(frame));
+        }
+        match self.refill() {
+            Ok(true) => self.pending.pop_front().map(Ok),
+            Ok(false) => None,
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+}

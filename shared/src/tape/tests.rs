@@ -1,0 +1,352 @@
+//! Tests of the tape log: round trips, sealing, crash recovery, verification, rewrites.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+
+use proptest::prelude::*;
+
+use super::*;
+
+fn opts(segment_bytes: u64) -> TapeOptions {
+    TapeOptions {
+        segment_bytes,
+        chunk_bytes: 512,
+        zstd_level: 1,
+        auto_seal: true,
+    }
+}
+
+fn payload(i: u64) -> Vec<u8> {
+    format!(r#"{{"ts":{},"k":"msg.in","b":{{"text":"event number {i} with some repeated text text text"}}}}"#, 1000 + i)
+        .into_bytes()
+}
+
+fn append_n(log: &TapeLog, from: u64, n: u64) -> Lsn {
+    let payloads: Vec<Vec<u8>> = (from..from + n).map(payload).collect();
+    let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+    log.lock().unwrap().append(&refs).unwrap()
+}
+
+fn read_all(log: &TapeLog) -> Vec<Frame> {
+    let snap = log.snapshot().unwrap();
+    snap.frames_after(0).collect::<Result<Vec<_>>>().unwrap()
+}
+
+fn files(log: &TapeLog) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(log.dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn append_then_read_back_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    assert_eq!(append_n(&log, 1, 3), 1);
+    assert_eq!(append_n(&log, 4, 2), 4);
+    let frames = read_all(&log);
+    assert_eq!(
+        frames.iter().map(|f| f.lsn).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4, 5]
+    );
+    assert_eq!(frames[3].payload, payload(4));
+    assert_eq!(log.lock().unwrap().last_lsn(), 5);
+}
+
+#[test]
+fn sealing_compresses_and_keeps_every_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(2_000)).unwrap();
+    for batch in 0..20 {
+        append_n(&log, batch * 10 + 1, 10);
+    }
+    let segs = log.segments().unwrap();
+    assert!(segs.iter().filter(|s| s.sealed).count() >= 5, "{segs:?}");
+    for s in segs.iter().filter(|s| s.sealed) {
+        assert!(
+            s.bytes < s.raw_bytes,
+            "compressed {} raw {}",
+            s.bytes,
+            s.raw_bytes
+        );
+        assert!(s.min_ts.is_some());
+    }
+    let frames = read_all(&log);
+    assert_eq!(frames.len(), 200);
+    assert!(
+        frames
+            .iter()
+            .enumerate()
+            .all(|(i, f)| f.lsn == i as u64 + 1 && f.payload == payload(i as u64 + 1))
+    );
+    let report = log.verify().unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.frames, 200);
+    // Reading from the middle skips whole segments.
+    let snap = log.snapshot().unwrap();
+    let tail: Vec<Lsn> = snap.frames_after(150).map(|f| f.unwrap().lsn).collect();
+    assert_eq!(tail, (151..=200).collect::<Vec<_>>());
+}
+
+#[test]
+fn torn_tail_is_truncated_on_next_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 4);
+    let active = dir.path().join(format::active_name(1));
+    let good_len = fs::metadata(&active).unwrap().len();
+    // A frame header promising more bytes than were written.
+    let mut partial = Vec::new();
+    encode_frame(&mut partial, 5, &payload(5));
+    partial.truncate(partial.len() - 7);
+    OpenOptions::new()
+        .append(true)
+        .open(&active)
+        .unwrap()
+        .write_all(&partial)
+        .unwrap();
+    let mut w = log.lock().unwrap();
+    assert_eq!(w.last_lsn(), 4);
+    assert_eq!(fs::metadata(&active).unwrap().len(), good_len);
+    assert_eq!(w.append(&[&payload(5)]).unwrap(), 5);
+    drop(w);
+    assert_eq!(read_all(&log).len(), 5);
+}
+
+#[test]
+fn garbage_after_last_frame_is_truncated_even_without_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 3);
+    fs::write(dir.path().join("LOCK"), b"garbage").unwrap();
+    let active = dir.path().join(format::active_name(1));
+    OpenOptions::new()
+        .append(true)
+        .open(&active)
+        .unwrap()
+        .write_all(&[0xAB; 100])
+        .unwrap();
+    assert_eq!(log.lock().unwrap().last_lsn(), 3);
+    assert_eq!(read_all(&log).len(), 3);
+}
+
+#[test]
+fn stale_hint_is_not_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 2);
+    let hint = fs::read(dir.path().join("LOCK")).unwrap();
+    append_n(&log, 3, 2);
+    // Put back the older hint: the frames after it must still be found.
+    fs::write(dir.path().join("LOCK"), &hint).unwrap();
+    assert_eq!(log.lock().unwrap().last_lsn(), 4);
+}
+
+#[test]
+fn interrupted_seal_is_resolved() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 5);
+    let active = dir.path().join(format::active_name(1));
+    let saved = fs::read(&active).unwrap();
+    log.lock().unwrap().seal().unwrap().unwrap();
+    // Simulate a crash after the sealed file was written but before the old
+    // active segment was removed (and before the new one was created).
+    fs::write(&active, &saved).unwrap();
+    fs::remove_file(dir.path().join(format::active_name(2))).unwrap();
+    fs::write(dir.path().join("LOCK"), b"").unwrap();
+    let mut w = log.lock().unwrap();
+    assert_eq!(w.last_lsn(), 5);
+    assert_eq!(w.append(&[&payload(6)]).unwrap(), 6);
+    drop(w);
+    assert!(!active.exists());
+    assert_eq!(read_all(&log).len(), 6);
+}
+
+#[test]
+fn leftover_temporary_files_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 1);
+    fs::write(dir.path().join(".0000000002-x.seg.1.1.tmp"), b"half").unwrap();
+    fs::write(dir.path().join("LOCK"), b"").unwrap();
+    drop(log.lock().unwrap());
+    assert!(!files(&log).iter().any(|n| n.ends_with(".tmp")));
+}
+
+#[test]
+fn flipped_byte_in_sealed_segment_is_named_by_verify_and_stops_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 50);
+    let info = log.lock().unwrap().seal().unwrap().unwrap();
+    let path = dir.path().join(&info.name);
+    let mut bytes = fs::read(&path).unwrap();
+    let at = bytes.len() - 10;
+    bytes[at] ^= 0x40;
+    fs::write(&path, &bytes).unwrap();
+    let report = log.verify().unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.file == path && p.what.contains("blake3")),
+        "{:?}",
+        report.problems
+    );
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.file == path && p.what.contains("chunk")),
+        "{:?}",
+        report.problems
+    );
+    let snap = log.snapshot().unwrap();
+    let results: Vec<_> = snap.frames_after(0).collect();
+    let err = results
+        .iter()
+        .find_map(|r| r.as_ref().err())
+        .expect("an error");
+    assert!(err.to_string().contains(&info.name), "{err}");
+    assert!(
+        results.last().unwrap().is_err(),
+        "iteration stops at the damage"
+    );
+}
+
+#[test]
+fn oversized_event_is_refused_and_nothing_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    let big = vec![b'x'; MAX_PAYLOAD + 1];
+    let mut w = log.lock().unwrap();
+    let err = w.append(&[b"{}", &big]).unwrap_err();
+    assert!(err.to_string().contains("limit"), "{err}");
+    assert_eq!(w.last_lsn(), 0);
+}
+
+#[test]
+fn rewrite_replaces_segments_and_keeps_lsns() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(3_000)).unwrap();
+    append_n(&log, 1, 60);
+    let before: Vec<String> = log
+        .segments()
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.sealed)
+        .map(|s| s.name)
+        .collect();
+    let stats = log
+        .lock()
+        .unwrap()
+        .rewrite(|lsn, p| {
+            (lsn == 7 || lsn == 59).then(|| {
+                String::from_utf8_lossy(p)
+                    .replace("event number", "EVENT")
+                    .into_bytes()
+            })
+        })
+        .unwrap();
+    assert_eq!(stats.frames_changed, 2);
+    assert!(stats.segments_rewritten >= 1);
+    let frames = read_all(&log);
+    assert_eq!(frames.len(), 60);
+    assert!(String::from_utf8_lossy(&frames[6].payload).contains("EVENT 7"));
+    assert!(!String::from_utf8_lossy(&frames[5].payload).contains("EVENT"));
+    let after: Vec<_> = log
+        .segments()
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.sealed)
+        .collect();
+    assert!(after.iter().any(|s| s.generation == 1));
+    assert!(
+        before.iter().any(|n| !after.iter().any(|s| &s.name == n)),
+        "an old file was replaced"
+    );
+    assert!(log.verify().unwrap().problems.is_empty());
+}
+
+#[test]
+fn interrupted_rewrite_keeps_the_newer_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 5);
+    let info = log.lock().unwrap().seal().unwrap().unwrap();
+    let old = dir.path().join(&info.name);
+    let old_bytes = fs::read(&old).unwrap();
+    log.lock()
+        .unwrap()
+        .rewrite(|lsn, _| (lsn == 2).then(|| b"{\"ts\":1}".to_vec()))
+        .unwrap();
+    // Put the old generation back, as if the crash came before its removal.
+    fs::write(&old, &old_bytes).unwrap();
+    fs::write(dir.path().join("LOCK"), b"").unwrap();
+    let frames = read_all(&log);
+    assert_eq!(frames[1].payload, b"{\"ts\":1}");
+    assert!(!old.exists());
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Append(u8),
+    Seal,
+    Reopen,
+    Tear(u8),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (1u8..8).prop_map(Op::Append),
+        1 => Just(Op::Seal),
+        1 => Just(Op::Reopen),
+        1 => (1u8..60).prop_map(Op::Tear),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// The log behaves like a vector: whatever was acknowledged is read back,
+    /// in order, through seals, reopenings and torn tails.
+    #[test]
+    fn log_equals_model(ops in proptest::collection::vec(op(), 1..40)) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = TapeLog::open(dir.path(), opts(1_500)).unwrap();
+        let mut model: Vec<Vec<u8>> = Vec::new();
+        for op in ops {
+            match op {
+                Op::Append(n) => {
+                    let batch: Vec<Vec<u8>> = (0..n).map(|i| payload(model.len() as u64 + 1 + u64::from(i))).collect();
+                    let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+                    let first = log.lock().unwrap().append(&refs).unwrap();
+                    prop_assert_eq!(first, model.len() as u64 + 1);
+                    model.extend(batch);
+                }
+                Op::Seal => { log.lock().unwrap().seal().unwrap(); }
+                Op::Reopen => { log = TapeLog::open(dir.path(), opts(1_500)).unwrap(); }
+                Op::Tear(n) => {
+                    let seq = log.segments().unwrap().last().unwrap().seq;
+                    let path = dir.path().join(format::active_name(seq));
+                    let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+                    let mut junk = Vec::new();
+                    encode_frame(&mut junk, 999_999, &payload(0));
+                    junk.truncate(usize::from(n).min(junk.len() - 1));
+                    f.write_all(&junk).unwrap();
+                }
+            }
+        }
+        let frames = read_all(&log);
+        prop_assert_eq!(frames.len(), model.len());
+        for (i, (f, m)) in frames.iter().zip(&model).enumerate() {
+            prop_assert_eq!(f.lsn, i as u64 + 1);
+            prop_assert_eq!(&f.payload, m);
+        }
+        prop_assert!(log.verify().unwrap().problems.is_empty());
+    }
+}
