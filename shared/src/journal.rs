@@ -1,0 +1,483 @@
+//! The journal: the one way state changes, joining the tape log and the projection.
+//!
+//! [`Journal::append`] takes the tape lock, applies anything another writer
+//! appended but did not apply (it may have been killed in between), appends
+//! the new events durably, applies them in one SQLite transaction that also
+//! advances the stored position, and releases the lock. The log's order is
+//! therefore the order of application in every process.
+//!
+//! [`replay`] rebuilds the projection from the tapes alone into a new
+//! generation and swaps it in atomically; [`Journal::compact`] physically
+//! removes forgotten memories' text from the tapes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+
+use crate::error::{Error, IoContext, Result};
+use crate::event::{Body, Event, UnknownBody};
+use crate::ids::{EventId, MemoryId, SessionKey};
+use crate::paths::Paths;
+use crate::store::{self, ApplyStats, Store, Tuning};
+use crate::tape::{Frame, Lsn, Snapshot, TapeLog, TapeOptions, TapeWriter};
+use crate::time::Ts;
+
+/// Events applied per SQLite transaction when catching up or replaying.
+const BATCH: usize = 4096;
+
+/// Options of a journal.
+#[derive(Clone, Debug, Default)]
+pub struct JournalOptions {
+    /// Tape log tuning.
+    pub tape: TapeOptions,
+}
+
+impl JournalOptions {
+    /// For latency-sensitive writers (hooks): never seal during an append.
+    pub fn low_latency() -> JournalOptions {
+        JournalOptions {
+            tape: TapeOptions {
+                auto_seal: false,
+                ..TapeOptions::default()
+            },
+        }
+    }
+}
+
+/// The tape log and its projection, opened together.
+#[derive(Debug)]
+pub struct Journal {
+    paths: Paths,
+    tape: TapeLog,
+    store: Store,
+    writer: String,
+}
+
+/// What an append did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Receipt {
+    /// LSN of the first event appended.
+    pub first_lsn: Lsn,
+    /// LSN of the last event appended (`first_lsn - 1` for an empty batch).
+    pub last_lsn: Lsn,
+    /// Whether the projection was updated (the events are durable either way;
+    /// the next open catches up).
+    pub applied: bool,
+}
+
+impl Journal {
+    /// Opens the journal in `paths` with default options and catches up.
+    pub fn open(paths: &Paths, writer: &str) -> Result<Journal> {
+        Journal::open_with(paths, writer, JournalOptions::default())
+    }
+
+    /// Opens the journal and brings the projection up to the end of the log.
+    pub fn open_with(paths: &Paths, writer: &str, opts: JournalOptions) -> Result<Journal> {
+        fs::create_dir_all(paths.home()).ctx("create directory", paths.home())?;
+        let tape = TapeLog::open(&paths.tapes(), opts.tape)?;
+        let store = Store::open(&paths.db())?;
+        let mut journal = Journal {
+            paths: paths.clone(),
+            tape,
+            store,
+            writer: writer.to_owned(),
+        };
+        journal.catch_up()?;
+        Ok(journal)
+    }
+
+    /// The data home.
+    pub fn paths(&self) -> &Paths {
+        &self.paths
+    }
+
+    /// The projection, for queries.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The projection, mutably.
+    pub fn store_mut(&mut self) -> &mut Store {
+        &mut self.store
+    }
+
+    /// The tape log.
+    pub fn tape(&self) -> &TapeLog {
+        &self.tape
+    }
+
+    /// The writer name stamped on new events.
+    pub fn writer(&self) -> &str {
+        &self.writer
+    }
+
+    /// A new event from this writer.
+    pub fn event(&self, ts: Ts, session: Option<SessionKey>, body: Body) -> Event {
+        Event::new(ts, &self.writer, session, body)
+    }
+
+    /// Appends events durably and applies them. See the module docs.
+    pub fn append(&mut self, events: &[Event]) -> Result<Receipt> {
+        let payloads: Vec<Vec<u8>> = events.iter().map(Event::to_json).collect();
+        let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+        if events.is_empty() {
+            let last = self.tape.lock()?.last_lsn();
+            return Ok(Receipt {
+                first_lsn: last + 1,
+                last_lsn: last,
+                applied: true,
+            });
+        }
+        let mut writer = self.tape.lock()?;
+        reopen_if_replaced(&mut self.store, &self.paths)?;
+        catch_up_locked(&mut self.store, &writer)?;
+        let first = writer.append(&refs)?;
+        let last = first + events.len() as u64 - 1;
+        // Apply exactly what the log holds: an event this build cannot read is
+        // applied in its decoded form, as replay will see it.
+        let decoded: Vec<Option<Event>> = events
+            .iter()
+            .zip(&payloads)
+            .map(|(e, p)| {
+                matches!(e.body, Body::Unknown(_))
+                    .then(|| Event::from_json(p).ok())
+                    .flatten()
+            })
+            .collect();
+        let batch: Vec<(Lsn, &Event)> = events
+            .iter()
+            .zip(&decoded)
+            .enumerate()
+            .map(|(i, (e, d))| (first + i as u64, d.as_ref().unwrap_or(e)))
+            .collect();
+        let applied = match self.store.apply(&batch) {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::error!(error = %e, first, last, "events are durable but the projection could not apply them; the next open will catch up");
+                false
+            }
+        };
+        drop(writer);
+        Ok(Receipt {
+            first_lsn: first,
+            last_lsn: last,
+            applied,
+        })
+    }
+
+    /// Applies whatever the log holds beyond the projection's position.
+    pub fn catch_up(&mut self) -> Result<ApplyStats> {
+        let writer = self.tape.lock()?;
+        reopen_if_replaced(&mut self.store, &self.paths)?;
+        catch_up_locked(&mut self.store, &writer)
+    }
+
+    /// Seals the active segment (sealing is otherwise automatic).
+    pub fn seal(&mut self) -> Result<()> {
+        self.tape.lock()?.seal()?;
+        Ok(())
+    }
+
+    /// Reopens the projection if a replay swapped in a new generation.
+    pub fn reopen_if_replaced(&mut self) -> Result<()> {
+        reopen_if_replaced(&mut self.store, &self.paths)
+    }
+
+    /// Physically removes the text of every forgotten memory from the tapes
+    /// (segments holding it are rewritten as new content-addressed files),
+    /// then rebuilds the projection so no copy remains there either.
+    pub fn compact(&mut self) -> Result<CompactReport> {
+        let forgotten: BTreeSet<MemoryId> = {
+            let mut stmt = self
+                .store
+                .conn()
+                .prepare("SELECT id FROM memories WHERE is_deleted = 1")
+                .map_err(|e| Error::sqlite("list forgotten memories", e))?;
+            stmt.query_map([], |r| r.get::<_, String>(0))
+                .and_then(|rows| {
+                    rows.map(|r| r.map(MemoryId))
+                        .collect::<rusqlite::Result<_>>()
+                })
+                .map_err(|e| Error::sqlite("list forgotten memories", e))?
+        };
+        let mut report = CompactReport {
+            forgotten: forgotten.len() as u64,
+            ..CompactReport::default()
+        };
+        if forgotten.is_empty() {
+            return Ok(report);
+        }
+        // The texts to remove: every version a forgotten memory ever had.
+        let mut texts: BTreeMap<MemoryId, Vec<String>> = BTreeMap::new();
+        {
+            let snapshot = self.tape.snapshot()?;
+            for frame in snapshot.frames_after(0) {
+                let frame = frame?;
+                let event = decode(&frame);
+                let (id, text) = match &event.body {
+                    Body::MemoryAdded(b) => (&b.memory_id, Some(b.content.clone())),
+                    Body::MemoryUpdated(b) => (&b.memory_id, b.content.clone()),
+                    _ => continue,
+                };
+                if let Some(text) = text
+                    && forgotten.contains(id)
+                    && !text.is_empty()
+                {
+                    texts.entry(id.clone()).or_default().push(text);
+                }
+            }
+        }
+        let needles: Vec<String> = texts
+            .values()
+            .flatten()
+            .filter(|t| t.len() >= 16)
+            .cloned()
+            .collect();
+        let mut writer = self.tape.lock()?;
+        let stats = writer.rewrite(|_, payload| scrub(payload, &forgotten, &needles))?;
+        drop(writer);
+        report.segments_rewritten = stats.segments_rewritten;
+        report.events_scrubbed = stats.frames_changed;
+        replay(&self.paths, &mut |_| {})?;
+        self.reopen_if_replaced()?;
+        Ok(report)
+    }
+}
+
+/// What [`Journal::compact`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompactReport {
+    /// Forgotten memories.
+    pub forgotten: u64,
+    /// Segments replaced.
+    pub segments_rewritten: u64,
+    /// Events whose text was removed.
+    pub events_scrubbed: u64,
+}
+
+/// Decodes a frame; a payload that is not an event at all (which no Engram
+/// writer produces) becomes an unknown event so that it is kept and skipped.
+pub fn decode(frame: &Frame) -> Event {
+    match Event::from_json(&frame.payload) {
+        Ok(e) => e,
+        Err(err) => Event {
+            v: 0,
+            id: EventId(format!("lsn_{}", frame.lsn)),
+            ts: Ts(0),
+            writer: String::new(),
+            session: None,
+            body: Body::Unknown(UnknownBody {
+                kind: "?".into(),
+                body: serde_json::Value::Null,
+                reason: format!("undecodable record: {err}"),
+            }),
+        },
+    }
+}
+
+fn reopen_if_replaced(store: &mut Store, paths: &Paths) -> Result<()> {
+    if store.is_replaced() {
+        tracing::info!("the projection was rebuilt by a replay; reopening");
+        *store = Store::open(&paths.db())?;
+    }
+    Ok(())
+}
+
+fn catch_up_locked(store: &mut Store, writer: &TapeWriter<'_>) -> Result<ApplyStats> {
+    let applied = store.applied_lsn()?;
+    let last = writer.last_lsn();
+    if applied == last {
+        return Ok(ApplyStats::default());
+    }
+    if applied > last {
+        return Err(Error::InvalidInput(format!(
+            "the projection {} has applied up to lsn {applied} but the tape log ends at {last}; \
+             it belongs to another log: run `engram-ingestor replay`",
+            store.path().display()
+        )));
+    }
+    tracing::info!(from = applied + 1, to = last, "catching up the projection");
+    apply_snapshot(store, &writer.snapshot()?, applied, &mut |_| {})
+}
+
+fn apply_snapshot(
+    store: &mut Store,
+    snapshot: &Snapshot,
+    after: Lsn,
+    progress: &mut dyn FnMut(u64),
+) -> Result<ApplyStats> {
+    let mut stats = ApplyStats::default();
+    let mut frames: Vec<(Lsn, Event)> = Vec::with_capacity(BATCH);
+    let flush =
+        |store: &mut Store, frames: &mut Vec<(Lsn, Event)>, stats: &mut ApplyStats| -> Result<()> {
+            let batch: Vec<(Lsn, &Event)> = frames.iter().map(|(l, e)| (*l, e)).collect();
+            stats.add(store.apply(&batch)?);
+            frames.clear();
+            Ok(())
+        };
+    let mut done = 0u64;
+    for frame in snapshot.frames_after(after) {
+        let frame = frame?;
+        frames.push((frame.lsn, decode(&frame)));
+        if frames.len() == BATCH {
+            flush(store, &mut frames, &mut stats)?;
+            done += BATCH as u64;
+            progress(done);
+        }
+    }
+    done += frames.len() as u64;
+    flush(store, &mut frames, &mut stats)?;
+    progress(done);
+    Ok(stats)
+}
+
+/// Progress of a replay.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplayProgress {
+    /// Events applied so far.
+    pub done: u64,
+    /// Events in the log when the replay started.
+    pub total: u64,
+}
+
+/// What [`replay`] did.
+#[derive(Clone, Debug)]
+pub struct ReplayReport {
+    /// Events read.
+    pub events: u64,
+    /// Projection counts.
+    pub stats: ApplyStats,
+    /// The new generation file.
+    pub generation: std::path::PathBuf,
+}
+
+/// Rebuilds the projection from the tapes alone into a new generation and
+/// swaps it in atomically. If any segment is damaged, refuses with an error
+/// naming it and changes nothing.
+pub fn replay(paths: &Paths, progress: &mut dyn FnMut(ReplayProgress)) -> Result<ReplayReport> {
+    let tape = TapeLog::open(&paths.tapes(), TapeOptions::default())?;
+    let snapshot = tape.snapshot()?;
+    let total = snapshot.last_lsn();
+    let link = paths.db();
+    let dir = store::generations_dir(&link);
+    fs::create_dir_all(&dir).ctx("create directory", &dir)?;
+    let generation = store::new_generation_path(&dir);
+    let cleanup = |path: &std::path::Path| {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let _ = fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    };
+    let built = (|| {
+        let mut store = Store::open_file(&generation, Tuning::Bulk)?;
+        let mut stats = apply_snapshot(&mut store, &snapshot, 0, &mut |done| {
+            progress(ReplayProgress { done, total })
+        })?;
+        // Swap under the tape lock so no append falls between catch-up and swap.
+        let writer = tape.lock()?;
+        let applied = store.applied_lsn()?;
+        stats.add(apply_snapshot(
+            &mut store,
+            &writer.snapshot()?,
+            applied,
+            &mut |_| {},
+        )?);
+        store.finish_bulk()?;
+        drop(store);
+        fs::File::open(&generation)
+            .and_then(|f| f.sync_all())
+            .ctx("fsync", &generation)?;
+        crate::fsutil::fsync_dir(&dir).ctx("fsync", &dir)?;
+        store::point_link(&link, &generation)?;
+        drop(writer);
+        Ok::<ApplyStats, Error>(stats)
+    })();
+    let stats = match built {
+        Ok(stats) => stats,
+        Err(e) => {
+            cleanup(&generation);
+            return Err(e);
+        }
+    };
+    // Remove every other generation; processes still using one keep their
+    // open files and reopen when they notice the swap.
+    let keep = generation
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for entry in fs::read_dir(&dir).ctx("list", &dir)? {
+        let entry = entry.ctx("list", &dir)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("engram-") && !name.starts_with(&keep) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+    for suffix in ["-wal", "-shm"] {
+        let _ = fs::remove_file(format!("{}{suffix}", link.display()));
+    }
+    Ok(ReplayReport {
+        events: total,
+        stats,
+        generation,
+    })
+}
+
+/// Removes forgotten memories' text from one encoded event, if present.
+fn scrub(payload: &[u8], forgotten: &BTreeSet<MemoryId>, needles: &[String]) -> Option<Vec<u8>> {
+    let raw = std::str::from_utf8(payload).ok()?;
+    let mentions_id = forgotten.iter().any(|id| raw.contains(id.as_str()));
+    let escaped: Vec<(String, &str)> = needles
+        .iter()
+        .filter_map(|n| {
+            let json = serde_json::to_string(n).ok()?;
+            let inner = json[1..json.len() - 1].to_owned();
+            raw.contains(&inner).then_some((inner, n.as_str()))
+        })
+        .collect();
+    if !mentions_id && escaped.is_empty() {
+        return None;
+    }
+    let mut event = Event::from_json(payload).ok()?;
+    let mut changed = false;
+    match &mut event.body {
+        Body::MemoryAdded(b) if forgotten.contains(&b.memory_id) => {
+            changed |= !b.content.is_empty() || !b.tags.is_empty();
+            b.content.clear();
+            b.tags.clear();
+        }
+        Body::MemoryUpdated(b) if forgotten.contains(&b.memory_id) => {
+            changed |= b.content.is_some() || b.tags.is_some();
+            b.content = None;
+            b.tags = None;
+        }
+        _ => {}
+    }
+    if !escaped.is_empty() {
+        let mut value = serde_json::to_value(&event).ok()?;
+        let mut replaced = false;
+        replace_strings(&mut value, &escaped, &mut replaced);
+        if replaced {
+            event = Event::from_json(&serde_json::to_vec(&value).ok()?).ok()?;
+            changed = true;
+        }
+    }
+    changed.then(|| event.to_json())
+}
+
+fn replace_strings(value: &mut serde_json::Value, needles: &[(String, &str)], replaced: &mut bool) {
+    match value {
+        serde_json::Value::String(s) => {
+            for (_, needle) in needles {
+                if s.contains(needle) {
+                    *s = s.replace(needle, "[forgotten]");
+                    *replaced = true;
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| replace_strings(v, needles, replaced)),
+        serde_json::Value::Object(map) => map
+            .values_mut()
+            .for_each(|v| replace_strings(v, needles, replaced)),
+        _ => {}
+    }
+}

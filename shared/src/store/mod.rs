@@ -1,0 +1,414 @@
+//! The SQLite projection: opening (with generations), migrations, pragmas.
+//!
+//! The database is a projection of the tape log: every row is derived from
+//! events, and `replay` rebuilds it from the tapes alone. `engram.db` in the
+//! data home is a symlink to the current generation `db/engram-<id>.db`;
+//! SQLite resolves the link, so each generation has its own `-wal`/`-shm`
+//! files and a rebuilt generation can be swapped in with one atomic rename
+//! while other processes still hold the old one open. A long-running process
+//! notices the swap with [`Store::is_replaced`] and reopens.
+
+mod apply;
+mod dump;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension};
+
+pub use apply::ApplyStats;
+pub use dump::canonical_dump;
+
+use crate::error::{Error, IoContext, Result, SqlContext};
+use crate::tape::Lsn;
+
+/// The numbered migrations, applied in order. Each is a file in `migrations/`.
+const MIGRATIONS: &[(u32, &str, &str)] = &[(
+    1,
+    "initial",
+    include_str!("../../../migrations/0001_initial.sql"),
+)];
+
+/// The newest schema version this build knows.
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// How a connection is tuned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tuning {
+    /// Normal operation: WAL, synchronous=NORMAL.
+    Live,
+    /// Building a fresh generation during replay: no durability until finished.
+    Bulk,
+}
+
+/// An open projection database.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+    /// The path callers asked for (usually the `engram.db` symlink).
+    link: PathBuf,
+    /// The file actually open.
+    target: PathBuf,
+}
+
+impl Store {
+    /// Opens the projection at `path`, creating a first generation (and the
+    /// symlink) if none exists, and applies pending migrations. Refuses a
+    /// database whose schema is newer than this build.
+    pub fn open(path: &Path) -> Result<Store> {
+        let target = resolve_or_create(path)?;
+        let conn = Connection::open(&target).sql(&format!("open {}", target.display()))?;
+        configure(&conn, Tuning::Live)?;
+        migrate(&conn, &target)?;
+        Ok(Store {
+            conn,
+            link: path.to_path_buf(),
+            target,
+        })
+    }
+
+    /// Opens a plain database file (no symlink handling) with the given tuning.
+    pub fn open_file(path: &Path, tuning: Tuning) -> Result<Store> {
+        let conn = Connection::open(path).sql(&format!("open {}", path.display()))?;
+        configure(&conn, tuning)?;
+        migrate(&conn, path)?;
+        Ok(Store {
+            conn,
+            link: path.to_path_buf(),
+            target: path.to_path_buf(),
+        })
+    }
+
+    /// The SQLite connection, for queries.
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The SQLite connection, mutably (transactions).
+    pub fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    /// The path this store was opened with.
+    pub fn path(&self) -> &Path {
+        &self.link
+    }
+
+    /// The database file actually open.
+    pub fn file(&self) -> &Path {
+        &self.target
+    }
+
+    /// Whether `engram.db` now points at another generation (a replay swapped
+    /// one in); the caller should reopen.
+    pub fn is_replaced(&self) -> bool {
+        if self.link == self.target {
+            return false;
+        }
+        match fs::canonicalize(&self.link) {
+            Ok(now) => now != self.target,
+            Err(_) => true,
+        }
+    }
+
+    /// The last log position applied (0 for an empty projection).
+    pub fn applied_lsn(&self) -> Result<Lsn> {
+        read_applied_lsn(&self.conn)
+    }
+
+    /// The schema version recorded in the database.
+    pub fn schema_version(&self) -> Result<u32> {
+        self.conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .sql("read schema version")
+    }
+
+    /// Switches a bulk-built database to live tuning (WAL) and flushes it.
+    pub fn finish_bulk(&self) -> Result<()> {
+        self.conn
+            .pragma_update(None, "synchronous", "NORMAL")
+            .sql("set synchronous")?;
+        let mode: String = self
+            .conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+            .sql("set WAL mode")?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::InvalidInput(format!(
+                "could not enable WAL mode (got {mode})"
+            )));
+        }
+        self.conn
+            .execute_batch("PRAGMA optimize;")
+            .sql("optimize")?;
+        Ok(())
+    }
+}
+
+pub(crate) fn read_applied_lsn(conn: &Connection) -> Result<Lsn> {
+    let value: Option<String> = conn
+        .query_row(
+            "SELECT value FROM engram_state WHERE key = 'applied_lsn'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .sql("read applied position")?;
+    match value {
+        None => Ok(0),
+        Some(v) => v.parse().map_err(|_| {
+            Error::InvalidInput(format!("engram_state.applied_lsn is not a number: {v}"))
+        }),
+    }
+}
+
+fn configure(conn: &Connection, tuning: Tuning) -> Result<()> {
+    conn.busy_timeout(Duration::from_secs(10))
+        .sql("set busy timeout")?;
+    match tuning {
+        Tuning::Live => {
+            let mode: String = conn
+                .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+                .sql("set WAL mode")?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                tracing::warn!(mode, "database is not in WAL mode");
+            }
+            conn.pragma_update(None, "synchronous", "NORMAL")
+                .sql("set synchronous")?;
+        }
+        Tuning::Bulk => {
+            conn.pragma_update(None, "journal_mode", "MEMORY")
+                .sql("set journal mode")?;
+            conn.pragma_update(None, "synchronous", "OFF")
+                .sql("set synchronous")?;
+        }
+    }
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .sql("enable foreign keys")?;
+    conn.pragma_update(None, "temp_store", "MEMORY")
+        .sql("set temp store")?;
+    conn.pragma_update(None, "cache_size", -32_000)
+        .sql("set cache size")?;
+    Ok(())
+}
+
+/// Applies pending migrations; a no-op when the schema is current.
+fn migrate(conn: &Connection, path: &Path) -> Result<u32> {
+    let version = |c: &Connection| -> Result<u32> {
+        c.pragma_query_value(None, "user_version", |r| r.get(0))
+            .sql("read schema version")
+    };
+    let found = version(conn)?;
+    if found > SCHEMA_VERSION {
+        return Err(Error::SchemaTooNew {
+            path: path.to_path_buf(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if found == SCHEMA_VERSION {
+        return Ok(found);
+    }
+    conn.execute_batch("BEGIN IMMEDIATE")
+        .sql("begin migration")?;
+    let result = (|| {
+        // Another process may have migrated while we waited for the lock.
+        let found = version(conn)?;
+        if found > SCHEMA_VERSION {
+            return Err(Error::SchemaTooNew {
+                path: path.to_path_buf(),
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL)",
+        )
+        .sql("create schema_migrations")?;
+        for (v, name, sql) in MIGRATIONS.iter().filter(|(v, _, _)| *v > found) {
+            conn.execute_batch(sql)
+                .sql(&format!("apply migration {v:04}_{name}"))?;
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)",
+                rusqlite::params![v, name],
+            )
+            .sql("record migration")?;
+            conn.pragma_update(None, "user_version", v)
+                .sql("record schema version")?;
+        }
+        Ok(SCHEMA_VERSION)
+    })();
+    match result {
+        Ok(v) => {
+            conn.execute_batch("COMMIT").sql("commit migration")?;
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+/// A fresh, unique generation file name in `dir`.
+pub(crate) fn new_generation_path(dir: &Path) -> PathBuf {
+    let nonce: u32 = rand::random();
+    dir.join(format!(
+        "engram-{}-{nonce:08x}.db",
+        crate::time::Ts::now().millis()
+    ))
+}
+
+/// The file `link` designates, creating a first generation if nothing exists
+/// and replacing a dangling link (the generation was deleted: the projection
+/// will be rebuilt from the tapes by catch-up).
+fn resolve_or_create(link: &Path) -> Result<PathBuf> {
+    match fs::symlink_metadata(link) {
+        Ok(meta) if meta.file_type().is_symlink() => match fs::canonicalize(link) {
+            Ok(target) => Ok(target),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                tracing::warn!(link = %link.display(), "the projection generation is missing; starting a new one");
+                let target = create_generation(link)?;
+                point_link(link, &target)?;
+                Ok(fs::canonicalize(link).ctx("resolve", link)?)
+            }
+            Err(e) => Err(Error::io("resolve", link, e)),
+        },
+        Ok(_) => Ok(link.to_path_buf()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let target = create_generation(link)?;
+            let relative = relative_target(link, &target);
+            match std::os::unix::fs::symlink(&relative, link) {
+                Ok(()) => {
+                    crate::fsutil::fsync_dir(&crate::fsutil::parent_dir(link))
+                        .ctx("fsync", link)?;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    // Another process created it first: use theirs.
+                    let _ = fs::remove_file(&target);
+                }
+                Err(e) => return Err(Error::io("create link", link, e)),
+            }
+            fs::canonicalize(link).ctx("resolve", link)
+        }
+        Err(e) => Err(Error::io("stat", link, e)),
+    }
+}
+
+/// Creates an empty generation file next to `link` (in `db/`).
+fn create_generation(link: &Path) -> Result<PathBuf> {
+    let dir = generations_dir(link);
+    fs::create_dir_all(&dir).ctx("create directory", &dir)?;
+    let target = new_generation_path(&dir);
+    fs::File::create_new(&target).ctx("create", &target)?;
+    Ok(target)
+}
+
+pub(crate) fn generations_dir(link: &Path) -> PathBuf {
+    crate::fsutil::parent_dir(link).join("db")
+}
+
+fn relative_target(link: &Path, target: &Path) -> PathBuf {
+    let dir = crate::fsutil::parent_dir(link);
+    let dir = fs::canonicalize(&dir).unwrap_or(dir);
+    target
+        .strip_prefix(&dir)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|_| target.to_path_buf())
+}
+
+/// Atomically points `link` at `target` (temporary symlink, rename, fsync).
+pub(crate) fn point_link(link: &Path, target: &Path) -> Result<()> {
+    let tmp = crate::fsutil::temp_path_for(link);
+    std::os::unix::fs::symlink(relative_target(link, target), &tmp).ctx("create link", &tmp)?;
+    if let Err(e) = fs::rename(&tmp, link) {
+        let _ = fs::remove_file(&tmp);
+        return Err(Error::io("replace link", link, e));
+    }
+    crate::fsutil::fsync_dir(&crate::fsutil::parent_dir(link)).ctx("fsync", link)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_migration_file_is_compiled_in() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations");
+        let mut files: Vec<String> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".sql"))
+            .collect();
+        files.sort();
+        let compiled: Vec<String> = MIGRATIONS
+            .iter()
+            .map(|(v, n, _)| format!("{v:04}_{n}.sql"))
+            .collect();
+        assert_eq!(files, compiled);
+    }
+
+    #[test]
+    fn open_creates_generation_link_and_is_idempotent() {
+        let home = tempfile::tempdir().unwrap();
+        let link = home.path().join("engram.db");
+        let a = Store::open(&link).unwrap();
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert!(
+            a.file()
+                .starts_with(fs::canonicalize(home.path()).unwrap().join("db"))
+        );
+        assert_eq!(a.schema_version().unwrap(), SCHEMA_VERSION);
+        let b = Store::open(&link).unwrap();
+        assert_eq!(a.file(), b.file());
+        assert!(!a.is_replaced());
+        // The WAL lives next to the generation, not next to the link.
+        a.conn()
+            .execute("INSERT INTO engram_state VALUES ('x', 'y')", [])
+            .unwrap();
+        assert!(!home.path().join("engram.db-wal").exists());
+    }
+
+    #[test]
+    fn newer_schema_is_refused_with_a_clear_message() {
+        let home = tempfile::tempdir().unwrap();
+        let link = home.path().join("engram.db");
+        let store = Store::open(&link).unwrap();
+        store
+            .conn()
+            .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        drop(store);
+        let err = Store::open(&link).unwrap_err();
+        assert!(matches!(err, Error::SchemaTooNew { .. }), "{err}");
+        assert!(err.to_string().contains("upgrade engram"), "{err}");
+    }
+
+    #[test]
+    fn dangling_link_starts_a_fresh_generation() {
+        let home = tempfile::tempdir().unwrap();
+        let link = home.path().join("engram.db");
+        let store = Store::open(&link).unwrap();
+        let old = store.file().to_path_buf();
+        drop(store);
+        fs::remove_file(&old).unwrap();
+        let store = Store::open(&link).unwrap();
+        assert_ne!(store.file(), old);
+        assert_eq!(store.applied_lsn().unwrap(), 0);
+    }
+
+    #[test]
+    fn replaced_link_is_noticed() {
+        let home = tempfile::tempdir().unwrap();
+        let link = home.path().join("engram.db");
+        let store = Store::open(&link).unwrap();
+        let other = create_generation(&link).unwrap();
+        point_link(&link, &other).unwrap();
+        assert!(store.is_replaced());
+    }
+}
