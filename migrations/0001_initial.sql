@@ -81,7 +81,7 @@ CREATE TABLE session_events (
 CREATE INDEX session_events_session ON session_events(session_key, lsn);
 CREATE INDEX session_events_file ON session_events(file) WHERE file IS NOT NULL;
 CREATE VIRTUAL TABLE session_events_fts USING fts5(
-  text, content='session_events', content_rowid='lsn', tokenize='porter unicode61', detail='column'
+  text, content='session_events', content_rowid='lsn', tokenize='unicode61 remove_diacritics 2', detail='column'
 );
 
 CREATE TABLE memories (

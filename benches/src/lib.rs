@@ -1,1 +1,214 @@
-//! Helpers shared by the hand-run benchmarks in `benches/benches/`.
+//! Helpers shared by the hand-run benchmarks in `benches/benches/`: a
+//! deterministic generator of realistic agent-session events.
+
+use rand::{Rng, RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+use shared::event::*;
+use shared::ids::{EventId, SessionKey};
+use shared::time::Ts;
+
+/// Words with a Zipf-like frequency profile, mixing prose and code vocabulary.
+const VOCAB: &[&str] = &[
+    "the",
+    "to",
+    "a",
+    "of",
+    "and",
+    "in",
+    "is",
+    "it",
+    "that",
+    "for",
+    "this",
+    "we",
+    "file",
+    "function",
+    "test",
+    "error",
+    "fix",
+    "let",
+    "fn",
+    "self",
+    "return",
+    "value",
+    "need",
+    "should",
+    "can",
+    "use",
+    "check",
+    "run",
+    "cargo",
+    "build",
+    "struct",
+    "impl",
+    "pub",
+    "mut",
+    "string",
+    "result",
+    "ok",
+    "err",
+    "match",
+    "some",
+    "none",
+    "config",
+    "path",
+    "update",
+    "now",
+    "add",
+    "remove",
+    "change",
+    "line",
+    "code",
+    "type",
+    "async",
+    "await",
+    "request",
+    "response",
+    "server",
+    "client",
+    "database",
+    "query",
+    "index",
+    "cache",
+    "token",
+    "auth",
+    "timeout",
+    "retry",
+    "handler",
+    "module",
+    "import",
+    "export",
+    "const",
+    "class",
+    "interface",
+    "component",
+    "props",
+    "state",
+    "render",
+    "hook",
+    "migration",
+    "schema",
+    "table",
+    "column",
+    "sqlite",
+    "postgres",
+    "docker",
+    "compose",
+    "deploy",
+    "branch",
+    "commit",
+    "merge",
+    "rebase",
+    "review",
+    "lint",
+    "format",
+    "clippy",
+    "warning",
+    "panic",
+    "unwrap",
+    "option",
+    "vector",
+    "hash",
+    "map",
+    "iterator",
+    "closure",
+    "trait",
+    "generic",
+    "lifetime",
+    "borrow",
+    "clone",
+    "copy",
+];
+
+fn zipf_word(rng: &mut impl Rng) -> &'static str {
+    // Inverse-CDF sampling of a Zipf(1) distribution over VOCAB.
+    let n = VOCAB.len() as f64;
+    let u: f64 = rng.random();
+    let idx = ((n + 1.0).powf(u) - 1.0) as usize;
+    VOCAB[idx.min(VOCAB.len() - 1)]
+}
+
+fn sentence(rng: &mut impl Rng, words: usize) -> String {
+    let mut s = String::with_capacity(words * 7);
+    for i in 0..words {
+        if i > 0 {
+            s.push(' ');
+        }
+        s.push_str(zipf_word(rng));
+        if rng.random_bool(0.03) {
+            s.push_str(&format!("_{}", rng.random_range(0..500)));
+        }
+    }
+    s
+}
+
+fn code_block(rng: &mut impl Rng, lines: usize) -> String {
+    let mut s = String::new();
+    for i in 0..lines {
+        let indent = "    ".repeat(rng.random_range(0..3));
+        s.push_str(&format!(
+            "{:>4}\t{indent}{} {}({}) {{ {} }}\n",
+            i + 1,
+            zipf_word(rng),
+            zipf_word(rng),
+            zipf_word(rng),
+            sentence(rng, 4)
+        ));
+    }
+    s
+}
+
+/// `n` events of realistic session content spread over sessions of ~200
+/// events: prompts, answers, tool calls with arguments, tool outputs with code,
+/// reads and edits. Deterministic for a seed.
+pub fn session_events(n: usize, seed: u64) -> Vec<Event> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut out = Vec::with_capacity(n);
+    let mut ts = Ts(1_750_000_000_000);
+    let mut session = SessionKey::new("claude", "s0");
+    for i in 0..n {
+        if i % 200 == 0 {
+            session = SessionKey::new("claude", &format!("s{}", i / 200));
+        }
+        ts = ts.plus_millis(rng.random_range(100..5000));
+        let call_id = format!("toolu_{:08x}", rng.random::<u32>());
+        let len: usize = rng.random_range(1..1000);
+        let body = match rng.random_range(0..100) {
+            0..=9 => Body::MsgIn(MsgIn { text: sentence(&mut rng, 8 + len % 72), ..Default::default() }),
+            10..=34 => Body::MsgOut(MsgOut { text: sentence(&mut rng, 20 + len % 230), ..Default::default() }),
+            35..=57 => Body::ToolCall(ToolCall {
+                tool: ["Read", "Bash", "Edit", "Grep"][rng.random_range(0..4)].into(),
+                call_id,
+                args: json!({"file_path": format!("/home/u/proj/src/{}.rs", zipf_word(&mut rng)), "command": sentence(&mut rng, 6)}),
+            }),
+            58..=85 => Body::ToolResult(ToolResult {
+                tool: "Read".into(),
+                call_id,
+                stdout: code_block(&mut rng, 3 + len % 57),
+                ..Default::default()
+            }),
+            86..=93 => Body::CodeRead(CodeRead {
+                file: format!("/home/u/proj/src/{}.rs", zipf_word(&mut rng)),
+                range: Some([1, rng.random_range(10..400)]),
+            }),
+            _ => Body::CodeEdit(CodeEdit {
+                file: format!("/home/u/proj/src/{}.rs", zipf_word(&mut rng)),
+                before_range: Some([10, 20]),
+                after_range: Some([10, 24]),
+                before_hash: Some(format!("{:032x}", rng.random::<u128>())),
+                after_hash: Some(format!("{:032x}", rng.random::<u128>())),
+                ..Default::default()
+            }),
+        };
+        out.push(Event {
+            v: SCHEMA_VERSION,
+            id: EventId::derived(&[session.as_str(), &i.to_string()]),
+            ts,
+            writer: "engram-bench".into(),
+            session: Some(session.clone()),
+            body,
+        });
+    }
+    out
+}

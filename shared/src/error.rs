@@ -79,28 +79,17 @@ impl Error {
 
     /// Builds an [`Error::Io`].
     pub fn io(op: &'static str, path: &Path, source: std::io::Error) -> Error {
-        Error::Io {
-            op,
-            path: path.to_path_buf(),
-            source,
-        }
+        Error::Io { op, path: path.to_path_buf(), source }
     }
 
     /// Builds an [`Error::Corrupt`].
     pub fn corrupt(file: &Path, offset: u64, reason: impl Into<String>) -> Error {
-        Error::Corrupt {
-            file: file.to_path_buf(),
-            offset,
-            reason: reason.into(),
-        }
+        Error::Corrupt { file: file.to_path_buf(), offset, reason: reason.into() }
     }
 
     /// Builds an [`Error::Sqlite`].
     pub fn sqlite(context: impl Into<String>, source: rusqlite::Error) -> Error {
-        Error::Sqlite {
-            context: context.into(),
-            source,
-        }
+        Error::Sqlite { context: context.into(), source }
     }
 }
 

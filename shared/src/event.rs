@@ -51,14 +51,7 @@ pub struct Event {
 impl Event {
     /// A new event with a fresh id, stamped with this crate's schema version.
     pub fn new(ts: Ts, writer: &str, session: Option<SessionKey>, body: Body) -> Event {
-        Event {
-            v: SCHEMA_VERSION,
-            id: EventId::generate(ts),
-            ts,
-            writer: writer.to_owned(),
-            session,
-            body,
-        }
+        Event { v: SCHEMA_VERSION, id: EventId::generate(ts), ts, writer: writer.to_owned(), session, body }
     }
 
     /// The kind tag (`"msg.in"`, …).
@@ -653,16 +646,9 @@ impl<'de> Deserialize<'de> for Embedding {
         let text = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
         let bytes = crate::base64::decode(&text).map_err(de::Error::custom)?;
         if !bytes.len().is_multiple_of(4) {
-            return Err(de::Error::custom(
-                "embedding length is not a multiple of 4 bytes",
-            ));
+            return Err(de::Error::custom("embedding length is not a multiple of 4 bytes"));
         }
-        Ok(Embedding(
-            bytes
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect(),
-        ))
+        Ok(Embedding(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()))
     }
 }
 
@@ -1034,10 +1020,7 @@ mod tests {
             Ts(1_756_860_755_576),
             "test",
             Some(SessionKey::new("claude", "abc")),
-            Body::MsgIn(MsgIn {
-                text: "Fix the auth timeout".into(),
-                ..Default::default()
-            }),
+            Body::MsgIn(MsgIn { text: "Fix the auth timeout".into(), ..Default::default() }),
         )
     }
 
@@ -1046,17 +1029,13 @@ mod tests {
         let e = sample();
         let json = e.to_json();
         let text = String::from_utf8(json.clone()).unwrap();
-        assert!(
-            text.contains(r#""k":"msg.in","b":{"text":"Fix the auth timeout"}"#),
-            "{text}"
-        );
+        assert!(text.contains(r#""k":"msg.in","b":{"text":"Fix the auth timeout"}"#), "{text}");
         assert_eq!(Event::from_json(&json).unwrap(), e);
     }
 
     #[test]
     fn unknown_kind_is_kept_verbatim() {
-        let line =
-            br#"{"v":9,"id":"ev_X","ts":5,"w":"future","k":"hologram.projected","b":{"x":[1,2]}}"#;
+        let line = br#"{"v":9,"id":"ev_X","ts":5,"w":"future","k":"hologram.projected","b":{"x":[1,2]}}"#;
         let e = Event::from_json(line).unwrap();
         match &e.body {
             Body::Unknown(u) => {
@@ -1067,16 +1046,12 @@ mod tests {
         }
         let again = Event::from_json(&e.to_json()).unwrap();
         assert_eq!(again.kind(), "hologram.projected");
-        assert_eq!(
-            serde_json::to_value(&again).unwrap(),
-            serde_json::from_slice::<Value>(line).unwrap()
-        );
+        assert_eq!(serde_json::to_value(&again).unwrap(), serde_json::from_slice::<Value>(line).unwrap());
     }
 
     #[test]
     fn known_kind_with_newer_shape_becomes_unknown() {
-        let line =
-            br#"{"v":2,"id":"ev_X","ts":5,"w":"future","k":"msg.in","b":{"text":{"rich":true}}}"#;
+        let line = br#"{"v":2,"id":"ev_X","ts":5,"w":"future","k":"msg.in","b":{"text":{"rich":true}}}"#;
         let e = Event::from_json(line).unwrap();
         match &e.body {
             Body::Unknown(u) => assert!(u.reason.starts_with("unreadable body"), "{}", u.reason),
@@ -1088,26 +1063,14 @@ mod tests {
     fn body_before_kind_still_decodes() {
         let line = br#"{"b":{"text":"hi"},"k":"msg.out","id":"ev_X","ts":5}"#;
         let e = Event::from_json(line).unwrap();
-        assert_eq!(
-            e.body,
-            Body::MsgOut(MsgOut {
-                text: "hi".into(),
-                ..Default::default()
-            })
-        );
+        assert_eq!(e.body, Body::MsgOut(MsgOut { text: "hi".into(), ..Default::default() }));
     }
 
     #[test]
     fn unknown_fields_are_ignored() {
         let line = br#"{"v":1,"id":"ev_X","ts":5,"w":"t","k":"msg.out","b":{"text":"hi","mood":"good"},"extra":1}"#;
         let e = Event::from_json(line).unwrap();
-        assert_eq!(
-            e.body,
-            Body::MsgOut(MsgOut {
-                text: "hi".into(),
-                ..Default::default()
-            })
-        );
+        assert_eq!(e.body, Body::MsgOut(MsgOut { text: "hi".into(), ..Default::default() }));
     }
 
     #[test]

@@ -11,10 +11,7 @@ pub fn fsync_dir(dir: &Path) -> io::Result<()> {
 
 /// A temporary path next to `path`, unique to this process and call.
 pub fn temp_path_for(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let nonce: u64 = rand::random();
     path.with_file_name(format!(".{name}.{}.{nonce:016x}.tmp", std::process::id()))
 }
@@ -57,24 +54,14 @@ pub struct FileLock {
 impl FileLock {
     /// Blocks until the exclusive lock on `path` (created if missing) is held.
     pub fn exclusive(path: &Path) -> io::Result<FileLock> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
         file.lock()?;
         Ok(FileLock { file })
     }
 
     /// Takes the exclusive lock if it is free; `None` if another holder has it.
     pub fn try_exclusive(path: &Path) -> io::Result<Option<FileLock>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
         match file.try_lock() {
             Ok(()) => Ok(Some(FileLock { file })),
             Err(fs::TryLockError::WouldBlock) => Ok(None),
@@ -105,10 +92,7 @@ mod tests {
         atomic_write(&path, b"one").unwrap();
         atomic_write(&path, b"two").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"two");
-        let names: Vec<_> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names.len(), 1, "{names:?}");
     }
 

@@ -159,14 +159,8 @@ mod tests {
 
     #[test]
     fn derived_ids_are_stable_and_unambiguous() {
-        assert_eq!(
-            EventId::derived(&["a", "bc"]),
-            EventId::derived(&["a", "bc"])
-        );
-        assert_ne!(
-            EventId::derived(&["a", "bc"]),
-            EventId::derived(&["ab", "c"])
-        );
+        assert_eq!(EventId::derived(&["a", "bc"]), EventId::derived(&["a", "bc"]));
+        assert_ne!(EventId::derived(&["a", "bc"]), EventId::derived(&["ab", "c"]));
         assert_eq!(EventId::derived(&["x"]).as_str().len(), 29);
     }
 

@@ -18,7 +18,7 @@ use crate::event::{Body, Event, UnknownBody};
 use crate::ids::{EventId, MemoryId, SessionKey};
 use crate::paths::Paths;
 use crate::store::{self, ApplyStats, Store, Tuning};
-use crate::tape::{Frame, Lsn, Snapshot, TapeLog, TapeOptions, TapeWriter};
+use crate::tape::{Lsn, Snapshot, TapeLog, TapeOptions, TapeWriter};
 use crate::time::Ts;
 
 /// Events applied per SQLite transaction when catching up or replaying.
@@ -34,12 +34,7 @@ pub struct JournalOptions {
 impl JournalOptions {
     /// For latency-sensitive writers (hooks): never seal during an append.
     pub fn low_latency() -> JournalOptions {
-        JournalOptions {
-            tape: TapeOptions {
-                auto_seal: false,
-                ..TapeOptions::default()
-            },
-        }
+        JournalOptions { tape: TapeOptions { auto_seal: false, ..TapeOptions::default() } }
     }
 }
 
@@ -75,12 +70,7 @@ impl Journal {
         fs::create_dir_all(paths.home()).ctx("create directory", paths.home())?;
         let tape = TapeLog::open(&paths.tapes(), opts.tape)?;
         let store = Store::open(&paths.db())?;
-        let mut journal = Journal {
-            paths: paths.clone(),
-            tape,
-            store,
-            writer: writer.to_owned(),
-        };
+        let mut journal = Journal { paths: paths.clone(), tape, store, writer: writer.to_owned() };
         journal.catch_up()?;
         Ok(journal)
     }
@@ -121,11 +111,7 @@ impl Journal {
         let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
         if events.is_empty() {
             let last = self.tape.lock()?.last_lsn();
-            return Ok(Receipt {
-                first_lsn: last + 1,
-                last_lsn: last,
-                applied: true,
-            });
+            return Ok(Receipt { first_lsn: last + 1, last_lsn: last, applied: true });
         }
         let mut writer = self.tape.lock()?;
         reopen_if_replaced(&mut self.store, &self.paths)?;
@@ -137,11 +123,7 @@ impl Journal {
         let decoded: Vec<Option<Event>> = events
             .iter()
             .zip(&payloads)
-            .map(|(e, p)| {
-                matches!(e.body, Body::Unknown(_))
-                    .then(|| Event::from_json(p).ok())
-                    .flatten()
-            })
+            .map(|(e, p)| matches!(e.body, Body::Unknown(_)).then(|| Event::from_json(p).ok()).flatten())
             .collect();
         let batch: Vec<(Lsn, &Event)> = events
             .iter()
@@ -157,11 +139,7 @@ impl Journal {
             }
         };
         drop(writer);
-        Ok(Receipt {
-            first_lsn: first,
-            last_lsn: last,
-            applied,
-        })
+        Ok(Receipt { first_lsn: first, last_lsn: last, applied })
     }
 
     /// Applies whatever the log holds beyond the projection's position.
@@ -193,16 +171,10 @@ impl Journal {
                 .prepare("SELECT id FROM memories WHERE is_deleted = 1")
                 .map_err(|e| Error::sqlite("list forgotten memories", e))?;
             stmt.query_map([], |r| r.get::<_, String>(0))
-                .and_then(|rows| {
-                    rows.map(|r| r.map(MemoryId))
-                        .collect::<rusqlite::Result<_>>()
-                })
+                .and_then(|rows| rows.map(|r| r.map(MemoryId)).collect::<rusqlite::Result<_>>())
                 .map_err(|e| Error::sqlite("list forgotten memories", e))?
         };
-        let mut report = CompactReport {
-            forgotten: forgotten.len() as u64,
-            ..CompactReport::default()
-        };
+        let mut report = CompactReport { forgotten: forgotten.len() as u64, ..CompactReport::default() };
         if forgotten.is_empty() {
             return Ok(report);
         }
@@ -212,7 +184,7 @@ impl Journal {
             let snapshot = self.tape.snapshot()?;
             for frame in snapshot.frames_after(0) {
                 let frame = frame?;
-                let event = decode(&frame);
+                let event = decode(frame.lsn, &frame.payload);
                 let (id, text) = match &event.body {
                     Body::MemoryAdded(b) => (&b.memory_id, Some(b.content.clone())),
                     Body::MemoryUpdated(b) => (&b.memory_id, b.content.clone()),
@@ -226,12 +198,7 @@ impl Journal {
                 }
             }
         }
-        let needles: Vec<String> = texts
-            .values()
-            .flatten()
-            .filter(|t| t.len() >= 16)
-            .cloned()
-            .collect();
+        let needles: Vec<String> = texts.values().flatten().filter(|t| t.len() >= 16).cloned().collect();
         let mut writer = self.tape.lock()?;
         let stats = writer.rewrite(|_, payload| scrub(payload, &forgotten, &needles))?;
         drop(writer);
@@ -256,12 +223,12 @@ pub struct CompactReport {
 
 /// Decodes a frame; a payload that is not an event at all (which no Engram
 /// writer produces) becomes an unknown event so that it is kept and skipped.
-pub fn decode(frame: &Frame) -> Event {
-    match Event::from_json(&frame.payload) {
+pub fn decode(lsn: Lsn, payload: &[u8]) -> Event {
+    match Event::from_json(payload) {
         Ok(e) => e,
         Err(err) => Event {
             v: 0,
-            id: EventId(format!("lsn_{}", frame.lsn)),
+            id: EventId(format!("lsn_{lsn}")),
             ts: Ts(0),
             writer: String::new(),
             session: None,
@@ -307,26 +274,23 @@ fn apply_snapshot(
 ) -> Result<ApplyStats> {
     let mut stats = ApplyStats::default();
     let mut frames: Vec<(Lsn, Event)> = Vec::with_capacity(BATCH);
-    let flush =
-        |store: &mut Store, frames: &mut Vec<(Lsn, Event)>, stats: &mut ApplyStats| -> Result<()> {
-            let batch: Vec<(Lsn, &Event)> = frames.iter().map(|(l, e)| (*l, e)).collect();
-            stats.add(store.apply(&batch)?);
-            frames.clear();
-            Ok(())
-        };
     let mut done = 0u64;
-    for frame in snapshot.frames_after(after) {
-        let frame = frame?;
-        frames.push((frame.lsn, decode(&frame)));
+    let mut flush = |store: &mut Store, frames: &mut Vec<(Lsn, Event)>| -> Result<()> {
+        let batch: Vec<(Lsn, &Event)> = frames.iter().map(|(l, e)| (*l, e)).collect();
+        stats.add(store.apply(&batch)?);
+        done += frames.len() as u64;
+        frames.clear();
+        progress(done);
+        Ok(())
+    };
+    snapshot.visit_after(after, &mut |lsn, payload| {
+        frames.push((lsn, decode(lsn, payload)));
         if frames.len() == BATCH {
-            flush(store, &mut frames, &mut stats)?;
-            done += BATCH as u64;
-            progress(done);
+            flush(store, &mut frames)?;
         }
-    }
-    done += frames.len() as u64;
-    flush(store, &mut frames, &mut stats)?;
-    progress(done);
+        Ok(())
+    })?;
+    flush(store, &mut frames)?;
     Ok(stats)
 }
 
@@ -368,23 +332,14 @@ pub fn replay(paths: &Paths, progress: &mut dyn FnMut(ReplayProgress)) -> Result
     };
     let built = (|| {
         let mut store = Store::open_file(&generation, Tuning::Bulk)?;
-        let mut stats = apply_snapshot(&mut store, &snapshot, 0, &mut |done| {
-            progress(ReplayProgress { done, total })
-        })?;
+        let mut stats = apply_snapshot(&mut store, &snapshot, 0, &mut |done| progress(ReplayProgress { done, total }))?;
         // Swap under the tape lock so no append falls between catch-up and swap.
         let writer = tape.lock()?;
         let applied = store.applied_lsn()?;
-        stats.add(apply_snapshot(
-            &mut store,
-            &writer.snapshot()?,
-            applied,
-            &mut |_| {},
-        )?);
+        stats.add(apply_snapshot(&mut store, &writer.snapshot()?, applied, &mut |_| {})?);
         store.finish_bulk()?;
         drop(store);
-        fs::File::open(&generation)
-            .and_then(|f| f.sync_all())
-            .ctx("fsync", &generation)?;
+        fs::File::open(&generation).and_then(|f| f.sync_all()).ctx("fsync", &generation)?;
         crate::fsutil::fsync_dir(&dir).ctx("fsync", &dir)?;
         store::point_link(&link, &generation)?;
         drop(writer);
@@ -399,10 +354,7 @@ pub fn replay(paths: &Paths, progress: &mut dyn FnMut(ReplayProgress)) -> Result
     };
     // Remove every other generation; processes still using one keep their
     // open files and reopen when they notice the swap.
-    let keep = generation
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let keep = generation.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     for entry in fs::read_dir(&dir).ctx("list", &dir)? {
         let entry = entry.ctx("list", &dir)?;
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -413,11 +365,7 @@ pub fn replay(paths: &Paths, progress: &mut dyn FnMut(ReplayProgress)) -> Result
     for suffix in ["-wal", "-shm"] {
         let _ = fs::remove_file(format!("{}{suffix}", link.display()));
     }
-    Ok(ReplayReport {
-        events: total,
-        stats,
-        generation,
-    })
+    Ok(ReplayReport { events: total, stats, generation })
 }
 
 /// Removes forgotten memories' text from one encoded event, if present.
@@ -472,12 +420,8 @@ fn replace_strings(value: &mut serde_json::Value, needles: &[(String, &str)], re
                 }
             }
         }
-        serde_json::Value::Array(items) => items
-            .iter_mut()
-            .for_each(|v| replace_strings(v, needles, replaced)),
-        serde_json::Value::Object(map) => map
-            .values_mut()
-            .for_each(|v| replace_strings(v, needles, replaced)),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(|v| replace_strings(v, needles, replaced)),
+        serde_json::Value::Object(map) => map.values_mut().for_each(|v| replace_strings(v, needles, replaced)),
         _ => {}
     }
 }

@@ -26,11 +26,7 @@ pub struct Paths {
 impl Paths {
     /// Resolves the data home from the environment.
     pub fn from_env() -> Result<Paths> {
-        let var = |name: &str| {
-            std::env::var_os(name)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
+        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
         if let Some(home) = var("ENGRAM_HOME") {
             return Ok(Paths::at(home));
         }
@@ -40,9 +36,7 @@ impl Paths {
         if let Some(home) = var("HOME") {
             return Ok(Paths::at(home.join(".local/share/engram")));
         }
-        Err(Error::InvalidInput(
-            "cannot find a data home: set ENGRAM_HOME (or HOME)".into(),
-        ))
+        Err(Error::InvalidInput("cannot find a data home: set ENGRAM_HOME (or HOME)".into()))
     }
 
     /// Uses `home` as the data home.
@@ -103,15 +97,7 @@ mod tests {
     #[test]
     fn layout_is_under_home() {
         let p = Paths::at("/data/e");
-        for path in [
-            p.tapes(),
-            p.db(),
-            p.db_generations(),
-            p.models(),
-            p.current_model(),
-            p.config(),
-            p.logs(),
-        ] {
+        for path in [p.tapes(), p.db(), p.db_generations(), p.models(), p.current_model(), p.config(), p.logs()] {
             assert!(path.starts_with("/data/e"), "{}", path.display());
         }
     }

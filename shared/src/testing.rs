@@ -19,14 +19,8 @@ pub fn shared_data(relative: &str) -> Option<PathBuf> {
         return Some(path);
     }
     if std::env::var_os("CI").is_some() {
-        panic!(
-            "CI is set but the shared test data {} is missing",
-            path.display()
-        );
+        panic!("CI is set but the shared test data {} is missing", path.display());
     }
-    eprintln!(
-        "skipping: shared test data {} not found (set ENGRAM_SHARED_DIR)",
-        path.display()
-    );
+    eprintln!("skipping: shared test data {} not found (set ENGRAM_SHARED_DIR)", path.display());
     None
 }

@@ -9,9 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 /// Milliseconds since 1970-01-01T00:00:00Z (UTC).
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Ts(pub i64);
 
@@ -77,10 +75,7 @@ impl Ts {
     /// Builds a timestamp from a UTC civil date and time.
     pub fn from_civil(year: i32, month: u32, day: u32, hour: u32, minute: u32, second: u32) -> Ts {
         let days = days_from_civil(i64::from(year), month, day);
-        Ts(days * MS_PER_DAY
-            + i64::from(hour) * 3_600_000
-            + i64::from(minute) * 60_000
-            + i64::from(second) * 1000)
+        Ts(days * MS_PER_DAY + i64::from(hour) * 3_600_000 + i64::from(minute) * 60_000 + i64::from(second) * 1000)
     }
 
     /// Local calendar position of this instant in `tz`, for session-level model signals.
@@ -90,9 +85,7 @@ impl Ts {
         };
         let z = ts.to_zoned(tz.clone());
         LocalParts {
-            hour: f32::from(z.hour() as u8)
-                + f32::from(z.minute() as u8) / 60.0
-                + f32::from(z.second() as u8) / 3600.0,
+            hour: f32::from(z.hour() as u8) + f32::from(z.minute() as u8) / 60.0 + f32::from(z.second() as u8) / 3600.0,
             weekday: z.weekday().to_monday_zero_offset() as u8,
             month0: (z.month() - 1) as u8,
         }
@@ -149,31 +142,16 @@ mod tests {
     #[test]
     fn formats_known_instants() {
         assert_eq!(Ts(0).to_rfc3339(), "1970-01-01T00:00:00.000Z");
-        assert_eq!(
-            Ts(1_756_860_755_576).to_rfc3339(),
-            "2025-09-03T00:52:35.576Z"
-        );
+        assert_eq!(Ts(1_756_860_755_576).to_rfc3339(), "2025-09-03T00:52:35.576Z");
         assert_eq!(Ts(-1).to_rfc3339(), "1969-12-31T23:59:59.999Z");
     }
 
     #[test]
     fn parses_harness_forms() {
-        assert_eq!(
-            Ts::parse("2025-09-03T00:52:35.576Z"),
-            Some(Ts(1_756_860_755_576))
-        );
-        assert_eq!(
-            Ts::parse("2025-09-03T02:52:35.576+02:00"),
-            Some(Ts(1_756_860_755_576))
-        );
-        assert_eq!(
-            Ts::parse("2025-09-03 00:52:35.576"),
-            Some(Ts(1_756_860_755_576))
-        );
-        assert_eq!(
-            Ts::parse("2025-09-03"),
-            Some(Ts::from_civil(2025, 9, 3, 0, 0, 0))
-        );
+        assert_eq!(Ts::parse("2025-09-03T00:52:35.576Z"), Some(Ts(1_756_860_755_576)));
+        assert_eq!(Ts::parse("2025-09-03T02:52:35.576+02:00"), Some(Ts(1_756_860_755_576)));
+        assert_eq!(Ts::parse("2025-09-03 00:52:35.576"), Some(Ts(1_756_860_755_576)));
+        assert_eq!(Ts::parse("2025-09-03"), Some(Ts::from_civil(2025, 9, 3, 0, 0, 0)));
         assert_eq!(Ts::parse("yesterday"), None);
     }
 

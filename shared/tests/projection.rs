@@ -51,10 +51,8 @@ enum Gen {
 }
 
 fn word() -> impl Strategy<Value = String> {
-    prop::sample::select(vec![
-        "auth", "timeout", "token", "cache", "retry", "sqlite", "tape", "never", "always",
-    ])
-    .prop_map(str::to_owned)
+    prop::sample::select(vec!["auth", "timeout", "token", "cache", "retry", "sqlite", "tape", "never", "always"])
+        .prop_map(str::to_owned)
 }
 
 fn text() -> impl Strategy<Value = String> {
@@ -129,31 +127,16 @@ fn build(items: &[Gen]) -> Vec<Event> {
                     ..Default::default()
                 }),
             ),
-            Gen::Ended(s) => ev(
-                Some(sk(*s)),
-                Body::SessionEnded(SessionEnded {
-                    reason: "other".into(),
-                }),
-            ),
+            Gen::Ended(s) => ev(Some(sk(*s)), Body::SessionEnded(SessionEnded { reason: "other".into() })),
             Gen::MsgIn(s, t, user) => ev(
                 Some(sk(*s)),
                 Body::MsgIn(MsgIn {
                     text: t.clone(),
-                    origin: if *user {
-                        String::new()
-                    } else {
-                        origin::ENGRAM.into()
-                    },
+                    origin: if *user { String::new() } else { origin::ENGRAM.into() },
                     uuid: None,
                 }),
             ),
-            Gen::MsgOut(s, t) => ev(
-                Some(sk(*s)),
-                Body::MsgOut(MsgOut {
-                    text: t.clone(),
-                    ..Default::default()
-                }),
-            ),
+            Gen::MsgOut(s, t) => ev(Some(sk(*s)), Body::MsgOut(MsgOut { text: t.clone(), ..Default::default() })),
             Gen::ToolCall(s, c) => ev(
                 Some(sk(*s)),
                 Body::ToolCall(ToolCall {
@@ -171,13 +154,9 @@ fn build(items: &[Gen]) -> Vec<Event> {
                     ..Default::default()
                 }),
             ),
-            Gen::Read(s, f) => ev(
-                Some(sk(*s)),
-                Body::CodeRead(CodeRead {
-                    file: format!("src/f{f}.rs"),
-                    range: Some([1, 10]),
-                }),
-            ),
+            Gen::Read(s, f) => {
+                ev(Some(sk(*s)), Body::CodeRead(CodeRead { file: format!("src/f{f}.rs"), range: Some([1, 10]) }))
+            }
             Gen::Edit(s, f) => ev(
                 Some(sk(*s)),
                 Body::CodeEdit(CodeEdit {
@@ -188,18 +167,11 @@ fn build(items: &[Gen]) -> Vec<Event> {
             ),
             Gen::Title(s, t) => ev(
                 Some(sk(*s)),
-                Body::Meta(Meta {
-                    label: "title".into(),
-                    text: Some(t.clone()),
-                    ..Default::default()
-                }),
+                Body::Meta(Meta { label: "title".into(), text: Some(t.clone()), ..Default::default() }),
             ),
             Gen::Opaque(s) => ev(
                 Some(sk(*s)),
-                Body::Opaque(Opaque {
-                    record_type: "attachment".into(),
-                    raw: json!({"type": "attachment"}),
-                }),
+                Body::Opaque(Opaque { record_type: "attachment".into(), raw: json!({"type": "attachment"}) }),
             ),
             Gen::Cursor(p, o) => ev(
                 None,
@@ -240,9 +212,7 @@ fn build(items: &[Gen]) -> Vec<Event> {
                 }),
             ),
             Gen::Pinned(m, true) => ev(None, Body::MemoryPinned(MemoryRef { memory_id: mid(*m) })),
-            Gen::Pinned(m, false) => {
-                ev(None, Body::MemoryUnpinned(MemoryRef { memory_id: mid(*m) }))
-            }
+            Gen::Pinned(m, false) => ev(None, Body::MemoryUnpinned(MemoryRef { memory_id: mid(*m) })),
             Gen::Deprecated(m) => ev(
                 None,
                 Body::MemoryDeprecated(MemoryDeprecated {
@@ -251,13 +221,9 @@ fn build(items: &[Gen]) -> Vec<Event> {
                     superseded_by: Some(mid((*m + 1) % MEMORIES.len())),
                 }),
             ),
-            Gen::Forgotten(m) => ev(
-                None,
-                Body::MemoryForgotten(MemoryForgotten {
-                    memory_id: mid(*m),
-                    reason: "privacy".into(),
-                }),
-            ),
+            Gen::Forgotten(m) => {
+                ev(None, Body::MemoryForgotten(MemoryForgotten { memory_id: mid(*m), reason: "privacy".into() }))
+            }
             Gen::Feedback(s, m, r) => ev(
                 Some(sk(*s)),
                 Body::MemoryFeedback(MemoryFeedback {
@@ -283,11 +249,7 @@ fn build(items: &[Gen]) -> Vec<Event> {
                     .enumerate()
                     .map(|(r, (m, inj))| ServedCandidate {
                         memory_id: mid(*m),
-                        sources: if r == 0 {
-                            vec![source::EXPLORATION.into()]
-                        } else {
-                            vec![source::BM25.into()]
-                        },
+                        sources: if r == 0 { vec![source::EXPLORATION.into()] } else { vec![source::BM25.into()] },
                         baseline_score: 1.0 / (r as f32 + 1.0),
                         baseline_rank: r as u32 + 1,
                         predictor_score: Some(0.5),
@@ -312,10 +274,7 @@ fn build(items: &[Gen]) -> Vec<Event> {
             }
             Gen::Hits(s, h) => ev(
                 Some(sk(*s)),
-                Body::FtsHits(FtsHits {
-                    ranking_id: None,
-                    memory_ids: h.iter().map(|m| mid(*m)).collect(),
-                }),
+                Body::FtsHits(FtsHits { ranking_id: None, memory_ids: h.iter().map(|m| mid(*m)).collect() }),
             ),
             Gen::Scored(s, score, rel) => ev(
                 Some(sk(*s)),
@@ -359,20 +318,10 @@ fn build(items: &[Gen]) -> Vec<Event> {
                     run_id: "run_0".into(),
                 }),
             ),
-            Gen::Drift => ev(
-                None,
-                Body::DriftReset(DriftReset {
-                    success_rate: 0.2,
-                    window: 10,
-                }),
-            ),
+            Gen::Drift => ev(None, Body::DriftReset(DriftReset { success_rate: 0.2, window: 10 })),
             Gen::Unknown(kind) => ev(
                 None,
-                Body::Unknown(UnknownBody {
-                    kind: kind.clone(),
-                    body: json!({"x": 1}),
-                    reason: String::new(),
-                }),
+                Body::Unknown(UnknownBody { kind: kind.clone(), body: json!({"x": 1}), reason: String::new() }),
             ),
             Gen::Duplicate(j) => match out.get(j % out.len().max(1)) {
                 Some(e) => e.clone(),
@@ -392,11 +341,7 @@ fn home() -> (tempfile::TempDir, Paths) {
 
 fn small_segments() -> shared::journal::JournalOptions {
     shared::journal::JournalOptions {
-        tape: TapeOptions {
-            segment_bytes: 3_000,
-            chunk_bytes: 1_000,
-            ..TapeOptions::default()
-        },
+        tape: TapeOptions { segment_bytes: 3_000, chunk_bytes: 1_000, ..TapeOptions::default() },
     }
 }
 
@@ -489,10 +434,7 @@ fn fts_ids(store: &Store, query: &str) -> Vec<String> {
         .conn()
         .prepare("SELECT m.id FROM memories_fts f JOIN memories m ON m.rowid = f.rowid WHERE memories_fts MATCH ?1 ORDER BY m.id")
         .unwrap();
-    stmt.query_map([query], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
+    stmt.query_map([query], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
 }
 
 #[test]
@@ -512,46 +454,30 @@ fn memory_lifecycle_keeps_search_in_step() {
                 ..Default::default()
             }),
         ),
-        event(
-            4,
-            None,
-            Body::MemoryPinned(MemoryRef {
-                memory_id: "mem_2".into(),
-            }),
-        ),
+        event(4, None, Body::MemoryPinned(MemoryRef { memory_id: "mem_2".into() })),
     ])
     .unwrap();
     assert_eq!(fts_ids(j.store(), "immediate"), vec!["mem_1"]);
-    assert!(
-        fts_ids(j.store(), "transaction").is_empty(),
-        "old text left the index"
-    );
+    assert!(fts_ids(j.store(), "transaction").is_empty(), "old text left the index");
     let (occ, pinned): (i64, i64) = j
         .store()
         .conn()
-        .query_row("SELECT occurrence_count, (SELECT pinned FROM memories WHERE id='mem_2') FROM memories WHERE id='mem_1'", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row(
+            "SELECT occurrence_count, (SELECT pinned FROM memories WHERE id='mem_2') FROM memories WHERE id='mem_1'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .unwrap();
     assert_eq!((occ, pinned), (3, 1));
     j.append(&[event(
         5,
         None,
-        Body::MemoryForgotten(MemoryForgotten {
-            memory_id: "mem_2".into(),
-            reason: "user".into(),
-        }),
+        Body::MemoryForgotten(MemoryForgotten { memory_id: "mem_2".into(), reason: "user".into() }),
     )])
     .unwrap();
-    assert!(
-        fts_ids(j.store(), "secrets").is_empty(),
-        "forgotten memory is hidden at once"
-    );
-    let content: String = j
-        .store()
-        .conn()
-        .query_row("SELECT content FROM memories WHERE id='mem_2'", [], |r| {
-            r.get(0)
-        })
-        .unwrap();
+    assert!(fts_ids(j.store(), "secrets").is_empty(), "forgotten memory is hidden at once");
+    let content: String =
+        j.store().conn().query_row("SELECT content FROM memories WHERE id='mem_2'", [], |r| r.get(0)).unwrap();
     assert_eq!(content, "");
 }
 
@@ -562,36 +488,20 @@ fn bad_and_unknown_events_are_recorded_and_never_block() {
     let unknown = event(
         2,
         None,
-        Body::Unknown(UnknownBody {
-            kind: "future.thing".into(),
-            body: json!({}),
-            reason: String::new(),
-        }),
+        Body::Unknown(UnknownBody { kind: "future.thing".into(), body: json!({}), reason: String::new() }),
     );
     j.append(&[
-        event(
-            1,
-            None,
-            Body::MemoryPinned(MemoryRef {
-                memory_id: "mem_missing".into(),
-            }),
-        ),
+        event(1, None, Body::MemoryPinned(MemoryRef { memory_id: "mem_missing".into() })),
         unknown,
         added(3, "mem_1", "Prefer small commits"),
     ])
     .unwrap();
     let conn = j.store().conn();
-    let err: String = conn
-        .query_row("SELECT error FROM apply_errors", [], |r| r.get(0))
-        .unwrap();
+    let err: String = conn.query_row("SELECT error FROM apply_errors", [], |r| r.get(0)).unwrap();
     assert!(err.contains("unknown memory mem_missing"), "{err}");
-    let kind: String = conn
-        .query_row("SELECT kind FROM unknown_events", [], |r| r.get(0))
-        .unwrap();
+    let kind: String = conn.query_row("SELECT kind FROM unknown_events", [], |r| r.get(0)).unwrap();
     assert_eq!(kind, "future.thing");
-    let n: i64 = conn
-        .query_row("SELECT COUNT(*) FROM memories", [], |r| r.get(0))
-        .unwrap();
+    let n: i64 = conn.query_row("SELECT COUNT(*) FROM memories", [], |r| r.get(0)).unwrap();
     assert_eq!(n, 1, "the event after the bad ones was applied");
     assert_eq!(j.store().applied_lsn().unwrap(), 3);
 }
@@ -630,19 +540,9 @@ fn rankings_and_hits_fill_session_memories_like_signet() {
         event(
             5,
             Some("claude:s"),
-            Body::FtsHits(FtsHits {
-                ranking_id: None,
-                memory_ids: vec!["mem_1".into(), "mem_3".into()],
-            }),
+            Body::FtsHits(FtsHits { ranking_id: None, memory_ids: vec!["mem_1".into(), "mem_3".into()] }),
         ),
-        event(
-            6,
-            Some("claude:s"),
-            Body::FtsHits(FtsHits {
-                ranking_id: None,
-                memory_ids: vec!["mem_3".into()],
-            }),
-        ),
+        event(6, Some("claude:s"), Body::FtsHits(FtsHits { ranking_id: None, memory_ids: vec!["mem_3".into()] })),
     ])
     .unwrap();
     let rows: BTreeMap<String, (String, i64, i64)> = {
@@ -659,15 +559,8 @@ fn rankings_and_hits_fill_session_memories_like_signet() {
     assert_eq!(rows["mem_1"], ("effective".into(), 1, 1));
     assert_eq!(rows["mem_2"], ("effective".into(), 0, 0));
     assert_eq!(rows["mem_3"], ("fts_only".into(), 0, 2));
-    let access: i64 = j
-        .store()
-        .conn()
-        .query_row(
-            "SELECT access_count FROM memories WHERE id='mem_1'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let access: i64 =
+        j.store().conn().query_row("SELECT access_count FROM memories WHERE id='mem_1'", [], |r| r.get(0)).unwrap();
     assert_eq!(access, 1);
 }
 
@@ -680,11 +573,7 @@ fn second_journal_sees_and_applies_what_the_first_appended() {
     b.append(&[added(2, "mem_2", "from b")]).unwrap();
     a.append(&[added(3, "mem_3", "from a again")]).unwrap();
     for j in [&a, &b] {
-        let n: i64 = j
-            .store()
-            .conn()
-            .query_row("SELECT COUNT(*) FROM memories", [], |r| r.get(0))
-            .unwrap();
+        let n: i64 = j.store().conn().query_row("SELECT COUNT(*) FROM memories", [], |r| r.get(0)).unwrap();
         assert_eq!(n, 3);
     }
     assert_eq!(b.store().applied_lsn().unwrap(), 3);
@@ -701,11 +590,7 @@ fn replay_swaps_generations_under_an_open_journal() {
     assert!(!before.exists(), "the old generation was removed");
     j.append(&[added(2, "mem_2", "after replay")]).unwrap();
     assert_ne!(j.store().file(), before);
-    let n: i64 = j
-        .store()
-        .conn()
-        .query_row("SELECT COUNT(*) FROM memories", [], |r| r.get(0))
-        .unwrap();
+    let n: i64 = j.store().conn().query_row("SELECT COUNT(*) FROM memories", [], |r| r.get(0)).unwrap();
     assert_eq!(n, 2);
 }
 
@@ -714,12 +599,7 @@ fn replay_refuses_a_damaged_log_and_changes_nothing() {
     let (_dir, paths) = home();
     let mut j = Journal::open(&paths, "test").unwrap();
     for i in 0..50 {
-        j.append(&[added(
-            i + 1,
-            &format!("mem_{i}"),
-            "some text that compresses well well well",
-        )])
-        .unwrap();
+        j.append(&[added(i + 1, &format!("mem_{i}"), "some text that compresses well well well")]).unwrap();
     }
     j.seal().unwrap();
     let seg = std::fs::read_dir(paths.tapes())
@@ -734,11 +614,7 @@ fn replay_refuses_a_damaged_log_and_changes_nothing() {
     let before = j.store().file().to_path_buf();
     let dump_before = dump(j.store(), true);
     let err = replay(&paths, &mut |_| {}).unwrap_err();
-    assert!(
-        err.to_string()
-            .contains(&seg.file_name().unwrap().to_string_lossy().to_string()),
-        "{err}"
-    );
+    assert!(err.to_string().contains(&seg.file_name().unwrap().to_string_lossy().to_string()), "{err}");
     assert!(!j.store().is_replaced());
     assert_eq!(std::fs::canonicalize(paths.db()).unwrap(), before);
     assert_eq!(dump(j.store(), true), dump_before);
@@ -754,22 +630,8 @@ fn compact_removes_forgotten_text_from_tapes_and_database() {
     j.append(&[
         added(1, "mem_1", secret),
         added(2, "mem_2", "Keep this one"),
-        event(
-            3,
-            Some("claude:s"),
-            Body::MsgIn(MsgIn {
-                text: format!("remember: {secret}"),
-                ..Default::default()
-            }),
-        ),
-        event(
-            4,
-            None,
-            Body::MemoryForgotten(MemoryForgotten {
-                memory_id: "mem_1".into(),
-                reason: "user".into(),
-            }),
-        ),
+        event(3, Some("claude:s"), Body::MsgIn(MsgIn { text: format!("remember: {secret}"), ..Default::default() })),
+        event(4, None, Body::MemoryForgotten(MemoryForgotten { memory_id: "mem_1".into(), reason: "user".into() })),
     ])
     .unwrap();
     let report = j.compact().unwrap();
@@ -778,24 +640,14 @@ fn compact_removes_forgotten_text_from_tapes_and_database() {
     let needle = b"hunter2";
     for entry in walk(paths.home()) {
         let bytes = std::fs::read(&entry).unwrap();
-        let plain = if entry.extension().is_some_and(|x| x == "seg") {
-            decompress_all(&bytes)
-        } else {
-            bytes
-        };
-        assert!(
-            !plain.windows(needle.len()).any(|w| w == needle),
-            "text survives in {}",
-            entry.display()
-        );
+        let plain = if entry.extension().is_some_and(|x| x == "seg") { decompress_all(&bytes) } else { bytes };
+        assert!(!plain.windows(needle.len()).any(|w| w == needle), "text survives in {}", entry.display());
     }
     assert!(j.tape().verify().unwrap().problems.is_empty());
     let kept: Option<String> = j
         .store()
         .conn()
-        .query_row("SELECT content FROM memories WHERE id='mem_2'", [], |r| {
-            r.get(0)
-        })
+        .query_row("SELECT content FROM memories WHERE id='mem_2'", [], |r| r.get(0))
         .optional()
         .unwrap();
     assert_eq!(kept.as_deref(), Some("Keep this one"));

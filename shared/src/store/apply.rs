@@ -20,9 +20,6 @@ use crate::ids::SessionKey;
 use crate::tape::Lsn;
 use crate::time::Ts;
 
-/// Longest text kept per content row in the projection (the tape keeps all).
-pub const MAX_PROJECTED_TEXT: usize = 8 * 1024;
-
 /// What a batch did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ApplyStats {
@@ -53,23 +50,32 @@ impl Store {
     /// Applies events in order in one transaction and advances the applied
     /// position to the last LSN given.
     pub fn apply(&mut self, batch: &[(Lsn, &Event)]) -> Result<ApplyStats> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .sql("begin apply")?;
+        // Fast pass without per-event savepoints (a savepoint makes FTS5 flush
+        // its pending terms, which is what makes bulk indexing slow). If an
+        // event fails, the batch is rolled back and redone with each event
+        // isolated in a savepoint; both passes give the same result.
+        if let Some(stats) = self.apply_pass(batch, false)? {
+            return Ok(stats);
+        }
+        self.apply_pass(batch, true)?
+            .ok_or_else(|| Error::InvalidInput("an isolated apply pass asked to be retried".into()))
+    }
+
+    /// One attempt at a batch; `None` when an event failed and `isolate` is off.
+    fn apply_pass(&mut self, batch: &[(Lsn, &Event)], isolate: bool) -> Result<Option<ApplyStats>> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).sql("begin apply")?;
         let applied = read_applied_lsn(&tx)?;
-        let mut projector = Projector {
-            conn: &tx,
-            sessions: BTreeMap::new(),
-            stats: ApplyStats::default(),
-        };
+        let mut projector = Projector { conn: &tx, sessions: BTreeMap::new(), stats: ApplyStats::default(), isolate };
         let mut last = applied;
         for (lsn, event) in batch {
             if *lsn <= applied {
                 projector.stats.already_applied += 1;
                 continue;
             }
-            projector.apply_one(*lsn, event)?;
+            if !projector.apply_one(*lsn, event)? {
+                // Dropping the transaction rolls it back.
+                return Ok(None);
+            }
             last = *lsn;
         }
         projector.flush_sessions()?;
@@ -83,7 +89,7 @@ impl Store {
             .sql("advance applied position")?;
         }
         tx.commit().sql("commit apply")?;
-        Ok(stats)
+        Ok(Some(stats))
     }
 }
 
@@ -98,8 +104,9 @@ enum Failure {
 impl From<rusqlite::Error> for Failure {
     fn from(e: rusqlite::Error) -> Failure {
         match e.sqlite_error_code() {
-            Some(ErrorCode::ConstraintViolation | ErrorCode::TypeMismatch | ErrorCode::TooBig)
-            | None => Failure::Data(e.to_string()),
+            Some(ErrorCode::ConstraintViolation | ErrorCode::TypeMismatch | ErrorCode::TooBig) | None => {
+                Failure::Data(e.to_string())
+            }
             Some(_) => Failure::Fatal(Error::sqlite("apply event", e)),
         }
     }
@@ -132,21 +139,43 @@ struct Projector<'c> {
     conn: &'c Connection,
     sessions: BTreeMap<String, SessionDelta>,
     stats: ApplyStats,
+    /// Run each event in its own savepoint so that a failing one can be skipped.
+    isolate: bool,
 }
 
 impl Projector<'_> {
-    fn apply_one(&mut self, lsn: Lsn, event: &Event) -> Result<()> {
+    /// Applies one event; `Ok(false)` asks for the batch to be redone isolated.
+    fn apply_one(&mut self, lsn: Lsn, event: &Event) -> Result<bool> {
         if let Body::Unknown(u) = &event.body {
             tracing::warn!(lsn, kind = %u.kind, reason = %u.reason, "skipping an event this build cannot read");
             self.conn
-                .prepare_cached("INSERT OR IGNORE INTO unknown_events (lsn, event_id, kind, reason) VALUES (?1, ?2, ?3, ?4)")
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO unknown_events (lsn, event_id, kind, reason) VALUES (?1, ?2, ?3, ?4)",
+                )
                 .and_then(|mut s| s.execute(params![lsn as i64, event.id.as_str(), u.kind, u.reason]))
                 .sql("record unknown event")?;
             self.stats.unknown += 1;
-            return Ok(());
+            return Ok(true);
         }
-        self.exec("SAVEPOINT ev")?;
-        match self.apply_inner(lsn, event) {
+        if self.isolate {
+            self.exec("SAVEPOINT ev")?;
+        }
+        let outcome = self.apply_inner(lsn, event);
+        if !self.isolate {
+            match outcome {
+                Ok(Some(delta)) => {
+                    self.stats.applied += 1;
+                    if let (Some(session), Some(delta)) = (&event.session, delta) {
+                        self.add_delta(session, event.ts, delta);
+                    }
+                }
+                Ok(None) => self.stats.duplicates += 1,
+                Err(Failure::Data(_)) => return Ok(false),
+                Err(Failure::Fatal(e)) => return Err(e),
+            }
+            return Ok(true);
+        }
+        match outcome {
             Ok(Some(delta)) => {
                 self.exec("RELEASE ev")?;
                 self.stats.applied += 1;
@@ -163,7 +192,9 @@ impl Projector<'_> {
                 self.exec("RELEASE ev")?;
                 tracing::warn!(lsn, kind = event.kind(), id = %event.id, error = %msg, "event not applied");
                 self.conn
-                    .prepare_cached("INSERT OR IGNORE INTO apply_errors (lsn, event_id, kind, error) VALUES (?1, ?2, ?3, ?4)")
+                    .prepare_cached(
+                        "INSERT OR IGNORE INTO apply_errors (lsn, event_id, kind, error) VALUES (?1, ?2, ?3, ?4)",
+                    )
                     .and_then(|mut s| s.execute(params![lsn as i64, event.id.as_str(), event.kind(), msg]))
                     .sql("record apply error")?;
                 self.stats.errors += 1;
@@ -173,26 +204,20 @@ impl Projector<'_> {
                 return Err(e);
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     fn exec(&self, sql: &str) -> Result<()> {
-        self.conn
-            .prepare_cached(sql)
-            .and_then(|mut s| s.execute([]))
-            .sql(sql)?;
+        self.conn.prepare_cached(sql).and_then(|mut s| s.execute([])).sql(sql)?;
         Ok(())
     }
 
     fn add_delta(&mut self, session: &SessionKey, ts: Ts, d: SessionDelta) {
-        let entry = self
-            .sessions
-            .entry(session.0.clone())
-            .or_insert_with(|| SessionDelta {
-                min_ts: ts.0,
-                max_ts: ts.0,
-                ..SessionDelta::default()
-            });
+        let entry = self.sessions.entry(session.0.clone()).or_insert_with(|| SessionDelta {
+            min_ts: ts.0,
+            max_ts: ts.0,
+            ..SessionDelta::default()
+        });
         entry.min_ts = entry.min_ts.min(ts.0);
         entry.max_ts = entry.max_ts.max(ts.0);
         entry.events += d.events;
@@ -257,9 +282,7 @@ impl Projector<'_> {
     /// `Ok(Some(delta))` when applied, `Ok(None)` for a duplicate.
     fn apply_inner(&mut self, lsn: Lsn, event: &Event) -> Step<Option<Option<SessionDelta>>> {
         if let Some(row) = content_row(event) {
-            return self
-                .apply_content(lsn, event, row)
-                .map(|applied| applied.map(Some));
+            return self.apply_content(lsn, event, row).map(|applied| applied.map(Some));
         }
         let fresh = self
             .conn
@@ -279,9 +302,7 @@ impl Projector<'_> {
                 };
                 self.ensure_session(key, ts)?;
                 self.conn
-                    .prepare_cached(
-                        "UPDATE sessions SET ended_ms = ?2, end_reason = ?3 WHERE session_key = ?1",
-                    )?
+                    .prepare_cached("UPDATE sessions SET ended_ms = ?2, end_reason = ?3 WHERE session_key = ?1")?
                     .execute(params![key.as_str(), ts.0, b.reason])?;
                 delta = Some(SessionDelta::default());
             }
@@ -293,11 +314,7 @@ impl Projector<'_> {
                          ON CONFLICT(harness, record_type) DO UPDATE SET count = count + 1",
                     )?
                     .execute(params![harness, b.record_type])?;
-                delta = Some(SessionDelta {
-                    events: 1,
-                    opaque: 1,
-                    ..SessionDelta::default()
-                });
+                delta = Some(SessionDelta { events: 1, opaque: 1, ..SessionDelta::default() });
             }
             Body::SourceCursor(b) => {
                 self.conn
@@ -377,12 +394,7 @@ impl Projector<'_> {
         Ok(Some(delta))
     }
 
-    fn apply_content(
-        &mut self,
-        lsn: Lsn,
-        event: &Event,
-        row: ContentRow,
-    ) -> Step<Option<SessionDelta>> {
+    fn apply_content(&mut self, lsn: Lsn, event: &Event, row: ContentRow) -> Step<Option<SessionDelta>> {
         let Some(session) = &event.session else {
             return data(format!("{} event without a session", event.kind()));
         };
@@ -450,16 +462,9 @@ impl Projector<'_> {
             None if !b.harness.is_empty() => SessionKey::new(&b.harness, &b.harness_session_id),
             None => return data("session.started without a session key or harness"),
         };
-        let harness = if b.harness.is_empty() {
-            key.harness().to_owned()
-        } else {
-            b.harness.clone()
-        };
-        let hid = if b.harness_session_id.is_empty() {
-            key.harness_id().to_owned()
-        } else {
-            b.harness_session_id.clone()
-        };
+        let harness = if b.harness.is_empty() { key.harness().to_owned() } else { b.harness.clone() };
+        let hid =
+            if b.harness_session_id.is_empty() { key.harness_id().to_owned() } else { b.harness_session_id.clone() };
         self.conn
             .prepare_cached(
                 "INSERT INTO sessions (session_key, harness, harness_session_id, project, cwd, git_branch,
@@ -570,23 +575,20 @@ impl Projector<'_> {
         if deleted {
             return data(format!("memory {} was forgotten", b.memory_id));
         }
-        let new_tags = b
-            .tags
-            .as_ref()
-            .map(|t| serde_json::to_string(t).unwrap_or_else(|_| "[]".into()));
-        let text_changes = b.content.as_ref().is_some_and(|c| *c != old_content)
-            || new_tags.as_ref().is_some_and(|t| *t != old_tags);
+        let new_tags = b.tags.as_ref().map(|t| serde_json::to_string(t).unwrap_or_else(|_| "[]".into()));
+        let text_changes =
+            b.content.as_ref().is_some_and(|c| *c != old_content) || new_tags.as_ref().is_some_and(|t| *t != old_tags);
         if text_changes {
             let old_tag_list: Vec<String> = serde_json::from_str(&old_tags).unwrap_or_default();
             self.conn
-                .prepare_cached("INSERT INTO memories_fts (memories_fts, rowid, content, tags) VALUES ('delete', ?1, ?2, ?3)")?
+                .prepare_cached(
+                    "INSERT INTO memories_fts (memories_fts, rowid, content, tags) VALUES ('delete', ?1, ?2, ?3)",
+                )?
                 .execute(params![rowid, old_content, tags_text(&old_tag_list)])?;
             let content = b.content.as_deref().unwrap_or(&old_content);
             let tag_list: Vec<String> = b.tags.clone().unwrap_or(old_tag_list);
             self.conn
-                .prepare_cached(
-                    "INSERT INTO memories_fts (rowid, content, tags) VALUES (?1, ?2, ?3)",
-                )?
+                .prepare_cached("INSERT INTO memories_fts (rowid, content, tags) VALUES (?1, ?2, ?3)")?
                 .execute(params![rowid, content, tags_text(&tag_list)])?;
         }
         if let Some(imp) = b.importance
@@ -614,19 +616,12 @@ impl Projector<'_> {
                 ts.to_rfc3339()
             ])?;
         if b.importance.is_some() {
-            self.conn
-                .prepare_cached("UPDATE memories SET decay_key = ?2 WHERE id = ?1")?
-                .execute(params![
-                    b.memory_id.as_str(),
-                    self.conn
-                        .prepare_cached(
-                            "SELECT importance, created_ms FROM memories WHERE id = ?1"
-                        )?
-                        .query_row([b.memory_id.as_str()], |r| Ok(decay_key(
-                            r.get(0)?,
-                            r.get(1)?
-                        )))?
-                ])?;
+            self.conn.prepare_cached("UPDATE memories SET decay_key = ?2 WHERE id = ?1")?.execute(params![
+                b.memory_id.as_str(),
+                self.conn
+                    .prepare_cached("SELECT importance, created_ms FROM memories WHERE id = ?1")?
+                    .query_row([b.memory_id.as_str()], |r| Ok(decay_key(r.get(0)?, r.get(1)?)))?
+            ])?;
         }
         if let Some(session) = &b.seen_in {
             self.memory_seen(&b.memory_id, session, ts)?;
@@ -637,9 +632,7 @@ impl Projector<'_> {
     fn memory_flag(&self, id: &crate::ids::MemoryId, set: &str, ts: Ts) -> Step<()> {
         self.require_memory(id)?;
         let sql = format!("UPDATE memories SET {set}, updated_at = ?2 WHERE id = ?1");
-        self.conn
-            .prepare_cached(&sql)?
-            .execute(params![id.as_str(), ts.to_rfc3339()])?;
+        self.conn.prepare_cached(&sql)?.execute(params![id.as_str(), ts.to_rfc3339()])?;
         Ok(())
     }
 
@@ -652,7 +645,9 @@ impl Projector<'_> {
             .query_row([b.memory_id.as_str()], |r| r.get(0))?;
         if !deleted {
             self.conn
-                .prepare_cached("INSERT INTO memories_fts (memories_fts, rowid, content, tags) VALUES ('delete', ?1, ?2, ?3)")?
+                .prepare_cached(
+                    "INSERT INTO memories_fts (memories_fts, rowid, content, tags) VALUES ('delete', ?1, ?2, ?3)",
+                )?
                 .execute(params![rowid, old_content, tags_text(&old_tag_list)])?;
         }
         self.conn
@@ -662,9 +657,7 @@ impl Projector<'_> {
             )?
             .execute(params![b.memory_id.as_str(), ts.to_rfc3339()])?;
         self.conn
-            .prepare_cached(
-                "DELETE FROM embeddings WHERE source_type = 'memory' AND source_id = ?1",
-            )?
+            .prepare_cached("DELETE FROM embeddings WHERE source_type = 'memory' AND source_id = ?1")?
             .execute([b.memory_id.as_str()])?;
         Ok(())
     }
@@ -803,11 +796,8 @@ impl Projector<'_> {
                     .execute(params![c.memory_id.as_str(), at])?;
             }
             if let Some(session) = session {
-                let signet_source = if explored.contains(&c.memory_id.as_str()) {
-                    source::EXPLORATION.to_owned()
-                } else {
-                    sources
-                };
+                let signet_source =
+                    if explored.contains(&c.memory_id.as_str()) { source::EXPLORATION.to_owned() } else { sources };
                 self.conn
                     .prepare_cached(
                         "INSERT INTO session_memories (id, session_key, memory_id, source, effective_score,
@@ -913,7 +903,9 @@ impl Projector<'_> {
             ])?;
         for (memory, relevance) in &b.relevance {
             self.conn
-                .prepare_cached("UPDATE session_memories SET relevance_score = ?3 WHERE session_key = ?1 AND memory_id = ?2")?
+                .prepare_cached(
+                    "UPDATE session_memories SET relevance_score = ?3 WHERE session_key = ?1 AND memory_id = ?2",
+                )?
                 .execute(params![session.as_str(), memory.as_str(), finite_or(*relevance, 0.0)])?;
         }
         for (memory, label) in &b.labels {
@@ -928,13 +920,8 @@ impl Projector<'_> {
         let Some(session) = &event.session else {
             return data("comparison.recorded without a session");
         };
-        let ids =
-            |v: &[crate::ids::MemoryId]| serde_json::to_string(v).unwrap_or_else(|_| "[]".into());
-        let id = if b.comparison_id.is_empty() {
-            event.id.as_str()
-        } else {
-            b.comparison_id.as_str()
-        };
+        let ids = |v: &[crate::ids::MemoryId]| serde_json::to_string(v).unwrap_or_else(|_| "[]".into());
+        let id = if b.comparison_id.is_empty() { event.id.as_str() } else { b.comparison_id.as_str() };
         self.conn
             .prepare_cached(
                 "INSERT INTO predictor_comparisons (id, session_key, predictor_ndcg, baseline_ndcg, predictor_won,
@@ -969,11 +956,7 @@ impl Projector<'_> {
     }
 
     fn training_run(&self, event: &Event, b: &TrainingRun) -> Step<()> {
-        let id = if b.run_id.is_empty() {
-            event.id.as_str()
-        } else {
-            b.run_id.as_str()
-        };
+        let id = if b.run_id.is_empty() { event.id.as_str() } else { b.run_id.as_str() };
         let (failures, drifts): (i64, i64) = self
             .conn
             .prepare_cached(
@@ -1065,103 +1048,108 @@ struct ContentRow {
     delta: SessionDelta,
 }
 
+/// Bytes of a user prompt kept for search.
+const PROMPT_TEXT: usize = 2048;
+/// Bytes of other messages (assistant text, summaries) kept for search.
+const MESSAGE_TEXT: usize = 1024;
+/// Bytes of tool arguments, error output and metadata kept for search.
+const SHORT_TEXT: usize = 300;
+
+/// Tool arguments worth searching: paths, commands, patterns, queries.
+const SALIENT_ARGS: &[&str] =
+    &["file_path", "path", "filePath", "command", "cmd", "pattern", "query", "url", "description", "prompt"];
+
+/// The searchable text of a content event. The projection indexes what finds a
+/// conversation again (prompts, answers, what tools were pointed at, errors);
+/// everything else (tool output, reasoning, Engram's own injected context)
+/// stays only in the tapes, which `tapes show` prints in full.
 fn content_row(event: &Event) -> Option<ContentRow> {
-    let one = SessionDelta {
-        events: 1,
-        ..SessionDelta::default()
-    };
-    let row = |text: &str, delta: SessionDelta| ContentRow {
+    let one = SessionDelta { events: 1, ..SessionDelta::default() };
+    let row = |text: &str, max: usize, delta: SessionDelta| ContentRow {
         origin: None,
         tool: None,
         call_id: None,
         file: None,
         is_error: false,
-        text: cap(text, MAX_PROJECTED_TEXT).to_owned(),
+        text: cap(text, max).to_owned(),
         delta,
     };
     Some(match &event.body {
         Body::MsgIn(m) => {
-            let prompt = i64::from(m.is_user_prompt());
-            let mut r = row(
-                &m.text,
-                SessionDelta {
-                    msg_in: 1,
-                    prompts: prompt,
-                    ..one
-                },
-            );
+            let prompt = m.is_user_prompt();
+            let max = match m.origin.as_str() {
+                _ if prompt => PROMPT_TEXT,
+                origin::ENGRAM | origin::HOOK => 0,
+                _ => MESSAGE_TEXT,
+            };
+            let mut r = row(&m.text, max, SessionDelta { msg_in: 1, prompts: i64::from(prompt), ..one });
             r.origin = (!m.origin.is_empty()).then(|| m.origin.clone());
             r
         }
         Body::MsgOut(m) => {
-            let mut r = row(&m.text, SessionDelta { msg_out: 1, ..one });
+            let max = if m.part.is_empty() || m.part == "text" { MESSAGE_TEXT } else { 0 };
+            let mut r = row(&m.text, max, SessionDelta { msg_out: 1, ..one });
             r.origin = (!m.part.is_empty()).then(|| m.part.clone());
             r
         }
         Body::ToolCall(t) => {
-            let args = if t.args.is_null() {
-                String::new()
-            } else {
-                t.args.to_string()
-            };
-            let mut r = row(
-                &format!("{} {}", t.tool, cap(&args, MAX_PROJECTED_TEXT)),
-                SessionDelta {
-                    tool_calls: 1,
-                    ..one
-                },
-            );
+            let mut text = t.tool.clone();
+            match &t.args {
+                serde_json::Value::Object(map) => {
+                    for key in SALIENT_ARGS {
+                        if let Some(v) = map.get(*key) {
+                            text.push(' ');
+                            match v {
+                                serde_json::Value::String(s) => text.push_str(cap(s, SHORT_TEXT)),
+                                other => text.push_str(cap(&other.to_string(), SHORT_TEXT)),
+                            }
+                        }
+                    }
+                }
+                serde_json::Value::String(s) => {
+                    text.push(' ');
+                    text.push_str(cap(s, SHORT_TEXT));
+                }
+                _ => {}
+            }
+            let mut r = row(&text, SHORT_TEXT, SessionDelta { tool_calls: 1, ..one });
             r.tool = Some(t.tool.clone());
             r.call_id = Some(t.call_id.clone());
             r
         }
         Body::ToolResult(t) => {
-            let text = if t.stderr.is_empty() {
-                cap(&t.stdout, MAX_PROJECTED_TEXT).to_owned()
+            let text = if !t.is_error {
+                String::new()
+            } else if t.stderr.is_empty() {
+                cap(&t.stdout, SHORT_TEXT).to_owned()
             } else {
-                format!(
-                    "{}\n{}",
-                    cap(&t.stdout, MAX_PROJECTED_TEXT),
-                    cap(&t.stderr, MAX_PROJECTED_TEXT)
-                )
+                format!("{} {}", cap(&t.stderr, SHORT_TEXT), cap(&t.stdout, SHORT_TEXT))
             };
-            let mut r = row(
-                &text,
-                SessionDelta {
-                    tool_errors: i64::from(t.is_error),
-                    ..one
-                },
-            );
+            let mut r = row(&text, SHORT_TEXT, SessionDelta { tool_errors: i64::from(t.is_error), ..one });
             r.tool = (!t.tool.is_empty()).then(|| t.tool.clone());
             r.call_id = Some(t.call_id.clone());
             r.is_error = t.is_error;
             r
         }
         Body::CodeRead(c) => {
-            let mut r = row(&c.file, SessionDelta { reads: 1, ..one });
+            let mut r = row(&c.file, SHORT_TEXT, SessionDelta { reads: 1, ..one });
             r.file = Some(c.file.clone());
             r
         }
         Body::CodeEdit(c) => {
-            let mut r = row(&c.file, SessionDelta { edits: 1, ..one });
+            let mut r = row(&c.file, SHORT_TEXT, SessionDelta { edits: 1, ..one });
             r.file = Some(c.file.clone());
             r.call_id = c.call_id.clone();
             r
         }
-        Body::SpanLink(s) => row(&format!("{} {} -> {}", s.note, s.from_file, s.to_file), one),
+        Body::SpanLink(s) => row(&format!("{} {} {}", s.note, s.from_file, s.to_file), SHORT_TEXT, one),
         Body::Meta(m) => {
             let compaction = i64::from(m.label == "compaction");
             let text = match &m.text {
                 Some(t) => format!("{} {t}", m.label),
                 None => m.label.clone(),
             };
-            let mut r = row(
-                &text,
-                SessionDelta {
-                    compactions: compaction,
-                    ..one
-                },
-            );
+            let mut r = row(&text, SHORT_TEXT, SessionDelta { compactions: compaction, ..one });
             r.origin = Some(m.label.clone());
             r
         }

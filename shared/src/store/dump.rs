@@ -15,7 +15,9 @@ pub fn canonical_dump(conn: &Connection, positions: bool) -> Result<String> {
     let mut out = String::new();
     let mut tables: Vec<(String, String)> = conn
         .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
-        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get::<_, Option<String>>(1)?.unwrap_or_default())))?.collect())
+        .and_then(|mut s| {
+            s.query_map([], |r| Ok((r.get(0)?, r.get::<_, Option<String>>(1)?.unwrap_or_default())))?.collect()
+        })
         .sql("list tables")?;
     let fts: Vec<String> = tables
         .iter()
@@ -37,22 +39,10 @@ pub fn canonical_dump(conn: &Connection, positions: bool) -> Result<String> {
         }
         let order: Vec<String> = (1..=columns.len()).map(|i| i.to_string()).collect();
         let with_rowid = table == "memories";
-        let select = if with_rowid {
-            format!("rowid, {}", columns.join(", "))
-        } else {
-            columns.join(", ")
-        };
-        let order_by = if with_rowid {
-            "1".to_owned()
-        } else {
-            order.join(", ")
-        };
+        let select = if with_rowid { format!("rowid, {}", columns.join(", ")) } else { columns.join(", ") };
+        let order_by = if with_rowid { "1".to_owned() } else { order.join(", ") };
         out.push_str(&format!("## {table} ({select})\n"));
-        let mut stmt = conn
-            .prepare(&format!(
-                "SELECT {select} FROM \"{table}\" ORDER BY {order_by}"
-            ))
-            .sql("dump")?;
+        let mut stmt = conn.prepare(&format!("SELECT {select} FROM \"{table}\" ORDER BY {order_by}")).sql("dump")?;
         let n = stmt.column_count();
         let mut rows = stmt.query([]).sql("dump")?;
         while let Some(row) = rows.next().sql("dump")? {
@@ -63,10 +53,7 @@ pub fn canonical_dump(conn: &Connection, positions: bool) -> Result<String> {
                     ValueRef::Integer(v) => v.to_string(),
                     ValueRef::Real(v) => format!("{v:?}"),
                     ValueRef::Text(t) => format!("{:?}", String::from_utf8_lossy(t)),
-                    ValueRef::Blob(b) => format!(
-                        "x'{}'",
-                        b.iter().map(|x| format!("{x:02x}")).collect::<String>()
-                    ),
+                    ValueRef::Blob(b) => format!("x'{}'", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
                 });
             }
             out.push_str(&cells.join("|"));
@@ -74,17 +61,10 @@ pub fn canonical_dump(conn: &Connection, positions: bool) -> Result<String> {
         }
     }
     for table in &fts {
-        let check = conn.execute(
-            &format!("INSERT INTO \"{table}\"(\"{table}\") VALUES ('integrity-check')"),
-            [],
-        );
+        let check = conn.execute(&format!("INSERT INTO \"{table}\"(\"{table}\") VALUES ('integrity-check')"), []);
         out.push_str(&format!(
             "## fts {table}: {}\n",
-            if check.is_ok() {
-                "ok".to_owned()
-            } else {
-                format!("{check:?}")
-            }
+            if check.is_ok() { "ok".to_owned() } else { format!("{check:?}") }
         ));
     }
     Ok(out)

@@ -24,11 +24,7 @@ use crate::error::{Error, IoContext, Result, SqlContext};
 use crate::tape::Lsn;
 
 /// The numbered migrations, applied in order. Each is a file in `migrations/`.
-const MIGRATIONS: &[(u32, &str, &str)] = &[(
-    1,
-    "initial",
-    include_str!("../../../migrations/0001_initial.sql"),
-)];
+const MIGRATIONS: &[(u32, &str, &str)] = &[(1, "initial", include_str!("../../../migrations/0001_initial.sql"))];
 
 /// The newest schema version this build knows.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -61,11 +57,7 @@ impl Store {
         let conn = Connection::open(&target).sql(&format!("open {}", target.display()))?;
         configure(&conn, Tuning::Live)?;
         migrate(&conn, &target)?;
-        Ok(Store {
-            conn,
-            link: path.to_path_buf(),
-            target,
-        })
+        Ok(Store { conn, link: path.to_path_buf(), target })
     }
 
     /// Opens a plain database file (no symlink handling) with the given tuning.
@@ -73,11 +65,7 @@ impl Store {
         let conn = Connection::open(path).sql(&format!("open {}", path.display()))?;
         configure(&conn, tuning)?;
         migrate(&conn, path)?;
-        Ok(Store {
-            conn,
-            link: path.to_path_buf(),
-            target: path.to_path_buf(),
-        })
+        Ok(Store { conn, link: path.to_path_buf(), target: path.to_path_buf() })
     }
 
     /// The SQLite connection, for queries.
@@ -119,122 +107,83 @@ impl Store {
 
     /// The schema version recorded in the database.
     pub fn schema_version(&self) -> Result<u32> {
-        self.conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .sql("read schema version")
+        self.conn.pragma_query_value(None, "user_version", |r| r.get(0)).sql("read schema version")
     }
 
     /// Switches a bulk-built database to live tuning (WAL) and flushes it.
     pub fn finish_bulk(&self) -> Result<()> {
-        self.conn
-            .pragma_update(None, "synchronous", "NORMAL")
-            .sql("set synchronous")?;
-        let mode: String = self
-            .conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
-            .sql("set WAL mode")?;
+        self.conn.pragma_update(None, "synchronous", "NORMAL").sql("set synchronous")?;
+        let mode: String =
+            self.conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).sql("set WAL mode")?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(Error::InvalidInput(format!(
-                "could not enable WAL mode (got {mode})"
-            )));
+            return Err(Error::InvalidInput(format!("could not enable WAL mode (got {mode})")));
         }
-        self.conn
-            .execute_batch("PRAGMA optimize;")
-            .sql("optimize")?;
+        self.conn.execute_batch("PRAGMA optimize;").sql("optimize")?;
         Ok(())
     }
 }
 
 pub(crate) fn read_applied_lsn(conn: &Connection) -> Result<Lsn> {
     let value: Option<String> = conn
-        .query_row(
-            "SELECT value FROM engram_state WHERE key = 'applied_lsn'",
-            [],
-            |r| r.get(0),
-        )
+        .query_row("SELECT value FROM engram_state WHERE key = 'applied_lsn'", [], |r| r.get(0))
         .optional()
         .sql("read applied position")?;
     match value {
         None => Ok(0),
-        Some(v) => v.parse().map_err(|_| {
-            Error::InvalidInput(format!("engram_state.applied_lsn is not a number: {v}"))
-        }),
+        Some(v) => v.parse().map_err(|_| Error::InvalidInput(format!("engram_state.applied_lsn is not a number: {v}"))),
     }
 }
 
 fn configure(conn: &Connection, tuning: Tuning) -> Result<()> {
-    conn.busy_timeout(Duration::from_secs(10))
-        .sql("set busy timeout")?;
+    conn.busy_timeout(Duration::from_secs(10)).sql("set busy timeout")?;
     match tuning {
         Tuning::Live => {
-            let mode: String = conn
-                .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
-                .sql("set WAL mode")?;
+            let mode: String =
+                conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).sql("set WAL mode")?;
             if !mode.eq_ignore_ascii_case("wal") {
                 tracing::warn!(mode, "database is not in WAL mode");
             }
-            conn.pragma_update(None, "synchronous", "NORMAL")
-                .sql("set synchronous")?;
+            conn.pragma_update(None, "synchronous", "NORMAL").sql("set synchronous")?;
         }
         Tuning::Bulk => {
-            conn.pragma_update(None, "journal_mode", "MEMORY")
-                .sql("set journal mode")?;
-            conn.pragma_update(None, "synchronous", "OFF")
-                .sql("set synchronous")?;
+            conn.pragma_update(None, "journal_mode", "MEMORY").sql("set journal mode")?;
+            conn.pragma_update(None, "synchronous", "OFF").sql("set synchronous")?;
         }
     }
-    conn.pragma_update(None, "foreign_keys", "ON")
-        .sql("enable foreign keys")?;
-    conn.pragma_update(None, "temp_store", "MEMORY")
-        .sql("set temp store")?;
-    conn.pragma_update(None, "cache_size", -32_000)
-        .sql("set cache size")?;
+    conn.pragma_update(None, "foreign_keys", "ON").sql("enable foreign keys")?;
+    conn.pragma_update(None, "temp_store", "MEMORY").sql("set temp store")?;
+    conn.pragma_update(None, "cache_size", -32_000).sql("set cache size")?;
     Ok(())
 }
 
 /// Applies pending migrations; a no-op when the schema is current.
 fn migrate(conn: &Connection, path: &Path) -> Result<u32> {
     let version = |c: &Connection| -> Result<u32> {
-        c.pragma_query_value(None, "user_version", |r| r.get(0))
-            .sql("read schema version")
+        c.pragma_query_value(None, "user_version", |r| r.get(0)).sql("read schema version")
     };
     let found = version(conn)?;
     if found > SCHEMA_VERSION {
-        return Err(Error::SchemaTooNew {
-            path: path.to_path_buf(),
-            found,
-            supported: SCHEMA_VERSION,
-        });
+        return Err(Error::SchemaTooNew { path: path.to_path_buf(), found, supported: SCHEMA_VERSION });
     }
     if found == SCHEMA_VERSION {
         return Ok(found);
     }
-    conn.execute_batch("BEGIN IMMEDIATE")
-        .sql("begin migration")?;
+    conn.execute_batch("BEGIN IMMEDIATE").sql("begin migration")?;
     let result = (|| {
         // Another process may have migrated while we waited for the lock.
         let found = version(conn)?;
         if found > SCHEMA_VERSION {
-            return Err(Error::SchemaTooNew {
-                path: path.to_path_buf(),
-                found,
-                supported: SCHEMA_VERSION,
-            });
+            return Err(Error::SchemaTooNew { path: path.to_path_buf(), found, supported: SCHEMA_VERSION });
         }
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL)",
         )
         .sql("create schema_migrations")?;
         for (v, name, sql) in MIGRATIONS.iter().filter(|(v, _, _)| *v > found) {
-            conn.execute_batch(sql)
-                .sql(&format!("apply migration {v:04}_{name}"))?;
-            conn.execute(
-                "INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)",
-                rusqlite::params![v, name],
-            )
-            .sql("record migration")?;
-            conn.pragma_update(None, "user_version", v)
-                .sql("record schema version")?;
+            conn.execute_batch(sql).sql(&format!("apply migration {v:04}_{name}"))?;
+            conn.execute("INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)", rusqlite::params![v, name])
+                .sql("record migration")?;
+            conn.pragma_update(None, "user_version", v).sql("record schema version")?;
         }
         Ok(SCHEMA_VERSION)
     })();
@@ -253,10 +202,7 @@ fn migrate(conn: &Connection, path: &Path) -> Result<u32> {
 /// A fresh, unique generation file name in `dir`.
 pub(crate) fn new_generation_path(dir: &Path) -> PathBuf {
     let nonce: u32 = rand::random();
-    dir.join(format!(
-        "engram-{}-{nonce:08x}.db",
-        crate::time::Ts::now().millis()
-    ))
+    dir.join(format!("engram-{}-{nonce:08x}.db", crate::time::Ts::now().millis()))
 }
 
 /// The file `link` designates, creating a first generation if nothing exists
@@ -280,8 +226,7 @@ fn resolve_or_create(link: &Path) -> Result<PathBuf> {
             let relative = relative_target(link, &target);
             match std::os::unix::fs::symlink(&relative, link) {
                 Ok(()) => {
-                    crate::fsutil::fsync_dir(&crate::fsutil::parent_dir(link))
-                        .ctx("fsync", link)?;
+                    crate::fsutil::fsync_dir(&crate::fsutil::parent_dir(link)).ctx("fsync", link)?;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     // Another process created it first: use theirs.
@@ -311,10 +256,7 @@ pub(crate) fn generations_dir(link: &Path) -> PathBuf {
 fn relative_target(link: &Path, target: &Path) -> PathBuf {
     let dir = crate::fsutil::parent_dir(link);
     let dir = fs::canonicalize(&dir).unwrap_or(dir);
-    target
-        .strip_prefix(&dir)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|_| target.to_path_buf())
+    target.strip_prefix(&dir).map(Path::to_path_buf).unwrap_or_else(|_| target.to_path_buf())
 }
 
 /// Atomically points `link` at `target` (temporary symlink, rename, fsync).
@@ -341,10 +283,7 @@ mod tests {
             .filter(|n| n.ends_with(".sql"))
             .collect();
         files.sort();
-        let compiled: Vec<String> = MIGRATIONS
-            .iter()
-            .map(|(v, n, _)| format!("{v:04}_{n}.sql"))
-            .collect();
+        let compiled: Vec<String> = MIGRATIONS.iter().map(|(v, n, _)| format!("{v:04}_{n}.sql")).collect();
         assert_eq!(files, compiled);
     }
 
@@ -353,24 +292,14 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let link = home.path().join("engram.db");
         let a = Store::open(&link).unwrap();
-        assert!(
-            fs::symlink_metadata(&link)
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
-        assert!(
-            a.file()
-                .starts_with(fs::canonicalize(home.path()).unwrap().join("db"))
-        );
+        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(a.file().starts_with(fs::canonicalize(home.path()).unwrap().join("db")));
         assert_eq!(a.schema_version().unwrap(), SCHEMA_VERSION);
         let b = Store::open(&link).unwrap();
         assert_eq!(a.file(), b.file());
         assert!(!a.is_replaced());
         // The WAL lives next to the generation, not next to the link.
-        a.conn()
-            .execute("INSERT INTO engram_state VALUES ('x', 'y')", [])
-            .unwrap();
+        a.conn().execute("INSERT INTO engram_state VALUES ('x', 'y')", []).unwrap();
         assert!(!home.path().join("engram.db-wal").exists());
     }
 
@@ -379,10 +308,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let link = home.path().join("engram.db");
         let store = Store::open(&link).unwrap();
-        store
-            .conn()
-            .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
-            .unwrap();
+        store.conn().pragma_update(None, "user_version", SCHEMA_VERSION + 1).unwrap();
         drop(store);
         let err = Store::open(&link).unwrap_err();
         assert!(matches!(err, Error::SchemaTooNew { .. }), "{err}");

@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub use format::{
-    ACTIVE_HEADER, ActiveHeader, FRAME_HEADER, FrameRead, Lsn, MAX_PAYLOAD, SEALED_HEADER,
-    SealedHeader, decode_frame, encode_frame,
+    ACTIVE_HEADER, ActiveHeader, FRAME_HEADER, FrameRead, Lsn, MAX_PAYLOAD, SEALED_HEADER, SealedHeader, decode_frame,
+    encode_frame,
 };
 pub use read::{Frame, FrameIter, Snapshot};
 
@@ -50,12 +50,7 @@ pub struct TapeOptions {
 
 impl Default for TapeOptions {
     fn default() -> Self {
-        TapeOptions {
-            segment_bytes: 4 << 20,
-            chunk_bytes: 256 << 10,
-            zstd_level: 3,
-            auto_seal: true,
-        }
+        TapeOptions { segment_bytes: 4 << 20, chunk_bytes: 256 << 10, zstd_level: 3, auto_seal: true }
     }
 }
 
@@ -128,10 +123,7 @@ impl TapeLog {
     /// Opens (creating if needed) the tape directory. Takes no lock.
     pub fn open(dir: &Path, opts: TapeOptions) -> Result<TapeLog> {
         fs::create_dir_all(dir).ctx("create directory", dir)?;
-        Ok(TapeLog {
-            dir: dir.to_path_buf(),
-            opts,
-        })
+        Ok(TapeLog { dir: dir.to_path_buf(), opts })
     }
 
     /// The directory.
@@ -154,11 +146,7 @@ impl TapeLog {
             Some(active) => active,
             None => self.slow_recover()?,
         };
-        let mut writer = TapeWriter {
-            log: self,
-            lock,
-            active,
-        };
+        let mut writer = TapeWriter { log: self, lock, active };
         writer.write_hint();
         Ok(writer)
     }
@@ -217,14 +205,12 @@ impl TapeLog {
                 return Ok(None);
             }
             let mut buf = vec![0u8; (hint.end - hint.last_frame_start) as usize];
-            file.seek(SeekFrom::Start(hint.last_frame_start))
-                .ctx("seek", &path)?;
+            file.seek(SeekFrom::Start(hint.last_frame_start)).ctx("seek", &path)?;
             if file.read_exact(&mut buf).is_err() {
                 return Ok(None);
             }
             match decode_frame(&buf) {
-                FrameRead::Frame { lsn, size, .. } if lsn == hint.last_lsn && size == buf.len() => {
-                }
+                FrameRead::Frame { lsn, size, .. } if lsn == hint.last_lsn && size == buf.len() => {}
                 _ => return Ok(None),
             }
         }
@@ -265,13 +251,7 @@ impl TapeLog {
         };
         let seq = match actives.as_slice() {
             [] => {
-                create_active(
-                    &self.dir,
-                    ActiveHeader {
-                        seq: next_seq,
-                        first_lsn: next_lsn,
-                    },
-                )?;
+                create_active(&self.dir, ActiveHeader { seq: next_seq, first_lsn: next_lsn })?;
                 next_seq
             }
             [seq] => *seq,
@@ -284,17 +264,11 @@ impl TapeLog {
             }
         };
         let path = self.active_path(seq);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .ctx("open", &path)?;
+        let mut file = OpenOptions::new().read(true).write(true).open(&path).ctx("open", &path)?;
         let mut head = [0u8; ACTIVE_HEADER];
         file.read_exact(&mut head).ctx("read header of", &path)?;
         let header = ActiveHeader::decode(&head).map_err(|why| Error::corrupt(&path, 0, why))?;
-        if header.seq != seq
-            || (!sealed.is_empty() && (header.seq != next_seq || header.first_lsn != next_lsn))
-        {
+        if header.seq != seq || (!sealed.is_empty() && (header.seq != next_seq || header.first_lsn != next_lsn)) {
             return Err(Error::corrupt(
                 &path,
                 0,
@@ -338,13 +312,8 @@ impl ActiveState {
             return Ok(());
         }
         let mut buf = Vec::with_capacity((len - self.end) as usize);
-        self.file
-            .seek(SeekFrom::Start(self.end))
-            .ctx("seek", &self.path)?;
-        (&self.file)
-            .take(len - self.end)
-            .read_to_end(&mut buf)
-            .ctx("read", &self.path)?;
+        self.file.seek(SeekFrom::Start(self.end)).ctx("seek", &self.path)?;
+        (&self.file).take(len - self.end).read_to_end(&mut buf).ctx("read", &self.path)?;
         let mut pos = 0usize;
         let mut why = "";
         while pos < buf.len() {
@@ -406,11 +375,7 @@ impl TapeWriter<'_> {
         if payloads.is_empty() {
             return Ok(first);
         }
-        if let Some((i, p)) = payloads
-            .iter()
-            .enumerate()
-            .find(|(_, p)| p.len() > MAX_PAYLOAD)
-        {
+        if let Some((i, p)) = payloads.iter().enumerate().find(|(_, p)| p.len() > MAX_PAYLOAD) {
             return Err(Error::InvalidInput(format!(
                 "event {i} of the batch is {} bytes; the limit is {MAX_PAYLOAD}",
                 p.len()
@@ -438,9 +403,7 @@ impl TapeWriter<'_> {
         self.active.last_lsn = first + payloads.len() as u64 - 1;
         self.active.last_frame_start = last_frame_start;
         self.write_hint();
-        if self.log.opts.auto_seal
-            && self.active.end - ACTIVE_HEADER as u64 >= self.log.opts.segment_bytes
-        {
+        if self.log.opts.auto_seal && self.active.end - ACTIVE_HEADER as u64 >= self.log.opts.segment_bytes {
             self.seal()?;
         }
         Ok(first)
@@ -456,31 +419,18 @@ impl TapeWriter<'_> {
         // which resolves a half-finished seal from the directory listing.
         Hint::invalidate(self.lock.file()).ctx("write hint to", &self.log.dir.join("LOCK"))?;
         let mut raw = vec![0u8; (self.active.end - ACTIVE_HEADER as u64) as usize];
-        self.active
-            .file
-            .seek(SeekFrom::Start(ACTIVE_HEADER as u64))
-            .ctx("seek", &self.active.path)?;
-        self.active
-            .file
-            .read_exact(&mut raw)
-            .ctx("read", &self.active.path)?;
+        self.active.file.seek(SeekFrom::Start(ACTIVE_HEADER as u64)).ctx("seek", &self.active.path)?;
+        self.active.file.read_exact(&mut raw).ctx("read", &self.active.path)?;
         let frames = split_frames(&raw, &self.active.path, ACTIVE_HEADER as u64)?;
         let seq = self.active.header.seq;
         let (bytes, header) = build_sealed(seq, 0, &frames, &self.log.opts)?;
         let info = write_sealed(&self.log.dir, &bytes, &header)?;
-        let next = ActiveHeader {
-            seq: seq + 1,
-            first_lsn: header.last_lsn + 1,
-        };
+        let next = ActiveHeader { seq: seq + 1, first_lsn: header.last_lsn + 1 };
         create_active(&self.log.dir, next)?;
         fs::remove_file(&self.active.path).ctx("remove", &self.active.path)?;
         fsync_dir(&self.log.dir).ctx("fsync", &self.log.dir)?;
         let path = self.log.active_path(next.seq);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .ctx("open", &path)?;
+        let file = OpenOptions::new().read(true).write(true).open(&path).ctx("open", &path)?;
         self.active = ActiveState {
             path,
             file,
@@ -504,11 +454,7 @@ impl TapeWriter<'_> {
                 sealed.push(read::SealedRef { path, file, header });
             }
         }
-        let active_file = self
-            .active
-            .file
-            .try_clone()
-            .ctx("duplicate handle of", &self.active.path)?;
+        let active_file = self.active.file.try_clone().ctx("duplicate handle of", &self.active.path)?;
         Ok(Snapshot::new(
             self.log.dir.clone(),
             sealed,
@@ -528,19 +474,12 @@ impl TapeWriter<'_> {
     /// frame is replaced by a new file (same sequence number and LSNs, next
     /// generation, new content hash) written completely before the old one is
     /// removed. Nothing is changed if any segment is damaged.
-    pub fn rewrite(
-        &mut self,
-        mut edit: impl FnMut(Lsn, &[u8]) -> Option<Vec<u8>>,
-    ) -> Result<RewriteStats> {
+    pub fn rewrite(&mut self, mut edit: impl FnMut(Lsn, &[u8]) -> Option<Vec<u8>>) -> Result<RewriteStats> {
         self.seal()?;
         let snapshot = self.snapshot()?;
         let report = snapshot.verify()?;
         if let Some(p) = report.problems.first() {
-            return Err(Error::corrupt(
-                &p.file,
-                p.offset,
-                format!("refusing to rewrite a damaged log: {}", p.what),
-            ));
+            return Err(Error::corrupt(&p.file, p.offset, format!("refusing to rewrite a damaged log: {}", p.what)));
         }
         let mut stats = RewriteStats::default();
         for seg in snapshot.sealed_refs() {
@@ -560,22 +499,10 @@ impl TapeWriter<'_> {
             if changed == 0 {
                 continue;
             }
-            let borrowed: Vec<(Lsn, &[u8])> =
-                replaced.iter().map(|(l, p)| (*l, p.as_slice())).collect();
-            let (bytes, header) = build_sealed(
-                seg.header.seq,
-                seg.header.generation + 1,
-                &borrowed,
-                &self.log.opts,
-            )?;
+            let borrowed: Vec<(Lsn, &[u8])> = replaced.iter().map(|(l, p)| (*l, p.as_slice())).collect();
+            let (bytes, header) = build_sealed(seg.header.seq, seg.header.generation + 1, &borrowed, &self.log.opts)?;
             let info = write_sealed(&self.log.dir, &bytes, &header)?;
-            if info.name
-                != seg
-                    .path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            {
+            if info.name != seg.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default() {
                 fs::remove_file(&seg.path).ctx("remove", &seg.path)?;
                 fsync_dir(&self.log.dir).ctx("fsync", &self.log.dir)?;
             }
@@ -609,11 +536,7 @@ fn split_frames<'a>(raw: &'a [u8], file: &Path, base: u64) -> Result<Vec<(Lsn, &
                 if let Some((prev, _)) = out.last()
                     && lsn != prev + 1
                 {
-                    return Err(Error::corrupt(
-                        file,
-                        base + pos as u64,
-                        format!("lsn {lsn} follows {prev}"),
-                    ));
+                    return Err(Error::corrupt(file, base + pos as u64, format!("lsn {lsn} follows {prev}")));
                 }
                 out.push((lsn, payload));
                 pos += size;
@@ -662,11 +585,7 @@ fn build_sealed(
     let mut chunk = Vec::with_capacity(opts.chunk_bytes + 4096);
     let mut chunk_first = first.0;
     let mut chunk_frames = 0u32;
-    let flush = |chunk: &mut Vec<u8>,
-                 first_lsn: Lsn,
-                 n: u32,
-                 body: &mut Vec<u8>,
-                 header: &mut SealedHeader| {
+    let flush = |chunk: &mut Vec<u8>, first_lsn: Lsn, n: u32, body: &mut Vec<u8>, header: &mut SealedHeader| {
         let compressed = zstd::bulk::compress(chunk, opts.zstd_level)
             .map_err(|e| Error::InvalidInput(format!("zstd compression failed: {e}")))?;
         let ch = format::ChunkHeader::new(&compressed, chunk.len() as u32, first_lsn, n);
@@ -688,24 +607,12 @@ fn build_sealed(
             header.max_ts = header.max_ts.max(ts);
         }
         if chunk.len() >= opts.chunk_bytes {
-            flush(
-                &mut chunk,
-                chunk_first,
-                chunk_frames,
-                &mut body,
-                &mut header,
-            )?;
+            flush(&mut chunk, chunk_first, chunk_frames, &mut body, &mut header)?;
             chunk_frames = 0;
         }
     }
     if chunk_frames > 0 {
-        flush(
-            &mut chunk,
-            chunk_first,
-            chunk_frames,
-            &mut body,
-            &mut header,
-        )?;
+        flush(&mut chunk, chunk_first, chunk_frames, &mut body, &mut header)?;
     }
     if header.min_ts > header.max_ts {
         header.min_ts = 0;
@@ -778,12 +685,8 @@ struct Listing {
 
 impl Listing {
     fn read(dir: &Path) -> Result<Listing> {
-        let mut listing = Listing {
-            dir: dir.to_path_buf(),
-            sealed: Vec::new(),
-            actives: Vec::new(),
-            temps: Vec::new(),
-        };
+        let mut listing =
+            Listing { dir: dir.to_path_buf(), sealed: Vec::new(), actives: Vec::new(), temps: Vec::new() };
         for entry in fs::read_dir(dir).ctx("list", dir)? {
             let entry = entry.ctx("list", dir)?;
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -808,15 +711,10 @@ impl Listing {
         for (seq, path) in &self.sealed {
             let mut head = [0u8; SEALED_HEADER];
             let mut f = File::open(path).ctx("open", path)?;
-            f.read_exact(&mut head)
-                .map_err(|_| Error::corrupt(path, 0, "sealed segment header is truncated"))?;
+            f.read_exact(&mut head).map_err(|_| Error::corrupt(path, 0, "sealed segment header is truncated"))?;
             let header = SealedHeader::decode(&head).map_err(|why| Error::corrupt(path, 0, why))?;
             if header.seq != *seq {
-                return Err(Error::corrupt(
-                    path,
-                    0,
-                    format!("file name says seq {seq}, header says {}", header.seq),
-                ));
+                return Err(Error::corrupt(path, 0, format!("file name says seq {seq}, header says {}", header.seq)));
             }
             match out.last_mut() {
                 Some((prev_seq, prev_path, prev_header)) if prev_seq == seq => {
@@ -842,10 +740,7 @@ impl Listing {
                 return Err(Error::corrupt(
                     &b.1,
                     0,
-                    format!(
-                        "segment starts at lsn {} but the previous one ends at {}",
-                        b.2.first_lsn, a.2.last_lsn
-                    ),
+                    format!("segment starts at lsn {} but the previous one ends at {}", b.2.first_lsn, a.2.last_lsn),
                 ));
             }
         }

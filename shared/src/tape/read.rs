@@ -5,11 +5,8 @@ use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use super::format::{self, ChunkHeader, FrameRead, Lsn, decode_frame};
-use super::{
-    ACTIVE_HEADER, ActiveHeader, Problem, SEALED_HEADER, SealedHeader, SegmentInfo, VerifyReport,
-    payload_ts,
-};
+use super::format::{self, ChunkHeader, FrameRead, Lsn, decode_frame, decode_frame_trusted};
+use super::{ACTIVE_HEADER, ActiveHeader, Problem, SEALED_HEADER, SealedHeader, SegmentInfo, VerifyReport, payload_ts};
 use crate::error::{Error, IoContext, Result};
 
 /// A sealed segment in a snapshot.
@@ -50,11 +47,7 @@ pub struct Frame {
 
 impl Snapshot {
     pub(crate) fn new(dir: PathBuf, sealed: Vec<SealedRef>, active: ActiveRef) -> Snapshot {
-        Snapshot {
-            dir,
-            sealed,
-            active,
-        }
+        Snapshot { dir, sealed, active }
     }
 
     pub(crate) fn sealed_refs(&self) -> &[SealedRef] {
@@ -138,10 +131,7 @@ impl Snapshot {
     /// Verifies every segment completely.
     pub fn verify(&self) -> Result<VerifyReport> {
         let mut report = VerifyReport::default();
-        let mut expected = self
-            .sealed
-            .first()
-            .map_or(self.active.header.first_lsn, |s| s.header.first_lsn);
+        let mut expected = self.sealed.first().map_or(self.active.header.first_lsn, |s| s.header.first_lsn);
         for seg in &self.sealed {
             report.segments += 1;
             verify_sealed(&seg.path, &mut expected, &mut report)?;
@@ -151,10 +141,7 @@ impl Snapshot {
             report.problems.push(Problem {
                 file: self.active.path.clone(),
                 offset: 0,
-                what: format!(
-                    "active segment starts at lsn {}, expected {expected}",
-                    self.active.header.first_lsn
-                ),
+                what: format!("active segment starts at lsn {}, expected {expected}", self.active.header.first_lsn),
             });
         }
         let raw = self.read_active()?;
@@ -184,11 +171,7 @@ impl Snapshot {
                     break;
                 }
                 FrameRead::Invalid(why) => {
-                    report.problems.push(Problem {
-                        file: self.active.path.clone(),
-                        offset,
-                        what: why.into(),
-                    });
+                    report.problems.push(Problem { file: self.active.path.clone(), offset, what: why.into() });
                     break;
                 }
             }
@@ -199,19 +182,14 @@ impl Snapshot {
     fn read_active(&self) -> Result<Vec<u8>> {
         let mut buf = Vec::with_capacity((self.active.end - ACTIVE_HEADER as u64) as usize);
         let mut f = &self.active.file;
-        f.seek(SeekFrom::Start(ACTIVE_HEADER as u64))
-            .ctx("seek", &self.active.path)?;
-        f.take(self.active.end - ACTIVE_HEADER as u64)
-            .read_to_end(&mut buf)
-            .ctx("read", &self.active.path)?;
+        f.seek(SeekFrom::Start(ACTIVE_HEADER as u64)).ctx("seek", &self.active.path)?;
+        f.take(self.active.end - ACTIVE_HEADER as u64).read_to_end(&mut buf).ctx("read", &self.active.path)?;
         Ok(buf)
     }
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 /// Reads the decompressed frame bytes of a sealed segment (all chunks), verifying checksums.
@@ -226,15 +204,12 @@ pub(crate) fn read_sealed_frames(path: &Path) -> Result<Vec<u8>> {
         let data_start = pos + format::CHUNK_HEADER;
         let data = bytes
             .get(data_start..data_start + ch.compressed_len as usize)
-            .ok_or_else(|| {
-                Error::corrupt(path, pos as u64, "chunk extends past the end of the file")
-            })?;
+            .ok_or_else(|| Error::corrupt(path, pos as u64, "chunk extends past the end of the file"))?;
         if !ch.verify(data) {
             return Err(Error::corrupt(path, pos as u64, "chunk checksum mismatch"));
         }
-        let raw = zstd::bulk::decompress(data, ch.raw_len as usize).map_err(|e| {
-            Error::corrupt(path, pos as u64, format!("chunk does not decompress: {e}"))
-        })?;
+        let raw = zstd::bulk::decompress(data, ch.raw_len as usize)
+            .map_err(|e| Error::corrupt(path, pos as u64, format!("chunk does not decompress: {e}")))?;
         out.extend_from_slice(&raw);
         pos = data_start + ch.compressed_len as usize;
     }
@@ -243,22 +218,14 @@ pub(crate) fn read_sealed_frames(path: &Path) -> Result<Vec<u8>> {
 
 fn verify_sealed(path: &Path, expected: &mut Lsn, report: &mut VerifyReport) -> Result<()> {
     let problem = |report: &mut VerifyReport, offset: u64, what: String| {
-        report.problems.push(Problem {
-            file: path.to_path_buf(),
-            offset,
-            what,
-        });
+        report.problems.push(Problem { file: path.to_path_buf(), offset, what });
     };
     let bytes = std::fs::read(path).ctx("read", path)?;
     let name = file_name(path);
     if let Some((_, hash)) = format::parse_sealed_name(&name)
         && blake3::hash(&bytes).to_hex().as_str() != hash
     {
-        problem(
-            report,
-            0,
-            "file content does not match the blake3 in its name".into(),
-        );
+        problem(report, 0, "file content does not match the blake3 in its name".into());
     }
     let header = match SealedHeader::decode(&bytes) {
         Ok(h) => h,
@@ -268,42 +235,23 @@ fn verify_sealed(path: &Path, expected: &mut Lsn, report: &mut VerifyReport) -> 
         }
     };
     if header.first_lsn != *expected {
-        problem(
-            report,
-            0,
-            format!(
-                "segment starts at lsn {}, expected {}",
-                header.first_lsn, *expected
-            ),
-        );
+        problem(report, 0, format!("segment starts at lsn {}, expected {}", header.first_lsn, *expected));
     }
     let mut pos = SEALED_HEADER;
     let mut frames = 0u64;
     let mut next = header.first_lsn;
     for index in 0..header.chunks {
         let Ok(ch) = ChunkHeader::decode(bytes.get(pos..).unwrap_or_default()) else {
-            problem(
-                report,
-                pos as u64,
-                format!("chunk {index}: header is truncated"),
-            );
+            problem(report, pos as u64, format!("chunk {index}: header is truncated"));
             break;
         };
         let data_start = pos + format::CHUNK_HEADER;
         let Some(data) = bytes.get(data_start..data_start + ch.compressed_len as usize) else {
-            problem(
-                report,
-                pos as u64,
-                format!("chunk {index}: extends past the end of the file"),
-            );
+            problem(report, pos as u64, format!("chunk {index}: extends past the end of the file"));
             break;
         };
         if !ch.verify(data) {
-            problem(
-                report,
-                pos as u64,
-                format!("chunk {index}: checksum mismatch"),
-            );
+            problem(report, pos as u64, format!("chunk {index}: checksum mismatch"));
         }
         match zstd::bulk::decompress(data, ch.raw_len as usize) {
             Ok(raw) => {
@@ -317,9 +265,7 @@ fn verify_sealed(path: &Path, expected: &mut Lsn, report: &mut VerifyReport) -> 
                                 problem(
                                     report,
                                     pos as u64,
-                                    format!(
-                                        "chunk {index}, frame at byte {at}: lsn {lsn}, expected {next}"
-                                    ),
+                                    format!("chunk {index}, frame at byte {at}: lsn {lsn}, expected {next}"),
                                 );
                             }
                             next = lsn + 1;
@@ -327,40 +273,21 @@ fn verify_sealed(path: &Path, expected: &mut Lsn, report: &mut VerifyReport) -> 
                             in_chunk += 1;
                         }
                         FrameRead::Incomplete => {
-                            problem(
-                                report,
-                                pos as u64,
-                                format!("chunk {index}, frame at byte {at}: incomplete"),
-                            );
+                            problem(report, pos as u64, format!("chunk {index}, frame at byte {at}: incomplete"));
                             break;
                         }
                         FrameRead::Invalid(why) => {
-                            problem(
-                                report,
-                                pos as u64,
-                                format!("chunk {index}, frame at byte {at}: {why}"),
-                            );
+                            problem(report, pos as u64, format!("chunk {index}, frame at byte {at}: {why}"));
                             break;
                         }
                     }
                 }
                 if in_chunk != ch.frames {
-                    problem(
-                        report,
-                        pos as u64,
-                        format!(
-                            "chunk {index}: {in_chunk} frames, header says {}",
-                            ch.frames
-                        ),
-                    );
+                    problem(report, pos as u64, format!("chunk {index}: {in_chunk} frames, header says {}", ch.frames));
                 }
                 frames += u64::from(in_chunk);
             }
-            Err(e) => problem(
-                report,
-                pos as u64,
-                format!("chunk {index}: does not decompress: {e}"),
-            ),
+            Err(e) => problem(report, pos as u64, format!("chunk {index}: does not decompress: {e}")),
         }
         pos = data_start + ch.compressed_len as usize;
     }
@@ -377,11 +304,7 @@ fn verify_sealed(path: &Path, expected: &mut Lsn, report: &mut VerifyReport) -> 
         );
     }
     if pos != bytes.len() {
-        problem(
-            report,
-            pos as u64,
-            format!("{} trailing bytes after the last chunk", bytes.len() - pos),
-        );
+        problem(report, pos as u64, format!("{} trailing bytes after the last chunk", bytes.len() - pos));
     }
     *expected = header.last_lsn + 1;
     Ok(())
@@ -410,36 +333,15 @@ struct SealedReader<'a> {
 
 impl FrameIter<'_> {
     /// Decodes frames of `raw` (whose first byte is at `base` in `file`) into `pending`.
-    fn push_frames(&mut self, raw: &[u8], file: &Path, base: u64, context: &str) -> Result<()> {
-        let mut at = 0usize;
-        while at < raw.len() {
-            match decode_frame(&raw[at..]) {
-                FrameRead::Frame { lsn, payload, size } => {
-                    if lsn > self.after {
-                        self.pending.push_back(Frame {
-                            lsn,
-                            payload: payload.to_vec(),
-                        });
-                    }
-                    at += size;
-                }
-                FrameRead::Incomplete => {
-                    return Err(Error::corrupt(
-                        file,
-                        base,
-                        format!("{context}frame at byte {at}: incomplete"),
-                    ));
-                }
-                FrameRead::Invalid(why) => {
-                    return Err(Error::corrupt(
-                        file,
-                        base,
-                        format!("{context}frame at byte {at}: {why}"),
-                    ));
-                }
+    fn push_frames(&mut self, raw: &[u8], file: &Path, base: u64, context: &str, trusted: bool) -> Result<()> {
+        let after = self.after;
+        let pending = &mut self.pending;
+        visit_frames(raw, file, base, context, trusted, &mut |lsn, payload| {
+            if lsn > after {
+                pending.push_back(Frame { lsn, payload: payload.to_vec() });
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     fn refill(&mut self) -> Result<bool> {
@@ -454,40 +356,24 @@ impl FrameIter<'_> {
                 sr.reader
                     .read_exact(&mut head)
                     .map_err(|_| Error::corrupt(&seg.path, sr.pos, "chunk header is truncated"))?;
-                let ch = ChunkHeader::decode(&head)
-                    .map_err(|why| Error::corrupt(&seg.path, sr.pos, why))?;
+                let ch = ChunkHeader::decode(&head).map_err(|why| Error::corrupt(&seg.path, sr.pos, why))?;
                 let chunk_pos = sr.pos;
                 sr.pos += format::CHUNK_HEADER as u64 + u64::from(ch.compressed_len);
                 sr.chunks_left -= 1;
                 if ch.last_lsn() <= self.after {
-                    sr.reader
-                        .seek_relative(i64::from(ch.compressed_len))
-                        .ctx("seek", &seg.path)?;
+                    sr.reader.seek_relative(i64::from(ch.compressed_len)).ctx("seek", &seg.path)?;
                     continue;
                 }
                 let mut data = vec![0u8; ch.compressed_len as usize];
-                sr.reader.read_exact(&mut data).map_err(|_| {
-                    Error::corrupt(
-                        &seg.path,
-                        chunk_pos,
-                        "chunk extends past the end of the file",
-                    )
-                })?;
+                sr.reader
+                    .read_exact(&mut data)
+                    .map_err(|_| Error::corrupt(&seg.path, chunk_pos, "chunk extends past the end of the file"))?;
                 if !ch.verify(&data) {
-                    return Err(Error::corrupt(
-                        &seg.path,
-                        chunk_pos,
-                        "chunk checksum mismatch",
-                    ));
+                    return Err(Error::corrupt(&seg.path, chunk_pos, "chunk checksum mismatch"));
                 }
-                let raw = zstd::bulk::decompress(&data, ch.raw_len as usize).map_err(|e| {
-                    Error::corrupt(
-                        &seg.path,
-                        chunk_pos,
-                        format!("chunk does not decompress: {e}"),
-                    )
-                })?;
-                self.push_frames(&raw, &seg.path, chunk_pos, "in chunk, ")?;
+                let raw = zstd::bulk::decompress(&data, ch.raw_len as usize)
+                    .map_err(|e| Error::corrupt(&seg.path, chunk_pos, format!("chunk does not decompress: {e}")))?;
+                self.push_frames(&raw, &seg.path, chunk_pos, "in chunk, ", true)?;
                 if !self.pending.is_empty() {
                     return Ok(true);
                 }
@@ -500,26 +386,95 @@ impl FrameIter<'_> {
                     continue;
                 }
                 let mut reader = BufReader::with_capacity(1 << 16, &seg.file);
-                reader
-                    .seek(SeekFrom::Start(SEALED_HEADER as u64))
-                    .ctx("seek", &seg.path)?;
-                self.sealed_reader = Some(SealedReader {
-                    seg,
-                    reader,
-                    pos: SEALED_HEADER as u64,
-                    chunks_left: seg.header.chunks,
-                });
+                reader.seek(SeekFrom::Start(SEALED_HEADER as u64)).ctx("seek", &seg.path)?;
+                self.sealed_reader =
+                    Some(SealedReader { seg, reader, pos: SEALED_HEADER as u64, chunks_left: seg.header.chunks });
                 continue;
             }
             if !self.active_done {
                 self.active_done = true;
                 let raw = self.snapshot.read_active()?;
                 let path = self.snapshot.active.path.clone();
-                self.push_frames(&raw, &path, ACTIVE_HEADER as u64, "")?;
+                self.push_frames(&raw, &path, ACTIVE_HEADER as u64, "", false)?;
                 return Ok(!self.pending.is_empty());
             }
             return Ok(false);
         }
+    }
+}
+
+/// Calls `f` for each frame of `raw` (whose first byte is at `base` in `file`).
+/// `trusted` skips per-frame checksums for bytes a verified chunk checksum covers.
+fn visit_frames(
+    raw: &[u8],
+    file: &Path,
+    base: u64,
+    context: &str,
+    trusted: bool,
+    f: &mut dyn FnMut(Lsn, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let mut at = 0usize;
+    while at < raw.len() {
+        let read = if trusted { decode_frame_trusted(&raw[at..]) } else { decode_frame(&raw[at..]) };
+        match read {
+            FrameRead::Frame { lsn, payload, size } => {
+                f(lsn, payload)?;
+                at += size;
+            }
+            FrameRead::Incomplete => {
+                return Err(Error::corrupt(file, base, format!("{context}frame at byte {at}: incomplete")));
+            }
+            FrameRead::Invalid(why) => {
+                return Err(Error::corrupt(file, base, format!("{context}frame at byte {at}: {why}")));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Snapshot {
+    /// Calls `f` for every frame with an LSN greater than `lsn`, in order,
+    /// without copying payloads. Stops at the first damaged chunk or frame, or
+    /// at the first error `f` returns.
+    pub fn visit_after(&self, lsn: Lsn, f: &mut dyn FnMut(Lsn, &[u8]) -> Result<()>) -> Result<()> {
+        let mut data = Vec::new();
+        for seg in &self.sealed {
+            if seg.header.last_lsn <= lsn {
+                continue;
+            }
+            let mut reader = BufReader::with_capacity(1 << 16, &seg.file);
+            reader.seek(SeekFrom::Start(SEALED_HEADER as u64)).ctx("seek", &seg.path)?;
+            let mut pos = SEALED_HEADER as u64;
+            for _ in 0..seg.header.chunks {
+                let mut head = [0u8; format::CHUNK_HEADER];
+                reader
+                    .read_exact(&mut head)
+                    .map_err(|_| Error::corrupt(&seg.path, pos, "chunk header is truncated"))?;
+                let ch = ChunkHeader::decode(&head).map_err(|why| Error::corrupt(&seg.path, pos, why))?;
+                let chunk_pos = pos;
+                pos += format::CHUNK_HEADER as u64 + u64::from(ch.compressed_len);
+                if ch.last_lsn() <= lsn {
+                    reader.seek_relative(i64::from(ch.compressed_len)).ctx("seek", &seg.path)?;
+                    continue;
+                }
+                data.resize(ch.compressed_len as usize, 0);
+                reader
+                    .read_exact(&mut data)
+                    .map_err(|_| Error::corrupt(&seg.path, chunk_pos, "chunk extends past the end of the file"))?;
+                if !ch.verify(&data) {
+                    return Err(Error::corrupt(&seg.path, chunk_pos, "chunk checksum mismatch"));
+                }
+                let raw = zstd::bulk::decompress(&data, ch.raw_len as usize)
+                    .map_err(|e| Error::corrupt(&seg.path, chunk_pos, format!("chunk does not decompress: {e}")))?;
+                visit_frames(&raw, &seg.path, chunk_pos, "in chunk, ", true, &mut |l, p| {
+                    if l > lsn { f(l, p) } else { Ok(()) }
+                })?;
+            }
+        }
+        let raw = self.read_active()?;
+        visit_frames(&raw, &self.active.path, ACTIVE_HEADER as u64, "", false, &mut |l, p| {
+            if l > lsn { f(l, p) } else { Ok(()) }
+        })
     }
 }
 

@@ -8,12 +8,7 @@ use proptest::prelude::*;
 use super::*;
 
 fn opts(segment_bytes: u64) -> TapeOptions {
-    TapeOptions {
-        segment_bytes,
-        chunk_bytes: 512,
-        zstd_level: 1,
-        auto_seal: true,
-    }
+    TapeOptions { segment_bytes, chunk_bytes: 512, zstd_level: 1, auto_seal: true }
 }
 
 fn payload(i: u64) -> Vec<u8> {
@@ -33,10 +28,8 @@ fn read_all(log: &TapeLog) -> Vec<Frame> {
 }
 
 fn files(log: &TapeLog) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(log.dir())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    let mut names: Vec<String> =
+        fs::read_dir(log.dir()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
     names
 }
@@ -48,10 +41,7 @@ fn append_then_read_back_in_order() {
     assert_eq!(append_n(&log, 1, 3), 1);
     assert_eq!(append_n(&log, 4, 2), 4);
     let frames = read_all(&log);
-    assert_eq!(
-        frames.iter().map(|f| f.lsn).collect::<Vec<_>>(),
-        vec![1, 2, 3, 4, 5]
-    );
+    assert_eq!(frames.iter().map(|f| f.lsn).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5]);
     assert_eq!(frames[3].payload, payload(4));
     assert_eq!(log.lock().unwrap().last_lsn(), 5);
 }
@@ -66,22 +56,12 @@ fn sealing_compresses_and_keeps_every_frame() {
     let segs = log.segments().unwrap();
     assert!(segs.iter().filter(|s| s.sealed).count() >= 5, "{segs:?}");
     for s in segs.iter().filter(|s| s.sealed) {
-        assert!(
-            s.bytes < s.raw_bytes,
-            "compressed {} raw {}",
-            s.bytes,
-            s.raw_bytes
-        );
+        assert!(s.bytes < s.raw_bytes, "compressed {} raw {}", s.bytes, s.raw_bytes);
         assert!(s.min_ts.is_some());
     }
     let frames = read_all(&log);
     assert_eq!(frames.len(), 200);
-    assert!(
-        frames
-            .iter()
-            .enumerate()
-            .all(|(i, f)| f.lsn == i as u64 + 1 && f.payload == payload(i as u64 + 1))
-    );
+    assert!(frames.iter().enumerate().all(|(i, f)| f.lsn == i as u64 + 1 && f.payload == payload(i as u64 + 1)));
     let report = log.verify().unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
     assert_eq!(report.frames, 200);
@@ -102,12 +82,7 @@ fn torn_tail_is_truncated_on_next_lock() {
     let mut partial = Vec::new();
     encode_frame(&mut partial, 5, &payload(5));
     partial.truncate(partial.len() - 7);
-    OpenOptions::new()
-        .append(true)
-        .open(&active)
-        .unwrap()
-        .write_all(&partial)
-        .unwrap();
+    OpenOptions::new().append(true).open(&active).unwrap().write_all(&partial).unwrap();
     let mut w = log.lock().unwrap();
     assert_eq!(w.last_lsn(), 4);
     assert_eq!(fs::metadata(&active).unwrap().len(), good_len);
@@ -123,12 +98,7 @@ fn garbage_after_last_frame_is_truncated_even_without_a_hint() {
     append_n(&log, 1, 3);
     fs::write(dir.path().join("LOCK"), b"garbage").unwrap();
     let active = dir.path().join(format::active_name(1));
-    OpenOptions::new()
-        .append(true)
-        .open(&active)
-        .unwrap()
-        .write_all(&[0xAB; 100])
-        .unwrap();
+    OpenOptions::new().append(true).open(&active).unwrap().write_all(&[0xAB; 100]).unwrap();
     assert_eq!(log.lock().unwrap().last_lsn(), 3);
     assert_eq!(read_all(&log).len(), 3);
 }
@@ -189,33 +159,13 @@ fn flipped_byte_in_sealed_segment_is_named_by_verify_and_stops_reading() {
     bytes[at] ^= 0x40;
     fs::write(&path, &bytes).unwrap();
     let report = log.verify().unwrap();
-    assert!(
-        report
-            .problems
-            .iter()
-            .any(|p| p.file == path && p.what.contains("blake3")),
-        "{:?}",
-        report.problems
-    );
-    assert!(
-        report
-            .problems
-            .iter()
-            .any(|p| p.file == path && p.what.contains("chunk")),
-        "{:?}",
-        report.problems
-    );
+    assert!(report.problems.iter().any(|p| p.file == path && p.what.contains("blake3")), "{:?}", report.problems);
+    assert!(report.problems.iter().any(|p| p.file == path && p.what.contains("chunk")), "{:?}", report.problems);
     let snap = log.snapshot().unwrap();
     let results: Vec<_> = snap.frames_after(0).collect();
-    let err = results
-        .iter()
-        .find_map(|r| r.as_ref().err())
-        .expect("an error");
+    let err = results.iter().find_map(|r| r.as_ref().err()).expect("an error");
     assert!(err.to_string().contains(&info.name), "{err}");
-    assert!(
-        results.last().unwrap().is_err(),
-        "iteration stops at the damage"
-    );
+    assert!(results.last().unwrap().is_err(), "iteration stops at the damage");
 }
 
 #[test]
@@ -234,22 +184,12 @@ fn rewrite_replaces_segments_and_keeps_lsns() {
     let dir = tempfile::tempdir().unwrap();
     let log = TapeLog::open(dir.path(), opts(3_000)).unwrap();
     append_n(&log, 1, 60);
-    let before: Vec<String> = log
-        .segments()
-        .unwrap()
-        .into_iter()
-        .filter(|s| s.sealed)
-        .map(|s| s.name)
-        .collect();
+    let before: Vec<String> = log.segments().unwrap().into_iter().filter(|s| s.sealed).map(|s| s.name).collect();
     let stats = log
         .lock()
         .unwrap()
         .rewrite(|lsn, p| {
-            (lsn == 7 || lsn == 59).then(|| {
-                String::from_utf8_lossy(p)
-                    .replace("event number", "EVENT")
-                    .into_bytes()
-            })
+            (lsn == 7 || lsn == 59).then(|| String::from_utf8_lossy(p).replace("event number", "EVENT").into_bytes())
         })
         .unwrap();
     assert_eq!(stats.frames_changed, 2);
@@ -258,17 +198,9 @@ fn rewrite_replaces_segments_and_keeps_lsns() {
     assert_eq!(frames.len(), 60);
     assert!(String::from_utf8_lossy(&frames[6].payload).contains("EVENT 7"));
     assert!(!String::from_utf8_lossy(&frames[5].payload).contains("EVENT"));
-    let after: Vec<_> = log
-        .segments()
-        .unwrap()
-        .into_iter()
-        .filter(|s| s.sealed)
-        .collect();
+    let after: Vec<_> = log.segments().unwrap().into_iter().filter(|s| s.sealed).collect();
     assert!(after.iter().any(|s| s.generation == 1));
-    assert!(
-        before.iter().any(|n| !after.iter().any(|s| &s.name == n)),
-        "an old file was replaced"
-    );
+    assert!(before.iter().any(|n| !after.iter().any(|s| &s.name == n)), "an old file was replaced");
     assert!(log.verify().unwrap().problems.is_empty());
 }
 
@@ -280,10 +212,7 @@ fn interrupted_rewrite_keeps_the_newer_generation() {
     let info = log.lock().unwrap().seal().unwrap().unwrap();
     let old = dir.path().join(&info.name);
     let old_bytes = fs::read(&old).unwrap();
-    log.lock()
-        .unwrap()
-        .rewrite(|lsn, _| (lsn == 2).then(|| b"{\"ts\":1}".to_vec()))
-        .unwrap();
+    log.lock().unwrap().rewrite(|lsn, _| (lsn == 2).then(|| b"{\"ts\":1}".to_vec())).unwrap();
     // Put the old generation back, as if the crash came before its removal.
     fs::write(&old, &old_bytes).unwrap();
     fs::write(dir.path().join("LOCK"), b"").unwrap();
