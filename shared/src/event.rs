@@ -370,6 +370,10 @@ pub struct SessionStarted {
     pub parent: Option<SessionKey>,
     /// How the parent is linked: `sidechain`, `subagent`, `fork`, `thread_spawn`, …
     pub parent_link: Option<String>,
+    /// The parent's tool call (Task, spawn) that started this subagent.
+    pub parent_call_id: Option<String>,
+    /// Kind of subagent (`general-purpose`, an agent role), when known.
+    pub agent_type: Option<String>,
     /// Model, when known at start.
     pub model: Option<String>,
     /// Harness version, when known.
@@ -450,6 +454,9 @@ pub struct MsgIn {
     /// The harness's record id, for joins and de-duplication.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
+    /// Bytes cut from a very large message.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub truncated: u64,
 }
 
 impl MsgIn {
@@ -471,6 +478,9 @@ pub struct MsgOut {
     /// The harness's record id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
+    /// Bytes cut from a very large message.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub truncated: u64,
 }
 
 /// `tool.call`.
@@ -519,6 +529,9 @@ pub struct CodeRead {
     /// Lines read, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub range: Option<LineRange>,
+    /// blake3 (hex, 32 chars) of the text read, when the harness logged it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_hash: Option<String>,
 }
 
 /// `code.edit`.
