@@ -18,8 +18,11 @@
 
 pub mod adapter;
 pub mod adapters;
+pub mod dedup;
 pub mod discover;
 pub mod error;
+pub mod external;
+pub mod extract;
 pub mod patch;
 pub mod redact;
 
