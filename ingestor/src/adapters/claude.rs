@@ -105,6 +105,9 @@ pub struct ClaudeState {
     /// Last `sessionId` seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current: Option<String>,
+    /// First cwd in the file's head (for a session whose first record has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_cwd: Option<String>,
     /// Last cwd emitted, per file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
@@ -129,18 +132,25 @@ fn key(id: &str) -> SessionKey {
     SessionKey::new(harness::CLAUDE, id)
 }
 
-/// The first `sessionId` among the complete lines of `head`.
-fn first_session_id(head: &[u8]) -> Option<String> {
+/// The first `sessionId` and the first `cwd` among the complete lines of `head`.
+fn head_fields(head: &[u8]) -> (Option<String>, Option<String>) {
     let (lines, _) = complete_lines(head);
-    lines.into_iter().find_map(|(_, line)| {
-        if !line.windows(11).any(|w| w == b"\"sessionId\"") {
-            return None;
+    let (mut sid, mut cwd) = (None, None);
+    for (_, line) in lines {
+        if sid.is_some() && cwd.is_some() {
+            break;
         }
-        let v: Value = serde_json::from_slice(line).ok()?;
-        str_of(&v, "sessionId")
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-    })
+        if !line.windows(11).any(|w| w == b"\"sessionId\"") {
+            continue;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        let get = |k: &str| str_of(&v, k).filter(|s| !s.is_empty()).map(str::to_owned);
+        sid = sid.or_else(|| get("sessionId"));
+        cwd = cwd.or_else(|| get("cwd"));
+    }
+    (sid, cwd)
 }
 
 /// The parent session id from a `<parent>/subagents/agent-<id>.jsonl` path
@@ -159,7 +169,7 @@ impl JsonlAdapter for Claude {
 
     fn initial_state(ctx: &ParseContext<'_>, head: &[u8]) -> ClaudeState {
         let stem = ctx.file_stem().to_owned();
-        let head_sid = first_session_id(head);
+        let (head_sid, head_cwd) = head_fields(head);
         if stem.starts_with("agent-") {
             let parent = parent_from_path(ctx.path).or_else(|| head_sid.filter(|s| *s != stem));
             let file_session = match &parent {
@@ -169,11 +179,13 @@ impl JsonlAdapter for Claude {
             return ClaudeState {
                 file_session,
                 subagent_parent: parent,
+                head_cwd,
                 ..ClaudeState::default()
             };
         }
         ClaudeState {
             file_session: head_sid.unwrap_or(stem),
+            head_cwd,
             ..ClaudeState::default()
         }
     }
@@ -302,7 +314,16 @@ fn session_for(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, ts: 
                     "subagent transcript without a parent session",
                 );
             }
-            start(em, &s, ts, rec, parent, Some("subagent"));
+            let head_cwd = st.head_cwd.clone();
+            start(
+                em,
+                &s,
+                ts,
+                rec,
+                parent,
+                Some("subagent"),
+                head_cwd.as_deref(),
+            );
             let mut m = meta("subagent");
             m.fields.insert(
                 "agent_id".to_owned(),
@@ -312,7 +333,7 @@ fn session_for(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, ts: 
                 m.fields.insert("meta".to_owned(), side);
             }
             em.emit(&s, ts, "meta.subagent", Body::Meta(m));
-            st.cwd = cwd.map(str::to_owned);
+            st.cwd = cwd.map(str::to_owned).or(head_cwd);
         }
         note_cwd(em, st, &s, ts, cwd);
         return s;
@@ -346,7 +367,7 @@ fn session_for(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, ts: 
                         "sidechain record whose parent is unknown starts a new sidechain",
                     );
                 }
-                start(em, &s, ts, rec, Some(key(&sid)), Some("sidechain"));
+                start(em, &s, ts, rec, Some(key(&sid)), Some("sidechain"), None);
                 let prompt = first_text(rec);
                 let hash = content_hash(&prompt);
                 let mut m = meta("subagent");
@@ -369,8 +390,13 @@ fn session_for(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, ts: 
     let s = key(&sid);
     if !st.started.contains(&sid) {
         st.started.push(sid.clone());
-        start(em, &s, ts, rec, None, None);
-        st.cwd = cwd.map(str::to_owned);
+        let fallback = if sid == st.file_session {
+            st.head_cwd.clone()
+        } else {
+            None
+        };
+        start(em, &s, ts, rec, None, None, fallback.as_deref());
+        st.cwd = cwd.map(str::to_owned).or(fallback);
     }
     note_cwd(em, st, &s, ts, cwd);
     s
@@ -400,9 +426,11 @@ fn start(
     rec: &Value,
     parent: Option<SessionKey>,
     link: Option<&str>,
+    fallback_cwd: Option<&str>,
 ) {
     let cwd = str_of(rec, "cwd")
         .filter(|c| !c.is_empty())
+        .or(fallback_cwd)
         .map(str::to_owned);
     let body = SessionStarted {
         harness: harness::CLAUDE.to_owned(),
