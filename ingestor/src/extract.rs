@@ -365,20 +365,8 @@ fn tags_for(text: &str, tool: Option<&str>, session_langs: &BTreeSet<String>) ->
 /// The "shape" of a tool call: tool plus its first two command words, or
 /// tool plus file name.
 fn call_shape(tool: &str, args: &Value) -> String {
-    let cmd = match args.get("command").or_else(|| args.get("cmd")) {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Array(a)) => {
-            let words: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
-            // `bash -lc "<script>"`: the script is what matters.
-            match words.as_slice() {
-                [sh, flag, script, ..] if sh.ends_with("sh") && flag.starts_with('-') => {
-                    Some((*script).to_owned())
-                }
-                _ => Some(words.join(" ")),
-            }
-        }
-        _ => None,
-    };
+    // `bash -lc "<script>"`: the script is what matters.
+    let cmd = command_of(args);
     if let Some(cmd) = cmd {
         let words: Vec<&str> = cmd
             .split_whitespace()
@@ -399,12 +387,15 @@ fn call_shape(tool: &str, args: &Value) -> String {
 fn command_of(args: &Value) -> Option<String> {
     match args.get("command").or_else(|| args.get("cmd"))? {
         Value::String(s) => Some(s.clone()),
-        Value::Array(a) => Some(
-            a.iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(" "),
-        ),
+        Value::Array(a) => {
+            let words: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
+            match words.as_slice() {
+                [sh, flag, script, ..] if sh.ends_with("sh") && flag.starts_with('-') => {
+                    Some((*script).to_owned())
+                }
+                _ => Some(words.join(" ")),
+            }
+        }
         _ => None,
     }
 }
@@ -412,7 +403,7 @@ fn command_of(args: &Value) -> Option<String> {
 fn error_line(text: &str) -> Option<String> {
     let l = text.lines().map(str::trim).find(|l| {
         let low = l.to_lowercase();
-        !l.is_empty()
+        word_count(l) >= 3
             && (low.contains("error")
                 || low.contains("failed")
                 || low.contains("exception")
@@ -656,7 +647,11 @@ fn gotcha(
             Body::MsgOut(m) if m.part.is_empty() || m.part == "text" => {
                 let found = sentences(&m.text).into_iter().find(|s| {
                     let low = s.to_lowercase();
-                    word_count(s) >= 4 && EXPLANATION_CUES.iter().any(|c| low.contains(c))
+                    word_count(s) >= 4
+                        && !["let me", "i'll", "i will", "now ", "next,"]
+                            .iter()
+                            .any(|p| low.starts_with(p))
+                        && EXPLANATION_CUES.iter().any(|c| low.contains(c))
                 });
                 if let Some(expl) = found {
                     let expl: String = expl.chars().take(160).collect();
