@@ -595,3 +595,135 @@ fn a_bad_resume_state_is_an_error_with_context() {
     .expect_err("bad state");
     assert!(err.to_string().contains("/x/a.jsonl"), "{err}");
 }
+
+#[test]
+fn large_tool_outputs_keep_head_and_tail() {
+    let big = format!("HEAD{}TAIL", "x".repeat(200_000));
+    let lines = [
+        serde_json::json!({"type":"assistant","sessionId":"s","uuid":"a1","timestamp":"2026-01-01T00:00:00Z","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"cat big.log"}}]}}),
+        serde_json::json!({"type":"user","sessionId":"s","uuid":"u1","parentUuid":"a1","timestamp":"2026-01-01T00:00:01Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":big}]}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let out = parse_growing(
+        SourceKind::ClaudeTranscript,
+        "s.jsonl",
+        text.as_bytes(),
+        &[],
+    )
+    .remove(0);
+    let r = out
+        .events
+        .iter()
+        .find_map(|e| match &e.body {
+            Body::ToolResult(r) => Some(r.clone()),
+            _ => None,
+        })
+        .expect("result");
+    assert!(r.stdout.starts_with("HEAD") && r.stdout.ends_with("TAIL"));
+    assert!(r.stdout.len() <= ingestor::redact::MAX_TOOL_OUTPUT + 64);
+    let cut = 200_008 - ingestor::redact::TOOL_OUTPUT_HEAD - ingestor::redact::TOOL_OUTPUT_TAIL;
+    assert_eq!(r.truncated as usize, cut);
+}
+
+#[test]
+fn resume_states_stay_small() {
+    let Some(path) = shared::testing::shared_data("fixtures/claude/ccv-1.0.98-sidechains.jsonl")
+    else {
+        return;
+    };
+    let all = std::fs::read(&path).expect("read");
+    let name = path.display().to_string();
+    for cut in (0..all.len()).step_by(all.len() / 13) {
+        let outs = parse_growing(SourceKind::ClaudeTranscript, &name, &all, &[cut]);
+        let size = serde_json::to_vec(&outs[0].state).expect("json").len();
+        assert!(size < 16 * 1024, "state of {size} bytes after {cut}");
+    }
+}
+
+#[test]
+fn discovery_finds_every_layout() {
+    use ingestor::discover::{Roots, discover};
+    let tmp = tempfile::tempdir().expect("tmp");
+    let t = tmp.path();
+    let files = [
+        "claude/projects/-home-u-app/s1.jsonl",
+        "claude/projects/-home-u-app/agent-1a2b.jsonl",
+        "claude/projects/-home-u-app/s1/subagents/agent-abc.jsonl",
+        "claude/projects/-home-u-app/s1/subagents/agent-abc.meta.json",
+        "claude/projects/-home-u-app/s1/subagents/workflows/w1/journal.jsonl",
+        "claude/projects/-home-u-app/s1/tool-results/out.txt",
+        "codex/sessions/2026/01/02/rollout-2026-01-02T03-04-05-33333333-3333-4333-8333-333333333333.jsonl",
+        "codex/sessions/2026/01/02/notes.txt",
+        "gemini/tmp/abc123/chats/session-2026-01-02T03-04-aaaaaaaa.jsonl",
+        "gemini/tmp/abc123/chats/parent-id/child-id.jsonl",
+        "gemini/tmp/abc123/chats/session-2025-12-01T00-00-bbbbbbbb.json",
+        "gemini/tmp/abc123/logs.json",
+        "opencode/storage/session/p/ses_1.json",
+        "opencode/opencode.db",
+    ];
+    for f in files {
+        let p = t.join(f);
+        std::fs::create_dir_all(p.parent().expect("dir")).expect("mkdir");
+        std::fs::write(&p, "{}\n").expect("write");
+    }
+    let roots = Roots {
+        claude: vec![t.join("claude/projects")],
+        codex: vec![t.join("codex/sessions")],
+        gemini: vec![t.join("gemini/tmp")],
+        opencode: vec![t.join("opencode"), t.join("missing")],
+    };
+    let found = discover(&roots).expect("discover");
+    let rel: Vec<(SourceKind, String, bool)> = found
+        .iter()
+        .map(|s| {
+            (
+                s.kind,
+                s.path
+                    .strip_prefix(t)
+                    .expect("under tmp")
+                    .display()
+                    .to_string(),
+                s.sidecar.is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rel,
+        vec![
+            (
+                SourceKind::ClaudeTranscript,
+                "claude/projects/-home-u-app/agent-1a2b.jsonl".to_owned(),
+                false
+            ),
+            // Paths sort by component: `s1/…` comes before `s1.jsonl`.
+            (
+                SourceKind::ClaudeTranscript,
+                "claude/projects/-home-u-app/s1/subagents/agent-abc.jsonl".to_owned(),
+                true
+            ),
+            (
+                SourceKind::ClaudeTranscript,
+                "claude/projects/-home-u-app/s1.jsonl".to_owned(),
+                false
+            ),
+            (SourceKind::CodexRollout, files[6].to_owned(), false),
+            (
+                SourceKind::GeminiJsonl,
+                "gemini/tmp/abc123/chats/parent-id/child-id.jsonl".to_owned(),
+                false
+            ),
+            (SourceKind::GeminiJsonl, files[8].to_owned(), false),
+            (SourceKind::GeminiLegacy, files[10].to_owned(), false),
+            (
+                SourceKind::OpenCodeStorage,
+                "opencode/storage".to_owned(),
+                false
+            ),
+            (
+                SourceKind::OpenCodeDb,
+                "opencode/opencode.db".to_owned(),
+                false
+            ),
+        ]
+    );
+}
