@@ -1,0 +1,291 @@
+//! The optional external extractor (for instance a local LLM command line):
+//! the JSON request it reads on stdin and the JSON response it must write,
+//! with strict validation. Spawning it with a timeout is the caller's job;
+//! here are only pure types and functions.
+//!
+//! Request (`protocol` 1):
+//!
+//! ```json
+//! {"protocol":1,"session":"claude:…","harness":"claude","project":"engram",
+//!  "instructions":"…","max_memories":8,
+//!  "allowed_types":["correction","convention","struggle","gotcha","fact","decision","preference","pattern","issue"],
+//!  "turns":[{"index":0,"role":"user","text":"…"},{"index":1,"role":"tool","tool":"Bash","text":"…","is_error":true}]}
+//! ```
+//!
+//! Response: `{"memories":[{"text":"…","type":"convention","importance":0.7,"tags":["rust"],"source_turn":0}]}`.
+//! `importance`, `tags` and `source_turn` are optional. The response is
+//! rejected whole ([`Error::ExtractorResponse`]) when it is not that JSON,
+//! has more than `max_memories` memories, a text that is empty, longer than
+//! 500 characters or holds the injection marker, a type not allowed, an
+//! importance outside 0..=1, more than 16 tags or a tag longer than 64
+//! characters, or a `source_turn` that is not a turn index. Accepted texts and
+//! tags are redacted and become [`Candidate`]s with source `external`, which
+//! go through the same dedup as deterministic ones.
+//!
+//! Turns are the session's learnable user messages, the agent's text replies
+//! and tool results, never injected, compacted, subagent-prompt or meta text;
+//! each is cut to 2 000 characters and the oldest are dropped to fit the byte
+//! budget.
+
+use serde::{Deserialize, Serialize};
+use shared::event::{Body, Event, INJECTION_OPEN};
+use shared::ids::{EventId, SessionKey};
+
+use crate::error::Error;
+use crate::extract::{Candidate, learnable_input};
+use crate::redact;
+
+/// Version of the request/response contract.
+pub const PROTOCOL: u32 = 1;
+/// Longest accepted memory text, in characters.
+pub const MAX_EXTERNAL_TEXT: usize = 500;
+/// Longest turn text sent, in characters.
+pub const MAX_TURN_TEXT: usize = 2000;
+
+const INSTRUCTIONS: &str = "Extract lessons worth remembering from this coding-agent session: only friction \
+moments (the user correcting the agent, repeated failures before a success, project conventions the user \
+stated, unexpected tool or API behaviour). Each memory is one self-contained sentence. Reply with JSON \
+{\"memories\":[{\"text\",\"type\",\"importance\",\"tags\",\"source_turn\"}]} and nothing else.";
+
+/// One turn of the session excerpt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Turn {
+    /// Position in `turns`.
+    pub index: u32,
+    /// `user`, `assistant` or `tool`.
+    pub role: String,
+    /// The text (redacted, cut).
+    pub text: String,
+    /// Tool name, for tool turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The tool failed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+    /// The event the turn came from (not sent; kept to attribute memories).
+    #[serde(skip)]
+    pub event_id: Option<EventId>,
+    /// Its time (not sent).
+    #[serde(skip)]
+    pub ts: shared::time::Ts,
+}
+
+/// What the extractor reads on stdin.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExtractorRequest {
+    /// [`PROTOCOL`].
+    pub protocol: u32,
+    /// Session key.
+    pub session: String,
+    /// Harness name.
+    pub harness: String,
+    /// Project, when known.
+    pub project: Option<String>,
+    /// What to do.
+    pub instructions: String,
+    /// At most this many memories.
+    pub max_memories: u32,
+    /// Accepted types.
+    pub allowed_types: Vec<String>,
+    /// The excerpt.
+    pub turns: Vec<Turn>,
+}
+
+/// One memory in the response.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExternalMemory {
+    /// Self-contained text.
+    pub text: String,
+    /// Memory type.
+    #[serde(rename = "type")]
+    pub memory_type: String,
+    /// 0..=1 (default 0.5).
+    #[serde(default)]
+    pub importance: Option<f32>,
+    /// Tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// The turn it was learned from.
+    #[serde(default)]
+    pub source_turn: Option<u32>,
+}
+
+/// What the extractor writes on stdout.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExtractorResponse {
+    /// The memories.
+    pub memories: Vec<ExternalMemory>,
+}
+
+fn cut(text: &str) -> String {
+    let mut t = redact::redact_text(text).into_owned();
+    if t.chars().count() > MAX_TURN_TEXT {
+        t = t.chars().take(MAX_TURN_TEXT).collect::<String>() + "…";
+    }
+    t
+}
+
+/// Builds the request for one session's events, within `max_bytes` of turn
+/// text (the most recent turns are kept).
+pub fn build_request(events: &[Event], max_bytes: usize, max_memories: u32) -> ExtractorRequest {
+    let session = events
+        .iter()
+        .find_map(|e| e.session.clone())
+        .unwrap_or_else(|| SessionKey::from(""));
+    let project = events.iter().find_map(|e| match &e.body {
+        Body::SessionStarted(s) => s.project.clone(),
+        _ => None,
+    });
+    let mut turns: Vec<Turn> = Vec::new();
+    for e in events {
+        let (role, text, tool, is_error) = match &e.body {
+            Body::MsgIn(_) => match learnable_input(e) {
+                Some(t) => ("user", t.to_owned(), None, false),
+                None => continue,
+            },
+            Body::MsgOut(m)
+                if (m.part.is_empty() || m.part == "text") && !m.text.contains(INJECTION_OPEN) =>
+            {
+                ("assistant", m.text.clone(), None, false)
+            }
+            Body::ToolResult(r) => (
+                "tool",
+                r.stdout.clone(),
+                Some(r.tool.clone()),
+                r.is_error || r.exit.is_some_and(|x| x != 0),
+            ),
+            _ => continue,
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        turns.push(Turn {
+            index: 0,
+            role: role.to_owned(),
+            text: cut(&text),
+            tool,
+            is_error,
+            event_id: Some(e.id.clone()),
+            ts: e.ts,
+        });
+    }
+    let mut total = 0;
+    let keep_from = turns
+        .iter()
+        .rposition(|t| {
+            total += t.text.len();
+            total > max_bytes
+        })
+        .map_or(0, |p| p + 1);
+    let mut turns = turns.split_off(keep_from);
+    for (i, t) in turns.iter_mut().enumerate() {
+        t.index = u32::try_from(i).unwrap_or(u32::MAX);
+    }
+    ExtractorRequest {
+        protocol: PROTOCOL,
+        harness: session.harness().to_owned(),
+        session: session.as_str().to_owned(),
+        project,
+        instructions: INSTRUCTIONS.to_owned(),
+        max_memories,
+        allowed_types: [
+            "correction",
+            "convention",
+            "struggle",
+            "gotcha",
+            "fact",
+            "decision",
+            "preference",
+            "pattern",
+            "issue",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect(),
+        turns,
+    }
+}
+
+fn reject(reason: impl Into<String>) -> Error {
+    Error::ExtractorResponse {
+        reason: reason.into(),
+    }
+}
+
+/// Validates a response to `req` and turns it into candidates.
+pub fn validate_response(req: &ExtractorRequest, stdout: &[u8]) -> Result<Vec<Candidate>, Error> {
+    let resp: ExtractorResponse = serde_json::from_slice(stdout)
+        .map_err(|e| reject(format!("not the response JSON: {e}")))?;
+    if resp.memories.len() > req.max_memories as usize {
+        return Err(reject(format!(
+            "{} memories, at most {} allowed",
+            resp.memories.len(),
+            req.max_memories
+        )));
+    }
+    let session = SessionKey::from(req.session.as_str());
+    let mut out = Vec::new();
+    for (i, m) in resp.memories.into_iter().enumerate() {
+        let text = m.text.trim();
+        if text.is_empty() || text.chars().count() > MAX_EXTERNAL_TEXT {
+            return Err(reject(format!(
+                "memory {i}: text empty or longer than {MAX_EXTERNAL_TEXT} characters"
+            )));
+        }
+        if text.contains(INJECTION_OPEN) {
+            return Err(reject(format!(
+                "memory {i}: text contains injected context"
+            )));
+        }
+        if !req.allowed_types.contains(&m.memory_type) {
+            return Err(reject(format!(
+                "memory {i}: type {:?} not allowed",
+                m.memory_type
+            )));
+        }
+        let importance = m.importance.unwrap_or(0.5);
+        if !(0.0..=1.0).contains(&importance) {
+            return Err(reject(format!(
+                "memory {i}: importance {importance} outside 0..=1"
+            )));
+        }
+        if m.tags.len() > 16
+            || m.tags
+                .iter()
+                .any(|t| t.chars().count() > 64 || t.trim().is_empty())
+        {
+            return Err(reject(format!("memory {i}: too many or malformed tags")));
+        }
+        let turn = match m.source_turn {
+            Some(t) => Some(
+                req.turns
+                    .get(t as usize)
+                    .ok_or_else(|| reject(format!("memory {i}: source_turn {t} is not a turn")))?,
+            ),
+            None => req.turns.last(),
+        };
+        let Some(source_event) = turn.and_then(|t| t.event_id.clone()) else {
+            return Err(reject(format!("memory {i}: no turn to attribute it to")));
+        };
+        let mut tags: Vec<String> = m
+            .tags
+            .iter()
+            .map(|t| redact::redact_text(&t.trim().to_lowercase()).into_owned())
+            .collect();
+        tags.sort();
+        tags.dedup();
+        out.push(Candidate {
+            text: redact::redact_text(text).into_owned(),
+            memory_type: m.memory_type,
+            importance,
+            project: req.project.clone(),
+            tags,
+            session: session.clone(),
+            source_event,
+            ts: turn.map(|t| t.ts).unwrap_or_default(),
+            source: "external".to_owned(),
+            embedding: None,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,29 @@
+//! The pure core of the Engram ingestor: harness adapters that turn agent
+//! session logs into redacted tape events, discovery of those logs, and
+//! deterministic extraction of memories with near-duplicate merging.
+//!
+//! Nothing here writes files, cursors, tapes or databases: adapters take bytes
+//! (or, for whole-file formats, a path they read) and return events plus
+//! diagnostics and a resume state; extraction takes a session's events and a
+//! lookup of existing memories and returns memory events.
+//!
+//! - [`adapter`]: parse context and output, JSONL line handling, the event
+//!   emitter (derived ids, redaction), diagnostics.
+//! - [`adapters`]: Claude Code, Codex CLI, Gemini CLI, OpenCode.
+//! - [`discover`]: where the logs are, from explicit roots.
+//! - [`redact`]: secret redaction, path exclusion, size caps.
+//! - [`patch`]: `apply_patch`, unified diff and `structuredPatch` hunks.
+//! - [`extract`]: friction-moment memory extraction; [`dedup`]: merging
+//!   near-duplicates; [`external`]: the external extractor's JSON contract.
+
+pub mod adapter;
+pub mod adapters;
+pub mod dedup;
+pub mod discover;
+pub mod error;
+pub mod external;
+pub mod extract;
+pub mod patch;
+pub mod redact;
+
+pub use error::Error;

@@ -1,0 +1,362 @@
+//! Memory extraction at the boundary: a session's events in, memory events
+//! out. Hand-written sessions (`tests/data/`) for what must and must not be
+//! learned, dedup across sessions, idempotence, the external extractor
+//! contract, and a smoke run over the real fixtures.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use ingestor::dedup::ExistingMemory;
+use ingestor::discover::SourceKind;
+use ingestor::external::{self, ExtractorRequest};
+use ingestor::extract::{self, Extraction};
+use shared::event::{Body, Event, MemoryAdded};
+use shared::ids::SessionKey;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// Events of a source grouped by session, in order.
+fn sessions(kind: SourceKind, path: &Path) -> BTreeMap<String, Vec<Event>> {
+    let mut by: BTreeMap<String, Vec<Event>> = BTreeMap::new();
+    for e in common::parse(kind, path).events {
+        let k = e
+            .session
+            .as_ref()
+            .map(|s| s.as_str().to_owned())
+            .unwrap_or_default();
+        by.entry(k).or_default().push(e);
+    }
+    by
+}
+
+fn added(ex: &Extraction) -> Vec<&MemoryAdded> {
+    ex.events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::MemoryAdded(m) => Some(m),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The store's view after applying `ex`.
+fn existing(ex: &Extraction) -> Vec<ExistingMemory> {
+    added(ex)
+        .into_iter()
+        .map(|m| ExistingMemory {
+            id: m.memory_id.clone(),
+            text: m.content.clone(),
+            embedding: None,
+            sessions: m.source_session.iter().cloned().collect(),
+        })
+        .collect()
+}
+
+fn main_session(kind: SourceKind, name: &str, key: &str) -> Vec<Event> {
+    sessions(kind, &data(name)).remove(key).expect("session")
+}
+
+const CLAUDE_1: &str = "claude:11111111-1111-4111-8111-111111111111";
+
+#[test]
+fn friction_moments_become_typed_memories() {
+    let events = main_session(
+        SourceKind::ClaudeTranscript,
+        "claude_session.jsonl",
+        CLAUDE_1,
+    );
+    let ex = extract::extract(&events, &Vec::new());
+    let mems = added(&ex);
+    let find = |t: &str, needle: &str| {
+        mems.iter()
+            .find(|m| m.memory_type == t && m.content.contains(needle))
+            .copied()
+    };
+    let correction = find("correction", "Don't use npm here").expect("correction");
+    assert!((correction.importance - 0.7).abs() < 1e-6);
+    let conv = find("convention", "We use pnpm in this repo").expect("convention");
+    assert!(
+        (conv.importance - 0.75).abs() < 1e-6,
+        "'always' raises importance"
+    );
+    find("convention", "Make sure to run pnpm lint").expect("second convention");
+    let struggle = find("struggle", "`Bash: npm test` failed 2 times").expect("struggle");
+    assert!(struggle.tags.contains(&"bash".to_owned()));
+    find(
+        "gotcha",
+        "Cannot find module 'vitest' — The tests fail because vitest",
+    )
+    .expect("gotcha");
+    // The same gotcha raised by both failures is one memory.
+    assert_eq!(mems.iter().filter(|m| m.memory_type == "gotcha").count(), 1);
+    assert_eq!(ex.skipped, 1);
+    for m in &mems {
+        assert_eq!(m.project.as_deref(), Some("webapp"));
+        assert_eq!(
+            m.source_session.as_ref().map(SessionKey::as_str),
+            Some(CLAUDE_1)
+        );
+        assert_eq!(m.source, "extracted");
+        assert!(m.content.chars().count() <= extract::MAX_MEMORY_TEXT + 1);
+        assert!(
+            m.tags.contains(&"typescript".to_owned()),
+            "session language: {:?}",
+            m.tags
+        );
+        // The source event exists in the session.
+        assert!(
+            events
+                .iter()
+                .any(|e| Some(&e.id) == m.source_event.as_ref())
+        );
+    }
+}
+
+#[test]
+fn nothing_is_learned_from_injected_compacted_subagent_or_meta_text() {
+    let all = sessions(SourceKind::ClaudeTranscript, &data("claude_session.jsonl"));
+    assert_eq!(all.len(), 2, "main session and its sidechain");
+    for events in all.values() {
+        for m in added(&extract::extract(events, &Vec::new())) {
+            for banned in ["yarn", "linter", "Fridays", "migrations", "PLANTED"] {
+                assert!(
+                    !m.content.contains(banned),
+                    "learned from excluded text: {}",
+                    m.content
+                );
+            }
+        }
+    }
+    // Codex: the compacted summary says "never use unwrap".
+    let codex = main_session(
+        SourceKind::CodexRollout,
+        "rollout-2026-01-02T05-00-00-33333333-3333-4333-8333-333333333333.jsonl",
+        "codex:33333333-3333-4333-8333-333333333333",
+    );
+    let mems = extract::extract(&codex, &Vec::new());
+    assert!(added(&mems).iter().all(|m| !m.content.contains("unwrap")));
+    assert!(added(&mems).iter().any(|m| m.memory_type == "correction"
+        && m.content == "Don't rename public functions without asking."));
+    assert!(
+        added(&mems)
+            .iter()
+            .any(|m| m.memory_type == "gotcha" && m.content.contains("E0425"))
+    );
+    assert!(added(&mems).iter().any(|m| m.memory_type == "struggle"
+        && m.content.contains("it worked as `cargo test --workspace`")));
+    // Gemini: the rewound message is withdrawn, the later one is learned.
+    let gemini = main_session(
+        SourceKind::GeminiJsonl,
+        "gemini-session-2026-01-02T06-00-aaaaaaaa.jsonl",
+        "gemini:aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa",
+    );
+    let mems = extract::extract(&gemini, &Vec::new());
+    let texts: Vec<&str> = added(&mems).iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(
+        texts,
+        vec!["Please always keep the tests green in this project."]
+    );
+}
+
+#[test]
+fn extraction_is_idempotent() {
+    let events = main_session(
+        SourceKind::ClaudeTranscript,
+        "claude_session.jsonl",
+        CLAUDE_1,
+    );
+    let first = extract::extract(&events, &Vec::new());
+    let second = extract::extract(&events, &Vec::new());
+    assert_eq!(first, second, "same events, same ids");
+    let store = existing(&first);
+    let again = extract::extract(&events, &store);
+    assert!(again.events.is_empty(), "{:#?}", again.events);
+    assert_eq!(again.skipped, first.added + first.skipped);
+}
+
+#[test]
+fn near_duplicates_from_another_session_merge_and_count() {
+    let s1 = main_session(
+        SourceKind::ClaudeTranscript,
+        "claude_session.jsonl",
+        CLAUDE_1,
+    );
+    let first = extract::extract(&s1, &Vec::new());
+    let mut store = existing(&first);
+    let s2 = main_session(
+        SourceKind::ClaudeTranscript,
+        "claude_session_2.jsonl",
+        "claude:22222222-2222-4222-8222-222222222222",
+    );
+    let second = extract::extract(&s2, &store);
+    let merges: Vec<_> = second
+        .events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::MemoryUpdated(u) => Some(u.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(merges.len(), 1, "{:#?}", second.events);
+    let pnpm = store
+        .iter()
+        .find(|m| m.text.contains("We use pnpm"))
+        .expect("pnpm memory");
+    assert_eq!(merges[0].memory_id, pnpm.id);
+    assert_eq!(merges[0].occurrences, 1);
+    assert_eq!(
+        merges[0].seen_in.as_ref().map(SessionKey::as_str),
+        Some("claude:22222222-2222-4222-8222-222222222222")
+    );
+    assert_eq!(second.added, 0);
+    // Once the store records the merge, re-extracting session 2 adds nothing.
+    for m in &mut store {
+        if m.id == merges[0].memory_id {
+            m.sessions.push(SessionKey::from(
+                "claude:22222222-2222-4222-8222-222222222222",
+            ));
+        }
+    }
+    assert!(extract::extract(&s2, &store).events.is_empty());
+}
+
+#[test]
+fn embeddings_decide_when_both_sides_have_one() {
+    let s2 = main_session(
+        SourceKind::ClaudeTranscript,
+        "claude_session_2.jsonl",
+        "claude:22222222-2222-4222-8222-222222222222",
+    );
+    let mut cands = extract::candidates(&s2);
+    assert_eq!(cands.len(), 1);
+    cands[0].embedding = Some(vec![1.0, 0.0, 0.0]);
+    let far = ExistingMemory {
+        id: "mem_x".into(),
+        text: "In this repo we use pnpm; always run pnpm install first.".into(),
+        embedding: Some(vec![0.0, 1.0, 0.0]),
+        sessions: vec![],
+    };
+    // Same words but orthogonal embeddings: not a duplicate.
+    assert_eq!(extract::resolve(cands.clone(), &vec![far.clone()]).added, 1);
+    let near = ExistingMemory {
+        embedding: Some(vec![0.95, 0.05, 0.0]),
+        text: "Something else entirely.".into(),
+        ..far
+    };
+    assert_eq!(extract::resolve(cands, &vec![near]).merged, 1);
+}
+
+#[test]
+fn external_extractor_contract() {
+    let events = main_session(
+        SourceKind::ClaudeTranscript,
+        "claude_session.jsonl",
+        CLAUDE_1,
+    );
+    let req: ExtractorRequest = external::build_request(&events, 64 * 1024, 4);
+    let json = serde_json::to_string(&req).expect("json");
+    assert!(json.contains("\"protocol\":1"));
+    for banned in ["<engram-context>", "Fridays", "PLANTED", "ENVCONTENT"] {
+        assert!(!json.contains(banned), "{banned} in request");
+    }
+    assert!(req.turns.iter().any(|t| t.role == "tool" && t.is_error));
+    let small = external::build_request(&events, 200, 4);
+    assert!(small.turns.len() < req.turns.len() && !small.turns.is_empty());
+    assert_eq!(
+        small.turns.last().map(|t| &t.text),
+        req.turns.last().map(|t| &t.text),
+        "the most recent turns are kept"
+    );
+
+    let good = br#"{"memories":[{"text":"Use pnpm, not npm. token=abc123","type":"convention","importance":0.8,"tags":["Node"],"source_turn":2}]}"#;
+    let cands = external::validate_response(&req, good).expect("valid");
+    assert_eq!(cands.len(), 1);
+    assert_eq!(cands[0].text, "Use pnpm, not npm. token=[REDACTED:token]");
+    assert_eq!(cands[0].tags, vec!["node"]);
+    assert_eq!(cands[0].source, "external");
+    let ex = extract::resolve(cands, &Vec::new());
+    assert_eq!(added(&ex)[0].source, "external");
+
+    for bad in [
+        &br#"not json"#[..],
+        br#"{"memories":[{"text":"","type":"convention"}]}"#,
+        br#"{"memories":[{"text":"x y z","type":"poem"}]}"#,
+        br#"{"memories":[{"text":"x y z","type":"fact","importance":1.5}]}"#,
+        br#"{"memories":[{"text":"x y z","type":"fact","source_turn":999}]}"#,
+        br#"{"memories":[{"text":"<engram-context>x</engram-context>","type":"fact"}]}"#,
+        br#"{"memories":[{"text":"a","type":"fact"},{"text":"b","type":"fact"},{"text":"c","type":"fact"},{"text":"d","type":"fact"},{"text":"e","type":"fact"}]}"#,
+    ] {
+        let err = external::validate_response(&req, bad).expect_err("must reject");
+        assert!(err.to_string().starts_with("external extractor response rejected"), "{err}");
+    }
+}
+
+#[test]
+fn smoke_over_the_real_fixtures() {
+    let Some(root) = shared::testing::shared_data("fixtures") else {
+        return;
+    };
+    let files = [
+        (
+            SourceKind::ClaudeTranscript,
+            "claude/ccv-1.0.98-sidechains.jsonl",
+        ),
+        (SourceKind::ClaudeTranscript, "claude/ccv-1.0.108.jsonl"),
+        (
+            SourceKind::ClaudeTranscript,
+            "claude/ccv-1.0.98-small.jsonl",
+        ),
+        (
+            SourceKind::ClaudeTranscript,
+            "claude/as-2.1-record-catalogue.jsonl",
+        ),
+        (
+            SourceKind::ClaudeTranscript,
+            "claude/ah-2.1.152-redacted.jsonl",
+        ),
+        (
+            SourceKind::CodexRollout,
+            "codex/as-0.146-record-catalogue.jsonl",
+        ),
+        (SourceKind::CodexRollout, "codex/ah-0.135.0-redacted.jsonl"),
+        (SourceKind::GeminiJsonl, "gemini/as-jsonl-v040.jsonl"),
+        (SourceKind::OpenCodeStorage, "opencode/as-storage-v2"),
+    ];
+    let mut total = 0;
+    let mut types = BTreeMap::new();
+    for (kind, rel) in files {
+        for events in sessions(kind, &root.join(rel)).values() {
+            let ex = extract::extract(events, &Vec::new());
+            for m in added(&ex) {
+                total += 1;
+                *types.entry(m.memory_type.clone()).or_insert(0) += 1;
+                assert!(!m.content.is_empty() && m.importance > 0.0 && m.importance <= 1.0);
+                // Never sourced from text that is not the user's or the agent's own.
+                let src = events
+                    .iter()
+                    .find(|e| Some(&e.id) == m.source_event.as_ref())
+                    .expect("source");
+                if let Body::MsgIn(mi) = &src.body {
+                    assert!(
+                        mi.is_user_prompt() && !mi.text.contains("<engram-context>"),
+                        "{rel}: {}",
+                        m.content
+                    );
+                }
+            }
+        }
+    }
+    // The sidechains transcript has an agent that edited before reading, twice.
+    assert!(
+        types.get("struggle").copied().unwrap_or(0) >= 1,
+        "{types:?}"
+    );
+    assert!(types.get("gotcha").copied().unwrap_or(0) >= 1, "{types:?}");
+    assert!(total <= 20, "a handful of memories, not noise: {total}");
+}
