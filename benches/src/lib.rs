@@ -191,6 +191,7 @@ pub fn session_events(n: usize, seed: u64) -> Vec<Event> {
             86..=93 => Body::CodeRead(CodeRead {
                 file: format!("/home/u/proj/src/{}.rs", zipf_word(&mut rng)),
                 range: Some([1, rng.random_range(10..400)]),
+                content_hash: None,
             }),
             _ => Body::CodeEdit(CodeEdit {
                 file: format!("/home/u/proj/src/{}.rs", zipf_word(&mut rng)),

@@ -52,12 +52,7 @@ pub struct ParseContext<'a> {
 impl<'a> ParseContext<'a> {
     /// A context with default privacy settings and no sidecar.
     pub fn new(path: &'a str, fallback_ts: Ts, privacy: &'a Privacy) -> ParseContext<'a> {
-        ParseContext {
-            path,
-            fallback_ts,
-            privacy,
-            sidecar: None,
-        }
+        ParseContext { path, fallback_ts, privacy, sidecar: None }
     }
 
     /// The file name without its directory and extension.
@@ -195,8 +190,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
             line: self.line,
             offset: self.offset,
             events: u32::try_from(self.events.len() - self.line_events).unwrap_or(u32::MAX),
-            diagnostics: u32::try_from(self.diagnostics.len() - self.line_diags)
-                .unwrap_or(u32::MAX),
+            diagnostics: u32::try_from(self.diagnostics.len() - self.line_diags).unwrap_or(u32::MAX),
         });
     }
 
@@ -221,29 +215,15 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
     /// Emits an `opaque` event for a record kept without interpretation; when
     /// `unknown`, also counts its type among the unknown types.
-    pub fn opaque(
-        &mut self,
-        session: &SessionKey,
-        ts: Ts,
-        sub: &str,
-        record_type: &str,
-        raw: Value,
-        unknown: bool,
-    ) {
+    pub fn opaque(&mut self, session: &SessionKey, ts: Ts, sub: &str, record_type: &str, raw: Value, unknown: bool) {
         if unknown {
-            *self
-                .unknown_types
-                .entry(record_type.to_owned())
-                .or_insert(0) += 1;
+            *self.unknown_types.entry(record_type.to_owned()).or_insert(0) += 1;
         }
         self.emit(
             session,
             ts,
             sub,
-            Body::Opaque(Opaque {
-                record_type: record_type.to_owned(),
-                raw: redact::cap_opaque(raw),
-            }),
+            Body::Opaque(Opaque { record_type: record_type.to_owned(), raw: redact::cap_opaque(raw) }),
         );
     }
 
@@ -309,11 +289,7 @@ pub fn parse_ts_value(v: &Value) -> Option<Ts> {
         Value::Number(n) => {
             let x = n.as_i64().or_else(|| n.as_f64().map(|f| f as i64))?;
             // Seconds before ~2001-09 in ms would be < 1e12; treat small values as seconds.
-            Some(if x.abs() < 100_000_000_000 {
-                Ts(x * 1000)
-            } else {
-                Ts(x)
-            })
+            Some(if x.abs() < 100_000_000_000 { Ts(x * 1000) } else { Ts(x) })
         }
         _ => None,
     }
@@ -339,10 +315,7 @@ impl Clock {
                     ts
                 }
                 None => {
-                    em.diag(
-                        DiagnosticKind::BadTimestamp,
-                        format!("unreadable {field} {v}"),
-                    );
+                    em.diag(DiagnosticKind::BadTimestamp, format!("unreadable {field} {v}"));
                     self.now(em)
                 }
             },
@@ -427,10 +400,8 @@ pub fn parse_jsonl<A: JsonlAdapter>(
         em.begin(wrapped.line, offset, line_key(line));
         match serde_json::from_slice::<Value>(line) {
             Ok(rec @ Value::Object(_)) => A::record(&mut em, &mut wrapped.adapter, rec),
-            Ok(other) => em.diag(
-                DiagnosticKind::MalformedLine,
-                format!("line is JSON but not an object ({})", type_name(&other)),
-            ),
+            Ok(other) => em
+                .diag(DiagnosticKind::MalformedLine, format!("line is JSON but not an object ({})", type_name(&other))),
             Err(e) => em.diag(DiagnosticKind::MalformedLine, format!("not JSON: {e}")),
         }
         em.end();
@@ -532,18 +503,9 @@ mod tests {
 
     #[test]
     fn timestamps_from_text_or_epoch() {
-        assert_eq!(
-            parse_ts_value(&Value::from("2025-09-03T00:52:35.576Z")),
-            Some(Ts(1_756_860_755_576))
-        );
-        assert_eq!(
-            parse_ts_value(&Value::from(1_730_000_101_000i64)),
-            Some(Ts(1_730_000_101_000))
-        );
-        assert_eq!(
-            parse_ts_value(&Value::from(1_780_635_500i64)),
-            Some(Ts(1_780_635_500_000))
-        );
+        assert_eq!(parse_ts_value(&Value::from("2025-09-03T00:52:35.576Z")), Some(Ts(1_756_860_755_576)));
+        assert_eq!(parse_ts_value(&Value::from(1_730_000_101_000i64)), Some(Ts(1_730_000_101_000)));
+        assert_eq!(parse_ts_value(&Value::from(1_780_635_500i64)), Some(Ts(1_780_635_500_000)));
         assert_eq!(parse_ts_value(&Value::from("[trimmed]")), None);
     }
 }

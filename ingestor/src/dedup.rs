@@ -21,9 +21,8 @@ pub const EMBEDDING_THRESHOLD: f32 = 0.85;
 pub const WORD_OVERLAP_THRESHOLD: f32 = 0.70;
 
 const STOP: &[&str] = &[
-    "a", "an", "the", "is", "are", "was", "be", "to", "of", "in", "on", "at", "it", "this", "that",
-    "and", "or", "for", "with", "as", "by", "we", "you", "i", "our", "your", "so", "do", "if",
-    "when",
+    "a", "an", "the", "is", "are", "was", "be", "to", "of", "in", "on", "at", "it", "this", "that", "and", "or", "for",
+    "with", "as", "by", "we", "you", "i", "our", "your", "so", "do", "if", "when",
 ];
 
 /// A memory already known to the store.
@@ -98,12 +97,7 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 
 /// How similar two memories are, and whether that makes them duplicates:
 /// cosine when both have embeddings, else word overlap.
-pub fn similarity(
-    a_text: &str,
-    a_emb: Option<&[f32]>,
-    b_text: &str,
-    b_emb: Option<&[f32]>,
-) -> (f32, bool) {
+pub fn similarity(a_text: &str, a_emb: Option<&[f32]>, b_text: &str, b_emb: Option<&[f32]>) -> (f32, bool) {
     match (a_emb, b_emb) {
         (Some(x), Some(y)) => {
             let s = cosine(x, y);
@@ -142,10 +136,7 @@ mod tests {
         assert!(word_overlap(a, "Run cargo fmt before committing.") < 0.2);
         // A short text is not a duplicate of a long one containing it.
         assert!(
-            word_overlap(
-                "use pnpm",
-                "use pnpm for installs and run vitest for tests in ci"
-            ) < WORD_OVERLAP_THRESHOLD
+            word_overlap("use pnpm", "use pnpm for installs and run vitest for tests in ci") < WORD_OVERLAP_THRESHOLD
         );
         assert_eq!(word_overlap("", "x y"), 0.0);
     }
@@ -156,12 +147,7 @@ mod tests {
         assert!(s > 0.99 && dup);
         let (_, dup) = similarity("a b c", Some(&[1.0, 0.0]), "a b c", Some(&[0.0, 1.0]));
         assert!(!dup);
-        let (_, dup) = similarity(
-            "alpha beta gamma",
-            None,
-            "gamma beta alpha",
-            Some(&[0.0, 1.0]),
-        );
+        let (_, dup) = similarity("alpha beta gamma", None, "gamma beta alpha", Some(&[0.0, 1.0]));
         assert!(dup);
     }
 }

@@ -49,10 +49,7 @@ impl SourceKind {
 
     /// Whether the source is an append-only JSONL log (parsed incrementally).
     pub fn is_jsonl(self) -> bool {
-        matches!(
-            self,
-            SourceKind::ClaudeTranscript | SourceKind::CodexRollout | SourceKind::GeminiJsonl
-        )
+        matches!(self, SourceKind::ClaudeTranscript | SourceKind::CodexRollout | SourceKind::GeminiJsonl)
     }
 }
 
@@ -86,22 +83,12 @@ impl Roots {
     pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Roots {
         let home = var("HOME").map(PathBuf::from);
         let under_home = |rel: &str| home.as_ref().map(|h| h.join(rel));
-        let claude = var("CLAUDE_CONFIG_DIR")
-            .map(PathBuf::from)
-            .or_else(|| under_home(".claude"))
-            .map(|p| p.join("projects"));
-        let codex = var("CODEX_HOME")
-            .map(PathBuf::from)
-            .or_else(|| under_home(".codex"))
-            .map(|p| p.join("sessions"));
-        let gemini = var("GEMINI_DIR")
-            .map(PathBuf::from)
-            .or_else(|| under_home(".gemini"))
-            .map(|p| p.join("tmp"));
-        let opencode = var("XDG_DATA_HOME")
-            .map(PathBuf::from)
-            .or_else(|| under_home(".local/share"))
-            .map(|p| p.join("opencode"));
+        let claude =
+            var("CLAUDE_CONFIG_DIR").map(PathBuf::from).or_else(|| under_home(".claude")).map(|p| p.join("projects"));
+        let codex = var("CODEX_HOME").map(PathBuf::from).or_else(|| under_home(".codex")).map(|p| p.join("sessions"));
+        let gemini = var("GEMINI_DIR").map(PathBuf::from).or_else(|| under_home(".gemini")).map(|p| p.join("tmp"));
+        let opencode =
+            var("XDG_DATA_HOME").map(PathBuf::from).or_else(|| under_home(".local/share")).map(|p| p.join("opencode"));
         Roots {
             claude: claude.into_iter().collect(),
             codex: codex.into_iter().collect(),
@@ -152,9 +139,7 @@ pub fn discover(roots: &Roots) -> Result<Vec<Source>, Error> {
         walk(root, &mut files)?;
         for f in files {
             let n = name(&f);
-            if !n.ends_with(".jsonl")
-                || n == "journal.jsonl"
-                || f.components().any(|c| c.as_os_str() == "tool-results")
+            if !n.ends_with(".jsonl") || n == "journal.jsonl" || f.components().any(|c| c.as_os_str() == "tool-results")
             {
                 continue;
             }
@@ -163,11 +148,7 @@ pub fn discover(roots: &Roots) -> Result<Vec<Source>, Error> {
                 .filter(|stem| stem.starts_with("agent-"))
                 .map(|stem| f.with_file_name(format!("{stem}.meta.json")))
                 .filter(|p| p.is_file());
-            out.push(Source {
-                kind: SourceKind::ClaudeTranscript,
-                path: f,
-                sidecar,
-            });
+            out.push(Source { kind: SourceKind::ClaudeTranscript, path: f, sidecar });
         }
     }
     for root in &roots.codex {
@@ -177,11 +158,7 @@ pub fn discover(roots: &Roots) -> Result<Vec<Source>, Error> {
             files
                 .into_iter()
                 .filter(|f| name(f).starts_with("rollout-") && name(f).ends_with(".jsonl"))
-                .map(|path| Source {
-                    kind: SourceKind::CodexRollout,
-                    path,
-                    sidecar: None,
-                }),
+                .map(|path| Source { kind: SourceKind::CodexRollout, path, sidecar: None }),
         );
     }
     for root in &roots.gemini {
@@ -199,29 +176,17 @@ pub fn discover(roots: &Roots) -> Result<Vec<Source>, Error> {
             } else {
                 continue;
             };
-            out.push(Source {
-                kind,
-                path: f,
-                sidecar: None,
-            });
+            out.push(Source { kind, path: f, sidecar: None });
         }
     }
     for root in &roots.opencode {
         let storage = root.join("storage");
         if storage.join("session").is_dir() {
-            out.push(Source {
-                kind: SourceKind::OpenCodeStorage,
-                path: storage,
-                sidecar: None,
-            });
+            out.push(Source { kind: SourceKind::OpenCodeStorage, path: storage, sidecar: None });
         }
         let db = root.join("opencode.db");
         if db.is_file() {
-            out.push(Source {
-                kind: SourceKind::OpenCodeDb,
-                path: db,
-                sidecar: None,
-            });
+            out.push(Source { kind: SourceKind::OpenCodeDb, path: db, sidecar: None });
         }
     }
     out.sort();
@@ -242,10 +207,7 @@ mod tests {
         assert_eq!(r.claude, vec![PathBuf::from("/home/u/.claude/projects")]);
         assert_eq!(r.codex, vec![PathBuf::from("/x/codex/sessions")]);
         assert_eq!(r.gemini, vec![PathBuf::from("/home/u/.gemini/tmp")]);
-        assert_eq!(
-            r.opencode,
-            vec![PathBuf::from("/home/u/.local/share/opencode")]
-        );
+        assert_eq!(r.opencode, vec![PathBuf::from("/home/u/.local/share/opencode")]);
         assert_eq!(Roots::from_env(|_| None), Roots::default());
     }
 }

@@ -63,9 +63,6 @@ pub enum Error {
 impl Error {
     /// Wraps an IO error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
-        Error::Io {
-            path: path.into(),
-            source,
-        }
+        Error::Io { path: path.into(), source }
     }
 }

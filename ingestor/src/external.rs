@@ -128,10 +128,7 @@ fn cut(text: &str) -> String {
 /// Builds the request for one session's events, within `max_bytes` of turn
 /// text (the most recent turns are kept).
 pub fn build_request(events: &[Event], max_bytes: usize, max_memories: u32) -> ExtractorRequest {
-    let session = events
-        .iter()
-        .find_map(|e| e.session.clone())
-        .unwrap_or_else(|| SessionKey::from(""));
+    let session = events.iter().find_map(|e| e.session.clone()).unwrap_or_else(|| SessionKey::from(""));
     let project = events.iter().find_map(|e| match &e.body {
         Body::SessionStarted(s) => s.project.clone(),
         _ => None,
@@ -143,17 +140,12 @@ pub fn build_request(events: &[Event], max_bytes: usize, max_memories: u32) -> E
                 Some(t) => ("user", t.to_owned(), None, false),
                 None => continue,
             },
-            Body::MsgOut(m)
-                if (m.part.is_empty() || m.part == "text") && !m.text.contains(INJECTION_OPEN) =>
-            {
+            Body::MsgOut(m) if (m.part.is_empty() || m.part == "text") && !m.text.contains(INJECTION_OPEN) => {
                 ("assistant", m.text.clone(), None, false)
             }
-            Body::ToolResult(r) => (
-                "tool",
-                r.stdout.clone(),
-                Some(r.tool.clone()),
-                r.is_error || r.exit.is_some_and(|x| x != 0),
-            ),
+            Body::ToolResult(r) => {
+                ("tool", r.stdout.clone(), Some(r.tool.clone()), r.is_error || r.exit.is_some_and(|x| x != 0))
+            }
             _ => continue,
         };
         if text.trim().is_empty() {
@@ -207,53 +199,34 @@ pub fn build_request(events: &[Event], max_bytes: usize, max_memories: u32) -> E
 }
 
 fn reject(reason: impl Into<String>) -> Error {
-    Error::ExtractorResponse {
-        reason: reason.into(),
-    }
+    Error::ExtractorResponse { reason: reason.into() }
 }
 
 /// Validates a response to `req` and turns it into candidates.
 pub fn validate_response(req: &ExtractorRequest, stdout: &[u8]) -> Result<Vec<Candidate>, Error> {
-    let resp: ExtractorResponse = serde_json::from_slice(stdout)
-        .map_err(|e| reject(format!("not the response JSON: {e}")))?;
+    let resp: ExtractorResponse =
+        serde_json::from_slice(stdout).map_err(|e| reject(format!("not the response JSON: {e}")))?;
     if resp.memories.len() > req.max_memories as usize {
-        return Err(reject(format!(
-            "{} memories, at most {} allowed",
-            resp.memories.len(),
-            req.max_memories
-        )));
+        return Err(reject(format!("{} memories, at most {} allowed", resp.memories.len(), req.max_memories)));
     }
     let session = SessionKey::from(req.session.as_str());
     let mut out = Vec::new();
     for (i, m) in resp.memories.into_iter().enumerate() {
         let text = m.text.trim();
         if text.is_empty() || text.chars().count() > MAX_EXTERNAL_TEXT {
-            return Err(reject(format!(
-                "memory {i}: text empty or longer than {MAX_EXTERNAL_TEXT} characters"
-            )));
+            return Err(reject(format!("memory {i}: text empty or longer than {MAX_EXTERNAL_TEXT} characters")));
         }
         if text.contains(INJECTION_OPEN) {
-            return Err(reject(format!(
-                "memory {i}: text contains injected context"
-            )));
+            return Err(reject(format!("memory {i}: text contains injected context")));
         }
         if !req.allowed_types.contains(&m.memory_type) {
-            return Err(reject(format!(
-                "memory {i}: type {:?} not allowed",
-                m.memory_type
-            )));
+            return Err(reject(format!("memory {i}: type {:?} not allowed", m.memory_type)));
         }
         let importance = m.importance.unwrap_or(0.5);
         if !(0.0..=1.0).contains(&importance) {
-            return Err(reject(format!(
-                "memory {i}: importance {importance} outside 0..=1"
-            )));
+            return Err(reject(format!("memory {i}: importance {importance} outside 0..=1")));
         }
-        if m.tags.len() > 16
-            || m.tags
-                .iter()
-                .any(|t| t.chars().count() > 64 || t.trim().is_empty())
-        {
+        if m.tags.len() > 16 || m.tags.iter().any(|t| t.chars().count() > 64 || t.trim().is_empty()) {
             return Err(reject(format!("memory {i}: too many or malformed tags")));
         }
         let turn = match m.source_turn {
@@ -267,11 +240,8 @@ pub fn validate_response(req: &ExtractorRequest, stdout: &[u8]) -> Result<Vec<Ca
         let Some(source_event) = turn.and_then(|t| t.event_id.clone()) else {
             return Err(reject(format!("memory {i}: no turn to attribute it to")));
         };
-        let mut tags: Vec<String> = m
-            .tags
-            .iter()
-            .map(|t| redact::redact_text(&t.trim().to_lowercase()).into_owned())
-            .collect();
+        let mut tags: Vec<String> =
+            m.tags.iter().map(|t| redact::redact_text(&t.trim().to_lowercase()).into_owned()).collect();
         tags.sort();
         tags.dedup();
         out.push(Candidate {

@@ -30,9 +30,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde_json::Value;
-use shared::event::{
-    Body, Event, INJECTION_OPEN, MemoryAdded, MemoryUpdated, SCHEMA_VERSION, memory_type, origin,
-};
+use shared::event::{Body, Event, INJECTION_OPEN, MemoryAdded, MemoryUpdated, SCHEMA_VERSION, memory_type, origin};
 use shared::ids::{EventId, MemoryId, SessionKey};
 use shared::time::Ts;
 
@@ -71,11 +69,7 @@ pub struct Candidate {
 impl Candidate {
     /// Its derived id.
     pub fn memory_id(&self) -> MemoryId {
-        MemoryId::derived(&[
-            self.session.as_str(),
-            self.source_event.as_str(),
-            &self.memory_type,
-        ])
+        MemoryId::derived(&[self.session.as_str(), self.source_event.as_str(), &self.memory_type])
     }
 }
 
@@ -140,8 +134,7 @@ pub fn sentences(text: &str) -> Vec<String> {
         let chars: Vec<char> = line.chars().collect();
         for (i, &c) in chars.iter().enumerate() {
             cur.push(c);
-            let end =
-                matches!(c, '.' | '!' | '?') && chars.get(i + 1).is_none_or(|n| n.is_whitespace());
+            let end = matches!(c, '.' | '!' | '?') && chars.get(i + 1).is_none_or(|n| n.is_whitespace());
             if end {
                 let s = cur.trim().to_owned();
                 if !s.is_empty() {
@@ -225,16 +218,7 @@ const CONVENTION_ANYWHERE: &[&str] = &[" always ", " never ", "we use ", "our co
 
 fn strip_opener(s: &str) -> &str {
     let lower = s.to_lowercase();
-    for p in [
-        "no, ",
-        "no. ",
-        "nope, ",
-        "nope. ",
-        "no ",
-        "actually, ",
-        "wrong, ",
-        "wrong. ",
-    ] {
+    for p in ["no, ", "no. ", "nope, ", "nope. ", "no ", "actually, ", "wrong, ", "wrong. "] {
         if lower.starts_with(p) {
             return s[p.len()..].trim_start();
         }
@@ -244,15 +228,7 @@ fn strip_opener(s: &str) -> &str {
 
 fn strip_politeness(lower: &str) -> &str {
     let mut l = lower;
-    for p in [
-        "please ",
-        "also, ",
-        "also ",
-        "and ",
-        "remember: ",
-        "remember, ",
-        "note: ",
-    ] {
+    for p in ["please ", "also, ", "also ", "and ", "remember: ", "remember, ", "note: "] {
         if let Some(rest) = l.strip_prefix(p) {
             l = rest;
         }
@@ -263,8 +239,7 @@ fn strip_politeness(lower: &str) -> &str {
 fn has_identifier(s: &str) -> bool {
     s.contains('`')
         || s.split_whitespace().any(|w| {
-            let w =
-                w.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '.' && c != ':');
+            let w = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '.' && c != ':');
             w.contains('_') || w.contains("::") || is_file_name(w) || is_camel(w)
         })
 }
@@ -278,8 +253,7 @@ fn is_camel(w: &str) -> bool {
 }
 
 fn is_file_name(w: &str) -> bool {
-    w.rsplit_once('.')
-        .is_some_and(|(stem, ext)| !stem.is_empty() && language_of_ext(ext).is_some())
+    w.rsplit_once('.').is_some_and(|(stem, ext)| !stem.is_empty() && language_of_ext(ext).is_some())
 }
 
 fn language_of_ext(ext: &str) -> Option<&'static str> {
@@ -334,10 +308,7 @@ fn identifiers_in(text: &str) -> Vec<String> {
     for w in text.split_whitespace() {
         let w = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != ':' && c != '.');
         let w = w.trim_end_matches('.');
-        if w.len() > 2
-            && w.len() <= 40
-            && (w.contains('_') || w.contains("::") || is_camel(w) || is_file_name(w))
-        {
+        if w.len() > 2 && w.len() <= 40 && (w.contains('_') || w.contains("::") || is_camel(w) || is_file_name(w)) {
             out.push(w.to_lowercase());
         }
     }
@@ -368,16 +339,11 @@ fn call_shape(tool: &str, args: &Value) -> String {
     // `bash -lc "<script>"`: the script is what matters.
     let cmd = command_of(args);
     if let Some(cmd) = cmd {
-        let words: Vec<&str> = cmd
-            .split_whitespace()
-            .filter(|w| !w.contains('='))
-            .take(2)
-            .collect();
+        let words: Vec<&str> = cmd.split_whitespace().filter(|w| !w.contains('=')).take(2).collect();
         return format!("{tool}: {}", words.join(" "));
     }
-    let file = ["file_path", "path", "filePath", "absolute_path"]
-        .iter()
-        .find_map(|k| args.get(*k).and_then(Value::as_str));
+    let file =
+        ["file_path", "path", "filePath", "absolute_path"].iter().find_map(|k| args.get(*k).and_then(Value::as_str));
     match file {
         Some(f) => format!("{tool}: {}", f.rsplit(['/', '\\']).next().unwrap_or(f)),
         None => tool.to_owned(),
@@ -390,9 +356,7 @@ fn command_of(args: &Value) -> Option<String> {
         Value::Array(a) => {
             let words: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
             match words.as_slice() {
-                [sh, flag, script, ..] if sh.ends_with("sh") && flag.starts_with('-') => {
-                    Some((*script).to_owned())
-                }
+                [sh, flag, script, ..] if sh.ends_with("sh") && flag.starts_with('-') => Some((*script).to_owned()),
                 _ => Some(words.join(" ")),
             }
         }
@@ -411,9 +375,7 @@ fn error_line(text: &str) -> Option<String> {
                 || low.contains("cannot")
                 || low.contains("denied"))
     })?;
-    let l = l
-        .trim_start_matches("<tool_use_error>")
-        .trim_end_matches("</tool_use_error>");
+    let l = l.trim_start_matches("<tool_use_error>").trim_end_matches("</tool_use_error>");
     let cut: String = l.chars().take(140).collect();
     Some(cut)
 }
@@ -422,9 +384,7 @@ fn has_error_code(line: &str) -> bool {
     line.split(|c: char| !c.is_alphanumeric()).any(|w| {
         (w.len() >= 4 && w.starts_with('E') && w[1..].chars().all(|c| c.is_ascii_digit()))
             || (w.ends_with("Error") && w.len() > 5)
-            || (w.len() >= 5
-                && w.starts_with('E')
-                && w[1..].chars().all(|c| c.is_ascii_uppercase()))
+            || (w.len() >= 5 && w.starts_with('E') && w[1..].chars().all(|c| c.is_ascii_uppercase()))
     })
 }
 
@@ -448,10 +408,7 @@ pub fn candidates(events: &[Event]) -> Vec<Candidate> {
         return Vec::new();
     };
     let project = events.iter().find_map(|e| match &e.body {
-        Body::SessionStarted(s) => s
-            .project
-            .clone()
-            .or_else(|| s.cwd.as_deref().and_then(project_of)),
+        Body::SessionStarted(s) => s.project.clone().or_else(|| s.cwd.as_deref().and_then(project_of)),
         Body::Meta(m) if m.label == "cwd" => m.text.as_deref().and_then(project_of),
         _ => None,
     });
@@ -462,10 +419,7 @@ pub fn candidates(events: &[Event]) -> Vec<Candidate> {
             Body::CodeEdit(c) => &c.file,
             _ => continue,
         };
-        if let Some(l) = file
-            .rsplit_once('.')
-            .and_then(|(_, ext)| language_of_ext(ext))
-        {
+        if let Some(l) = file.rsplit_once('.').and_then(|(_, ext)| language_of_ext(ext)) {
             *langs.entry(l.to_owned()).or_insert(0) += 1;
         }
     }
@@ -474,12 +428,7 @@ pub fn candidates(events: &[Event]) -> Vec<Candidate> {
     let session_langs: BTreeSet<String> = by_count.into_iter().take(2).map(|(l, _)| l).collect();
     let skip = rewound(events);
     let mut out = Vec::new();
-    let make = |text: String,
-                kind: &str,
-                importance: f32,
-                tool: Option<&str>,
-                e: &Event,
-                out: &mut Vec<Candidate>| {
+    let make = |text: String, kind: &str, importance: f32, tool: Option<&str>, e: &Event, out: &mut Vec<Candidate>| {
         let text = tidy(&text);
         if word_count(&text) < 3 {
             return;
@@ -513,10 +462,7 @@ pub fn candidates(events: &[Event]) -> Vec<Candidate> {
                 calls.insert(c.call_id.clone(), (c.tool.clone(), c.args.clone()));
             }
             Body::ToolResult(r) => {
-                let (tool, args) = calls
-                    .get(&r.call_id)
-                    .cloned()
-                    .unwrap_or_else(|| (r.tool.clone(), Value::Null));
+                let (tool, args) = calls.get(&r.call_id).cloned().unwrap_or_else(|| (r.tool.clone(), Value::Null));
                 let shape = call_shape(&tool, &args);
                 let failed = r.is_error || r.exit.is_some_and(|x| x != 0);
                 if failed {
@@ -540,14 +486,7 @@ pub fn candidates(events: &[Event]) -> Vec<Candidate> {
                         text.push_str(&format!("; it worked as `{c}`"));
                     }
                     let importance = 0.45 + 0.10 * (n.saturating_sub(2) as f32);
-                    make(
-                        text,
-                        memory_type::STRUGGLE,
-                        importance.min(0.75),
-                        Some(&tool),
-                        e,
-                        &mut out,
-                    );
+                    make(text, memory_type::STRUGGLE, importance.min(0.75), Some(&tool), e, &mut out);
                 }
             }
             Body::MsgIn(_) => {
@@ -571,17 +510,9 @@ pub fn candidates(events: &[Event]) -> Vec<Candidate> {
                             t = format!("{} {next}", t.trim_end_matches(['.', '!']).trim());
                             used = Some(1);
                         }
-                        let strong = ["always", "never", "again", "i said", "i told you"]
-                            .iter()
-                            .any(|w| low.contains(w));
-                        make(
-                            t,
-                            memory_type::CORRECTION,
-                            if strong { 0.8 } else { 0.7 },
-                            None,
-                            e,
-                            &mut out,
-                        );
+                        let strong =
+                            ["always", "never", "again", "i said", "i told you"].iter().any(|w| low.contains(w));
+                        make(t, memory_type::CORRECTION, if strong { 0.8 } else { 0.7 }, None, e, &mut out);
                         used = Some(used.unwrap_or(0));
                     }
                 }
@@ -596,30 +527,21 @@ pub fn candidates(events: &[Event]) -> Vec<Candidate> {
                     let low = s.to_lowercase();
                     let l = strip_politeness(&low);
                     let hit = CONVENTION_OPENERS.iter().any(|p| l.starts_with(p))
-                        || CONVENTION_ANYWHERE
-                            .iter()
-                            .any(|p| format!(" {l}").contains(p));
+                        || CONVENTION_ANYWHERE.iter().any(|p| format!(" {l}").contains(p));
                     if !hit {
                         continue;
                     }
                     let mut imp: f32 = 0.6;
-                    if ["always", "never", "must"].iter().any(|w| {
-                        low.split_whitespace()
-                            .any(|x| x.trim_matches(|c: char| !c.is_alphanumeric()) == *w)
-                    }) {
+                    if ["always", "never", "must"]
+                        .iter()
+                        .any(|w| low.split_whitespace().any(|x| x.trim_matches(|c: char| !c.is_alphanumeric()) == *w))
+                    {
                         imp += 0.15;
                     }
                     if has_identifier(s) {
                         imp += 0.05;
                     }
-                    make(
-                        s.clone(),
-                        memory_type::CONVENTION,
-                        imp.min(0.9),
-                        None,
-                        e,
-                        &mut out,
-                    );
+                    make(s.clone(), memory_type::CONVENTION, imp.min(0.9), None, e, &mut out);
                 }
             }
             _ => {}
@@ -648,9 +570,7 @@ fn gotcha(
                 let found = sentences(&m.text).into_iter().find(|s| {
                     let low = s.to_lowercase();
                     word_count(s) >= 4
-                        && !["let me", "i'll", "i will", "now ", "next,"]
-                            .iter()
-                            .any(|p| low.starts_with(p))
+                        && !["let me", "i'll", "i will", "now ", "next,"].iter().any(|p| low.starts_with(p))
                         && EXPLANATION_CUES.iter().any(|c| low.contains(c))
                 });
                 if let Some(expl) = found {
@@ -679,15 +599,9 @@ fn dedup_within(cands: Vec<Candidate>) -> (Vec<Candidate>, usize) {
     let mut kept: Vec<Candidate> = Vec::new();
     let mut dropped = 0;
     for c in cands {
-        let dup = kept.iter().position(|k| {
-            dedup::similarity(
-                &k.text,
-                k.embedding.as_deref(),
-                &c.text,
-                c.embedding.as_deref(),
-            )
-            .1
-        });
+        let dup = kept
+            .iter()
+            .position(|k| dedup::similarity(&k.text, k.embedding.as_deref(), &c.text, c.embedding.as_deref()).1);
         match dup {
             Some(p) => {
                 dropped += 1;
@@ -792,10 +706,7 @@ mod tests {
         assert_eq!(tidy("use `cargo nextest`"), "Use `cargo nextest`.");
         let long = "word ".repeat(100);
         assert!(tidy(&long).chars().count() <= MAX_MEMORY_TEXT + 1);
-        assert_eq!(
-            tidy("api_key=abc123 is set"),
-            "Api_key=[REDACTED:api_key] is set."
-        );
+        assert_eq!(tidy("api_key=abc123 is set"), "Api_key=[REDACTED:api_key] is set.");
     }
 
     #[test]
@@ -804,24 +715,15 @@ mod tests {
         let b = serde_json::json!({"command": ["bash", "-lc", "cargo test --all"]});
         assert_eq!(call_shape("Bash", &a), "Bash: cargo test");
         assert_eq!(call_shape("shell", &b), "shell: cargo test");
-        assert_eq!(
-            call_shape("Read", &serde_json::json!({"file_path": "/a/b.rs"})),
-            "Read: b.rs"
-        );
+        assert_eq!(call_shape("Read", &serde_json::json!({"file_path": "/a/b.rs"})), "Read: b.rs");
     }
 
     #[test]
     fn tags_name_languages_and_identifiers() {
-        let t = tags_for(
-            "Run `cargo fmt` before editing src/main.rs and parse_config.",
-            Some("Bash"),
-            &BTreeSet::new(),
-        );
+        let t =
+            tags_for("Run `cargo fmt` before editing src/main.rs and parse_config.", Some("Bash"), &BTreeSet::new());
         assert!(t.contains(&"rust".to_owned()), "{t:?}");
         assert!(t.contains(&"bash".to_owned()));
-        assert!(
-            t.contains(&"cargo".to_owned()) || t.contains(&"parse_config".to_owned()),
-            "{t:?}"
-        );
+        assert!(t.contains(&"cargo".to_owned()) || t.contains(&"parse_config".to_owned()), "{t:?}");
     }
 }

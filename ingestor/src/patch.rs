@@ -65,13 +65,9 @@ pub fn parse_apply_patch(text: &str) -> Vec<FileEdit> {
         if line.starts_with("*** End Patch") {
             break;
         }
-        let header = [
-            ("*** Add File: ", "add"),
-            ("*** Update File: ", "update"),
-            ("*** Delete File: ", "delete"),
-        ]
-        .into_iter()
-        .find_map(|(p, op)| line.strip_prefix(p).map(|path| (path.trim(), op)));
+        let header = [("*** Add File: ", "add"), ("*** Update File: ", "update"), ("*** Delete File: ", "delete")]
+            .into_iter()
+            .find_map(|(p, op)| line.strip_prefix(p).map(|path| (path.trim(), op)));
         if let Some((path, op)) = header {
             if let (Some(h), Some(f)) = (hunk.take(), files.last_mut()) {
                 f.hunks.push(h);
@@ -124,8 +120,7 @@ pub fn parse_apply_patch(text: &str) -> Vec<FileEdit> {
         f.hunks.push(h);
     }
     for f in &mut files {
-        f.hunks
-            .retain(|h| !h.before.is_empty() || !h.after.is_empty());
+        f.hunks.retain(|h| !h.before.is_empty() || !h.after.is_empty());
         if f.op == "add"
             && let Some(h) = f.hunks.first_mut()
         {
@@ -193,22 +188,13 @@ pub fn structured_patch_hunks(v: &Value) -> Vec<Hunk> {
     items
         .iter()
         .map(|h| {
-            let num = |k: &str| {
-                h.get(k)
-                    .and_then(Value::as_u64)
-                    .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
-            };
+            let num = |k: &str| h.get(k).and_then(Value::as_u64).map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX));
             let mut hunk = Hunk {
                 before_range: range(num("oldStart"), num("oldLines")),
                 after_range: range(num("newStart"), num("newLines")),
                 ..Hunk::default()
             };
-            for l in h
-                .get("lines")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
+            for l in h.get("lines").and_then(Value::as_array).into_iter().flatten() {
                 let Some(l) = l.as_str() else { continue };
                 match l.as_bytes().first() {
                     Some(b'+') => push_line(&mut hunk.after, &l[1..]),
@@ -240,11 +226,7 @@ pub fn whole_file(before: Option<&str>, after: Option<&str>) -> Hunk {
 pub fn code_edits(edit: &FileEdit, call_id: Option<&str>, hashes: bool) -> Vec<CodeEdit> {
     let base = CodeEdit {
         file: edit.file.clone(),
-        op: if edit.move_to.is_some() && edit.op == "update" {
-            "move".to_owned()
-        } else {
-            edit.op.to_owned()
-        },
+        op: if edit.move_to.is_some() && edit.op == "update" { "move".to_owned() } else { edit.op.to_owned() },
         move_to: edit.move_to.clone(),
         call_id: call_id.map(str::to_owned),
         ..CodeEdit::default()
@@ -255,8 +237,7 @@ pub fn code_edits(edit: &FileEdit, call_id: Option<&str>, hashes: bool) -> Vec<C
     edit.hunks
         .iter()
         .map(|h| {
-            let want_before =
-                hashes && (edit.op != "add") && !(edit.no_content && h.before.is_empty());
+            let want_before = hashes && (edit.op != "add") && !(edit.no_content && h.before.is_empty());
             let want_after = hashes && edit.op != "delete";
             CodeEdit {
                 before_range: h.before_range,
@@ -294,9 +275,7 @@ mod tests {
 
     #[test]
     fn unified_diff_ranges() {
-        let hunks = parse_unified_diff(
-            "--- a/x\n+++ b/x\n@@ -3,2 +3,3 @@ fn\n a\n-b\n+c\n+d\n@@ -10 +11,0 @@\n-z\n",
-        );
+        let hunks = parse_unified_diff("--- a/x\n+++ b/x\n@@ -3,2 +3,3 @@ fn\n a\n-b\n+c\n+d\n@@ -10 +11,0 @@\n-z\n");
         assert_eq!(hunks.len(), 2);
         assert_eq!(hunks[0].before_range, Some([3, 4]));
         assert_eq!(hunks[0].after_range, Some([3, 5]));

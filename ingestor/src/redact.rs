@@ -143,10 +143,7 @@ fn find_from(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
     if from >= hay.len() || needle.is_empty() {
         return None;
     }
-    hay[from..]
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .map(|p| p + from)
+    hay[from..].windows(needle.len()).position(|w| w == needle).map(|p| p + from)
 }
 
 /// Tries every pattern that can start (or, for assignments, end its name) at
@@ -157,34 +154,18 @@ fn try_at(bytes: &[u8], i: usize) -> Option<Hit> {
     match b {
         b's' if !prev_alnum && bytes[i..].starts_with(b"sk-") => {
             let n = run_len(bytes, i + 3, token_char);
-            (n >= 20).then_some(Hit {
-                start: i,
-                end: i + 3 + n,
-                kind: "api_key",
-            })
+            (n >= 20).then_some(Hit { start: i, end: i + 3 + n, kind: "api_key" })
         }
-        b'A' if !prev_alnum
-            && (bytes[i..].starts_with(b"AKIA") || bytes[i..].starts_with(b"ASIA")) =>
-        {
-            let n = run_len(bytes, i + 4, |c| {
-                c.is_ascii_uppercase() || c.is_ascii_digit()
-            });
+        b'A' if !prev_alnum && (bytes[i..].starts_with(b"AKIA") || bytes[i..].starts_with(b"ASIA")) => {
+            let n = run_len(bytes, i + 4, |c| c.is_ascii_uppercase() || c.is_ascii_digit());
             let after = bytes.get(i + 4 + n).copied().unwrap_or(b' ');
-            (n == 16 && !is_alnum(after)).then_some(Hit {
-                start: i,
-                end: i + 20,
-                kind: "aws_key",
-            })
+            (n == 16 && !is_alnum(after)).then_some(Hit { start: i, end: i + 20, kind: "aws_key" })
         }
         b'g' if !prev_alnum => {
             let rest = &bytes[i..];
             if rest.starts_with(b"github_pat_") {
                 let n = run_len(bytes, i + 11, |c| c.is_ascii_alphanumeric() || c == b'_');
-                return (n >= 20).then_some(Hit {
-                    start: i,
-                    end: i + 11 + n,
-                    kind: "github_token",
-                });
+                return (n >= 20).then_some(Hit { start: i, end: i + 11 + n, kind: "github_token" });
             }
             if rest.len() >= 4
                 && rest[0] == b'g'
@@ -193,11 +174,7 @@ fn try_at(bytes: &[u8], i: usize) -> Option<Hit> {
                 && rest[3] == b'_'
             {
                 let n = run_len(bytes, i + 4, |c| c.is_ascii_alphanumeric());
-                return (n >= 20).then_some(Hit {
-                    start: i,
-                    end: i + 4 + n,
-                    kind: "github_token",
-                });
+                return (n >= 20).then_some(Hit { start: i, end: i + 4 + n, kind: "github_token" });
             }
             None
         }
@@ -209,11 +186,7 @@ fn try_at(bytes: &[u8], i: usize) -> Option<Hit> {
                 && rest[4] == b'-'
             {
                 let n = run_len(bytes, i + 5, |c| c.is_ascii_alphanumeric() || c == b'-');
-                return (n >= 10).then_some(Hit {
-                    start: i,
-                    end: i + 5 + n,
-                    kind: "slack_token",
-                });
+                return (n >= 10).then_some(Hit { start: i, end: i + 5 + n, kind: "slack_token" });
             }
             None
         }
@@ -223,24 +196,16 @@ fn try_at(bytes: &[u8], i: usize) -> Option<Hit> {
                 j += 1;
             }
             let n = run_len(bytes, j, |c| {
-                c.is_ascii_alphanumeric()
-                    || matches!(c, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-')
+                c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-')
             });
             if n >= 8 && !bytes[j..j + n].starts_with(b"[REDACTED") {
-                Some(Hit {
-                    start: j,
-                    end: j + n,
-                    kind: "bearer",
-                })
+                Some(Hit { start: j, end: j + n, kind: "bearer" })
             } else {
                 None
             }
         }
         b'-' if bytes[i..].starts_with(b"-----BEGIN ") => {
-            let line_end = bytes[i..]
-                .iter()
-                .position(|&c| c == b'\n')
-                .map_or(bytes.len(), |p| i + p);
+            let line_end = bytes[i..].iter().position(|&c| c == b'\n').map_or(bytes.len(), |p| i + p);
             let header = &bytes[i..line_end.min(i + 100)];
             find_from(header, 0, b"PRIVATE KEY-----")?;
             let end = match find_from(bytes, line_end, b"-----END ") {
@@ -254,11 +219,7 @@ fn try_at(bytes: &[u8], i: usize) -> Option<Hit> {
                 }
                 None => bytes.len(),
             };
-            Some(Hit {
-                start: i,
-                end,
-                kind: "private_key",
-            })
+            Some(Hit { start: i, end, kind: "private_key" })
         }
         b'=' | b':' => assignment_at(bytes, i),
         _ => None,
@@ -274,12 +235,7 @@ fn assignment_at(bytes: &[u8], sep: usize) -> Option<Hit> {
         if next == b'=' || next == b'>' || next == b'~' {
             return None;
         }
-        if sep > 0
-            && matches!(
-                bytes[sep - 1],
-                b'=' | b'!' | b'<' | b'>' | b'+' | b'-' | b'*' | b'/' | b'|' | b'&'
-            )
-        {
+        if sep > 0 && matches!(bytes[sep - 1], b'=' | b'!' | b'<' | b'>' | b'+' | b'-' | b'*' | b'/' | b'|' | b'&') {
             return None;
         }
     } else if next == b':' || (sep > 0 && bytes[sep - 1] == b':') {
@@ -316,70 +272,51 @@ fn assignment_at(bytes: &[u8], sep: usize) -> Option<Hit> {
             .position(|&c| c == b'\n' || c == b'"' || c == b'\'' || c == b'\r')
             .map_or(bytes.len(), |p| v + p);
         if end > v && !bytes[v..end].starts_with(b"[REDACTED") {
-            return Some(Hit {
-                start: v,
-                end,
-                kind,
-            });
+            return Some(Hit { start: v, end, kind });
         }
         return None;
     }
-    if v < bytes.len()
-        && bytes[v] == b'\\'
-        && bytes.get(v + 1).is_some_and(|&c| c == b'"' || c == b'\'')
-    {
+    if v < bytes.len() && bytes[v] == b'\\' && bytes.get(v + 1).is_some_and(|&c| c == b'"' || c == b'\'') {
         v += 1;
     }
-    let (start, end) =
-        if v < bytes.len() && (bytes[v] == b'"' || bytes[v] == b'\'' || bytes[v] == b'`') {
-            let q = bytes[v];
-            let start = v + 1;
-            let mut e = start;
-            while e < bytes.len() && e - start < 1024 {
-                let c = bytes[e];
-                if c == q {
-                    break;
-                }
-                if c == b'\\' && bytes.get(e + 1) == Some(&q) {
-                    break;
-                }
-                if c == b'\n' {
-                    break;
-                }
-                e += 1;
+    let (start, end) = if v < bytes.len() && (bytes[v] == b'"' || bytes[v] == b'\'' || bytes[v] == b'`') {
+        let q = bytes[v];
+        let start = v + 1;
+        let mut e = start;
+        while e < bytes.len() && e - start < 1024 {
+            let c = bytes[e];
+            if c == q {
+                break;
             }
-            (start, e)
-        } else {
-            let start = v;
-            let mut e = start;
-            while e < bytes.len() && e - start < 1024 {
-                let c = bytes[e];
-                if c.is_ascii_whitespace()
-                    || matches!(
-                        c,
-                        b'"' | b'\''
-                            | b'`'
-                            | b','
-                            | b';'
-                            | b'&'
-                            | b')'
-                            | b']'
-                            | b'}'
-                            | b'>'
-                            | b'('
-                            | b'['
-                            | b'\\'
-                    )
-                {
-                    break;
-                }
-                e += 1;
+            if c == b'\\' && bytes.get(e + 1) == Some(&q) {
+                break;
             }
-            if bytes.get(e) == Some(&b'(') {
-                return None;
+            if c == b'\n' {
+                break;
             }
-            (start, e)
-        };
+            e += 1;
+        }
+        (start, e)
+    } else {
+        let start = v;
+        let mut e = start;
+        while e < bytes.len() && e - start < 1024 {
+            let c = bytes[e];
+            if c.is_ascii_whitespace()
+                || matches!(
+                    c,
+                    b'"' | b'\'' | b'`' | b',' | b';' | b'&' | b')' | b']' | b'}' | b'>' | b'(' | b'[' | b'\\'
+                )
+            {
+                break;
+            }
+            e += 1;
+        }
+        if bytes.get(e) == Some(&b'(') {
+            return None;
+        }
+        (start, e)
+    };
     if end <= start {
         return None;
     }
@@ -400,9 +337,7 @@ fn is_harmless_value(value: &[u8]) -> bool {
         || value.starts_with(b"{{")
         || value.starts_with(b"%")
         || value.starts_with(b"<")
-        || value
-            .iter()
-            .all(|&c| c == b'*' || c == b'.' || c == b'x' || c == b'X')
+        || value.iter().all(|&c| c == b'*' || c == b'.' || c == b'x' || c == b'X')
 }
 
 fn find_hits(bytes: &[u8]) -> Vec<Hit> {
@@ -483,15 +418,7 @@ pub fn redact_value(v: &mut Value) {
 pub fn redact_body(body: &mut Body) {
     match body {
         Body::SessionStarted(b) => {
-            for s in [
-                &mut b.cwd,
-                &mut b.project,
-                &mut b.git_branch,
-                &mut b.source_path,
-            ]
-            .into_iter()
-            .flatten()
-            {
+            for s in [&mut b.cwd, &mut b.project, &mut b.git_branch, &mut b.source_path].into_iter().flatten() {
                 redact_string(s);
             }
         }
@@ -578,12 +505,7 @@ pub fn cap_tool_output(text: &mut String) -> u64 {
 
 /// Cuts a message text to [`MAX_MESSAGE_TEXT`].
 pub fn cap_message(text: &mut String) {
-    cut_middle(
-        text,
-        MAX_MESSAGE_TEXT,
-        MAX_MESSAGE_TEXT * 3 / 4,
-        MAX_MESSAGE_TEXT / 4,
-    );
+    cut_middle(text, MAX_MESSAGE_TEXT, MAX_MESSAGE_TEXT * 3 / 4, MAX_MESSAGE_TEXT / 4);
 }
 
 /// Cuts every long string inside a JSON value to [`MAX_JSON_STRING`] and long
@@ -591,12 +513,7 @@ pub fn cap_message(text: &mut String) {
 pub fn cap_value(v: &mut Value) {
     match v {
         Value::String(s) => {
-            cut_middle(
-                s,
-                MAX_JSON_STRING,
-                MAX_JSON_STRING * 3 / 4,
-                MAX_JSON_STRING / 4,
-            );
+            cut_middle(s, MAX_JSON_STRING, MAX_JSON_STRING * 3 / 4, MAX_JSON_STRING / 4);
         }
         Value::Array(items) => {
             if items.len() > 200 {
@@ -631,15 +548,7 @@ pub fn cap_opaque(mut v: Value) -> Value {
 // ---------------------------------------------------------------------------
 
 /// Default file-name patterns whose contents never reach a tape.
-pub const DEFAULT_EXCLUDES: &[&str] = &[
-    ".env",
-    ".env.*",
-    "*.pem",
-    "*.key",
-    "id_rsa*",
-    "*credentials*",
-    "*.p12",
-];
+pub const DEFAULT_EXCLUDES: &[&str] = &[".env", ".env.*", "*.pem", "*.key", "id_rsa*", "*credentials*", "*.p12"];
 
 /// Which paths' contents are dropped. Patterns are globs (`*`, `?`) matched,
 /// case-insensitively, against the last component of a path.
@@ -651,9 +560,7 @@ pub struct Privacy {
 
 impl Default for Privacy {
     fn default() -> Self {
-        Privacy {
-            exclude: DEFAULT_EXCLUDES.iter().map(|s| (*s).to_owned()).collect(),
-        }
+        Privacy { exclude: DEFAULT_EXCLUDES.iter().map(|s| (*s).to_owned()).collect() }
     }
 }
 
@@ -688,9 +595,7 @@ pub fn glob_match(pat: &str, text: &str) -> bool {
 impl Privacy {
     /// No exclusions (redaction still applies).
     pub fn none() -> Privacy {
-        Privacy {
-            exclude: Vec::new(),
-        }
+        Privacy { exclude: Vec::new() }
     }
 
     /// The pattern `path` matches, if its contents must be dropped.
@@ -700,18 +605,13 @@ impl Privacy {
         if name.is_empty() {
             return None;
         }
-        self.exclude
-            .iter()
-            .find(|p| glob_match(p, name))
-            .map(String::as_str)
+        self.exclude.iter().find(|p| glob_match(p, name)).map(String::as_str)
     }
 
     /// The first excluded path among the words of a shell command.
     pub fn command_touches(&self, command: &str) -> Option<&str> {
         command
-            .split(|c: char| {
-                c.is_whitespace() || matches!(c, ';' | '|' | '&' | '<' | '>' | '(' | ')')
-            })
+            .split(|c: char| c.is_whitespace() || matches!(c, ';' | '|' | '&' | '<' | '>' | '(' | ')'))
             .filter(|w| !w.is_empty() && !w.starts_with('-'))
             .find_map(|w| self.excluded(w))
     }
@@ -727,13 +627,7 @@ impl Privacy {
             let key = k.to_ascii_lowercase();
             let is_path_key = matches!(
                 key.as_str(),
-                "file_path"
-                    | "path"
-                    | "filepath"
-                    | "notebook_path"
-                    | "absolute_path"
-                    | "filename"
-                    | "file"
+                "file_path" | "path" | "filepath" | "notebook_path" | "absolute_path" | "filename" | "file"
             );
             let is_cmd_key = matches!(key.as_str(), "command" | "cmd");
             match v {
@@ -798,26 +692,14 @@ mod tests {
 
     #[test]
     fn provider_keys() {
-        assert_eq!(
-            r("key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv_wxyz done"),
-            "key [REDACTED:api_key] done"
-        );
+        assert_eq!(r("key sk-ant-api03-AbCdEfGhIjKlMnOpQrStUv_wxyz done"), "key [REDACTED:api_key] done");
         assert_eq!(r("sk-proj-1234567890abcdefghijklmn"), "[REDACTED:api_key]");
-        assert_eq!(
-            r("task-1234567890abcdefghijklmnop"),
-            "task-1234567890abcdefghijklmnop"
-        );
+        assert_eq!(r("task-1234567890abcdefghijklmnop"), "task-1234567890abcdefghijklmnop");
         assert_eq!(r("sk-short"), "sk-short");
         assert_eq!(r("id AKIAIOSFODNN7EXAMPLE."), "id [REDACTED:aws_key].");
         assert_eq!(r("ASIAIOSFODNN7EXAMPLEX"), "ASIAIOSFODNN7EXAMPLEX");
-        assert_eq!(
-            r("ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
-            "[REDACTED:github_token]"
-        );
-        assert_eq!(
-            r("github_pat_11ABCDEFG0123456789_abcdefghijklmnop"),
-            "[REDACTED:github_token]"
-        );
+        assert_eq!(r("ghp_abcdefghijklmnopqrstuvwxyz0123456789"), "[REDACTED:github_token]");
+        assert_eq!(r("github_pat_11ABCDEFG0123456789_abcdefghijklmnop"), "[REDACTED:github_token]");
         assert_eq!(r("xoxb-123456789012-abcdefghij"), "[REDACTED:slack_token]");
     }
 
@@ -830,31 +712,16 @@ mod tests {
         assert_eq!(r("Bearer eyJhbGciOiJIUzI1NiJ9"), "Bearer [REDACTED:bearer]");
         let pem = "a\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabc\n-----END RSA PRIVATE KEY-----\nb";
         assert_eq!(r(pem), "a\n[REDACTED:private_key]\nb");
-        assert_eq!(
-            r("x -----BEGIN OPENSSH PRIVATE KEY-----\nAAAA"),
-            "x [REDACTED:private_key]"
-        );
-        assert_eq!(
-            r("-----BEGIN CERTIFICATE-----"),
-            "-----BEGIN CERTIFICATE-----"
-        );
+        assert_eq!(r("x -----BEGIN OPENSSH PRIVATE KEY-----\nAAAA"), "x [REDACTED:private_key]");
+        assert_eq!(r("-----BEGIN CERTIFICATE-----"), "-----BEGIN CERTIFICATE-----");
     }
 
     #[test]
     fn assignments() {
-        assert_eq!(
-            r("DB_PASSWORD=hunter2 next"),
-            "DB_PASSWORD=[REDACTED:password] next"
-        );
+        assert_eq!(r("DB_PASSWORD=hunter2 next"), "DB_PASSWORD=[REDACTED:password] next");
         assert_eq!(r("passwd: 'hunter2'"), "passwd: '[REDACTED:password]'");
-        assert_eq!(
-            r(r#"{"api_key": "abc123"}"#),
-            r#"{"api_key": "[REDACTED:api_key]"}"#
-        );
-        assert_eq!(
-            r(r#"{\"token\":\"abc123\"}"#),
-            r#"{\"token\":\"[REDACTED:token]\"}"#
-        );
+        assert_eq!(r(r#"{"api_key": "abc123"}"#), r#"{"api_key": "[REDACTED:api_key]"}"#);
+        assert_eq!(r(r#"{\"token\":\"abc123\"}"#), r#"{\"token\":\"[REDACTED:token]\"}"#);
         assert_eq!(r("accessToken = 'zz9'"), "accessToken = '[REDACTED:token]'");
         assert_eq!(r("secret=s3cr3t&x=1"), "secret=[REDACTED:secret]&x=1");
         // Not secrets.

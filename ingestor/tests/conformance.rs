@@ -35,16 +35,7 @@ const fn c(
     edits: usize,
     diagnostics: usize,
 ) -> Counts {
-    Counts {
-        sessions,
-        msg_in,
-        msg_out,
-        tool_calls,
-        tool_results,
-        reads,
-        edits,
-        diagnostics,
-    }
+    Counts { sessions, msg_in, msg_out, tool_calls, tool_results, reads, edits, diagnostics }
 }
 
 fn cases() -> Vec<Case> {
@@ -124,33 +115,13 @@ fn cases() -> Vec<Case> {
             records: 118,
         },
         // python3 $D codex $F/codex/as-schema-drift.jsonl
-        Case {
-            kind: CodexRollout,
-            rel: "codex/as-schema-drift.jsonl",
-            want: c(1, 1, 1, 1, 1, 0, 0, 0),
-            records: 5,
-        },
+        Case { kind: CodexRollout, rel: "codex/as-schema-drift.jsonl", want: c(1, 1, 1, 1, 1, 0, 0, 0), records: 5 },
         // python3 $D gemini $F/gemini/as-jsonl-v040.jsonl
-        Case {
-            kind: GeminiJsonl,
-            rel: "gemini/as-jsonl-v040.jsonl",
-            want: c(1, 1, 1, 1, 1, 0, 0, 0),
-            records: 5,
-        },
+        Case { kind: GeminiJsonl, rel: "gemini/as-jsonl-v040.jsonl", want: c(1, 1, 1, 1, 1, 0, 0, 0), records: 5 },
         // python3 $D gemini-legacy $F/gemini/as-legacy-small.json ; records = header + 2 messages
-        Case {
-            kind: GeminiLegacy,
-            rel: "gemini/as-legacy-small.json",
-            want: c(1, 1, 2, 0, 0, 0, 0, 0),
-            records: 3,
-        },
+        Case { kind: GeminiLegacy, rel: "gemini/as-legacy-small.json", want: c(1, 1, 2, 0, 0, 0, 0, 0), records: 3 },
         // python3 $D opencode $F/opencode/as-storage-v2 ; records = find … -name '*.json' | wc -l (2 + 6 + 14)
-        Case {
-            kind: OpenCodeStorage,
-            rel: "opencode/as-storage-v2",
-            want: c(2, 3, 4, 2, 2, 0, 0, 0),
-            records: 22,
-        },
+        Case { kind: OpenCodeStorage, rel: "opencode/as-storage-v2", want: c(2, 3, 4, 2, 2, 0, 0, 0), records: 22 },
     ]
 }
 
@@ -163,25 +134,12 @@ fn fixture(rel: &str) -> Option<PathBuf> {
 fn assert_accounted(rel: &str, out: &ParseOutput, records: usize) {
     assert_eq!(out.lines.len(), records, "{rel}: records seen");
     for l in &out.lines {
-        assert!(
-            l.events + l.diagnostics > 0,
-            "{rel}: line {} (offset {}) produced nothing",
-            l.line,
-            l.offset
-        );
+        assert!(l.events + l.diagnostics > 0, "{rel}: line {} (offset {}) produced nothing", l.line, l.offset);
     }
     let events: u64 = out.lines.iter().map(|l| u64::from(l.events)).sum();
     let diags: u64 = out.lines.iter().map(|l| u64::from(l.diagnostics)).sum();
-    assert_eq!(
-        events,
-        out.events.len() as u64 + out.superseded,
-        "{rel}: events per line"
-    );
-    assert_eq!(
-        diags,
-        out.diagnostics.len() as u64,
-        "{rel}: diagnostics per line"
-    );
+    assert_eq!(events, out.events.len() as u64 + out.superseded, "{rel}: events per line");
+    assert_eq!(diags, out.diagnostics.len() as u64, "{rel}: diagnostics per line");
 }
 
 #[test]
@@ -213,10 +171,7 @@ fn the_table_covers_every_fixture_file() {
         let mut files = Vec::new();
         walk(&root.join(kind), &mut files);
         for f in files {
-            let rel = f
-                .strip_prefix(&root)
-                .map(|p| p.display().to_string())
-                .unwrap_or_default();
+            let rel = f.strip_prefix(&root).map(|p| p.display().to_string()).unwrap_or_default();
             if rel.ends_with(".jsonl") || (rel.ends_with(".json") && !rel.ends_with(".meta.json")) {
                 found.push(rel);
             }
@@ -246,11 +201,8 @@ fn every_subagent_is_linked_to_its_parent() {
             return;
         };
         let out = common::parse(case.kind, &path);
-        let keys: Vec<String> = out
-            .events
-            .iter()
-            .filter_map(|e| e.session.as_ref().map(|s| s.as_str().to_owned()))
-            .collect();
+        let keys: Vec<String> =
+            out.events.iter().filter_map(|e| e.session.as_ref().map(|s| s.as_str().to_owned())).collect();
         for e in &out.events {
             let Body::SessionStarted(s) = &e.body else {
                 continue;
@@ -282,11 +234,7 @@ fn every_subagent_is_linked_to_its_parent() {
                         "{} unlinked {link}",
                         s.harness_session_id
                     );
-                    assert!(
-                        out.diagnostics
-                            .iter()
-                            .any(|d| d.message.contains("names itself as its parent"))
-                    );
+                    assert!(out.diagnostics.iter().any(|d| d.message.contains("names itself as its parent")));
                 }
             }
         }
@@ -300,10 +248,7 @@ fn the_subagent_file_links_to_the_main_session_of_its_directory() {
     let Some(dir) = fixture("claude/as-subagent-layout") else {
         return;
     };
-    let main = common::parse(
-        SourceKind::ClaudeTranscript,
-        &dir.join("0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f.jsonl"),
-    );
+    let main = common::parse(SourceKind::ClaudeTranscript, &dir.join("0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f.jsonl"));
     let sub = common::parse(
         SourceKind::ClaudeTranscript,
         &dir.join("0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f/subagents/agent-a0ad4f44468bdf20d.jsonl"),
@@ -319,11 +264,7 @@ fn the_subagent_file_links_to_the_main_session_of_its_directory() {
     // The .meta.json sidecar is carried into a meta event, and the first
     // prompt is marked as a subagent prompt.
     assert!(sub.events.iter().any(|e| matches!(&e.body, Body::Meta(m) if m.label == "subagent" && m.fields.get("meta").is_some_and(|v| v["agentType"] == "general-purpose"))));
-    assert!(
-        sub.events
-            .iter()
-            .any(|e| matches!(&e.body, Body::MsgIn(m) if m.origin == "subagent_prompt"))
-    );
+    assert!(sub.events.iter().any(|e| matches!(&e.body, Body::MsgIn(m) if m.origin == "subagent_prompt")));
 }
 
 #[test]
@@ -336,9 +277,7 @@ fn inline_sidechains_find_their_task_call() {
         .events
         .iter()
         .filter_map(|e| match &e.body {
-            Body::Meta(m) if m.label == "subagent" => {
-                m.fields.get("parent_call_id").and_then(|v| v.as_str())
-            }
+            Body::Meta(m) if m.label == "subagent" => m.fields.get("parent_call_id").and_then(|v| v.as_str()),
             _ => None,
         })
         .collect();
@@ -354,19 +293,9 @@ fn unknown_record_types_are_counted() {
     };
     let out = common::parse(SourceKind::ClaudeTranscript, &path);
     // jq -r .type $F/claude/as-2.1-record-catalogue.jsonl | sort | uniq -c: the types no adapter table names
-    for t in [
-        "atis-latch",
-        "bridge-session",
-        "frame-link",
-        "relocated",
-        "result",
-        "started",
-    ] {
+    for t in ["atis-latch", "bridge-session", "frame-link", "relocated", "result", "started"] {
         assert_eq!(out.unknown_types.get(t), Some(&1), "{t}");
     }
-    let opaque = common::kinds(&out.events)
-        .get("opaque")
-        .copied()
-        .unwrap_or(0);
+    let opaque = common::kinds(&out.events).get("opaque").copied().unwrap_or(0);
     assert!(opaque >= 7);
 }

@@ -16,20 +16,14 @@ use shared::event::{Body, Event, MemoryAdded};
 use shared::ids::SessionKey;
 
 fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
 }
 
 /// Events of a source grouped by session, in order.
 fn sessions(kind: SourceKind, path: &Path) -> BTreeMap<String, Vec<Event>> {
     let mut by: BTreeMap<String, Vec<Event>> = BTreeMap::new();
     for e in common::parse(kind, path).events {
-        let k = e
-            .session
-            .as_ref()
-            .map(|s| s.as_str().to_owned())
-            .unwrap_or_default();
+        let k = e.session.as_ref().map(|s| s.as_str().to_owned()).unwrap_or_default();
         by.entry(k).or_default().push(e);
     }
     by
@@ -66,55 +60,29 @@ const CLAUDE_1: &str = "claude:11111111-1111-4111-8111-111111111111";
 
 #[test]
 fn friction_moments_become_typed_memories() {
-    let events = main_session(
-        SourceKind::ClaudeTranscript,
-        "claude_session.jsonl",
-        CLAUDE_1,
-    );
+    let events = main_session(SourceKind::ClaudeTranscript, "claude_session.jsonl", CLAUDE_1);
     let ex = extract::extract(&events, &Vec::new());
     let mems = added(&ex);
-    let find = |t: &str, needle: &str| {
-        mems.iter()
-            .find(|m| m.memory_type == t && m.content.contains(needle))
-            .copied()
-    };
+    let find = |t: &str, needle: &str| mems.iter().find(|m| m.memory_type == t && m.content.contains(needle)).copied();
     let correction = find("correction", "Don't use npm here").expect("correction");
     assert!((correction.importance - 0.7).abs() < 1e-6);
     let conv = find("convention", "We use pnpm in this repo").expect("convention");
-    assert!(
-        (conv.importance - 0.75).abs() < 1e-6,
-        "'always' raises importance"
-    );
+    assert!((conv.importance - 0.75).abs() < 1e-6, "'always' raises importance");
     find("convention", "Make sure to run pnpm lint").expect("second convention");
     let struggle = find("struggle", "`Bash: npm test` failed 2 times").expect("struggle");
     assert!(struggle.tags.contains(&"bash".to_owned()));
-    find(
-        "gotcha",
-        "Cannot find module 'vitest' — The tests fail because vitest",
-    )
-    .expect("gotcha");
+    find("gotcha", "Cannot find module 'vitest' — The tests fail because vitest").expect("gotcha");
     // The same gotcha raised by both failures is one memory.
     assert_eq!(mems.iter().filter(|m| m.memory_type == "gotcha").count(), 1);
     assert_eq!(ex.skipped, 1);
     for m in &mems {
         assert_eq!(m.project.as_deref(), Some("webapp"));
-        assert_eq!(
-            m.source_session.as_ref().map(SessionKey::as_str),
-            Some(CLAUDE_1)
-        );
+        assert_eq!(m.source_session.as_ref().map(SessionKey::as_str), Some(CLAUDE_1));
         assert_eq!(m.source, "extracted");
         assert!(m.content.chars().count() <= extract::MAX_MEMORY_TEXT + 1);
-        assert!(
-            m.tags.contains(&"typescript".to_owned()),
-            "session language: {:?}",
-            m.tags
-        );
+        assert!(m.tags.contains(&"typescript".to_owned()), "session language: {:?}", m.tags);
         // The source event exists in the session.
-        assert!(
-            events
-                .iter()
-                .any(|e| Some(&e.id) == m.source_event.as_ref())
-        );
+        assert!(events.iter().any(|e| Some(&e.id) == m.source_event.as_ref()));
     }
 }
 
@@ -125,11 +93,7 @@ fn nothing_is_learned_from_injected_compacted_subagent_or_meta_text() {
     for events in all.values() {
         for m in added(&extract::extract(events, &Vec::new())) {
             for banned in ["yarn", "linter", "Fridays", "migrations", "PLANTED"] {
-                assert!(
-                    !m.content.contains(banned),
-                    "learned from excluded text: {}",
-                    m.content
-                );
+                assert!(!m.content.contains(banned), "learned from excluded text: {}", m.content);
             }
         }
     }
@@ -141,15 +105,17 @@ fn nothing_is_learned_from_injected_compacted_subagent_or_meta_text() {
     );
     let mems = extract::extract(&codex, &Vec::new());
     assert!(added(&mems).iter().all(|m| !m.content.contains("unwrap")));
-    assert!(added(&mems).iter().any(|m| m.memory_type == "correction"
-        && m.content == "Don't rename public functions without asking."));
     assert!(
         added(&mems)
             .iter()
-            .any(|m| m.memory_type == "gotcha" && m.content.contains("E0425"))
+            .any(|m| m.memory_type == "correction" && m.content == "Don't rename public functions without asking.")
     );
-    assert!(added(&mems).iter().any(|m| m.memory_type == "struggle"
-        && m.content.contains("it worked as `cargo test --workspace`")));
+    assert!(added(&mems).iter().any(|m| m.memory_type == "gotcha" && m.content.contains("E0425")));
+    assert!(
+        added(&mems)
+            .iter()
+            .any(|m| m.memory_type == "struggle" && m.content.contains("it worked as `cargo test --workspace`"))
+    );
     // Gemini: the rewound message is withdrawn, the later one is learned.
     let gemini = main_session(
         SourceKind::GeminiJsonl,
@@ -158,19 +124,12 @@ fn nothing_is_learned_from_injected_compacted_subagent_or_meta_text() {
     );
     let mems = extract::extract(&gemini, &Vec::new());
     let texts: Vec<&str> = added(&mems).iter().map(|m| m.content.as_str()).collect();
-    assert_eq!(
-        texts,
-        vec!["Please always keep the tests green in this project."]
-    );
+    assert_eq!(texts, vec!["Please always keep the tests green in this project."]);
 }
 
 #[test]
 fn extraction_is_idempotent() {
-    let events = main_session(
-        SourceKind::ClaudeTranscript,
-        "claude_session.jsonl",
-        CLAUDE_1,
-    );
+    let events = main_session(SourceKind::ClaudeTranscript, "claude_session.jsonl", CLAUDE_1);
     let first = extract::extract(&events, &Vec::new());
     let second = extract::extract(&events, &Vec::new());
     assert_eq!(first, second, "same events, same ids");
@@ -182,11 +141,7 @@ fn extraction_is_idempotent() {
 
 #[test]
 fn near_duplicates_from_another_session_merge_and_count() {
-    let s1 = main_session(
-        SourceKind::ClaudeTranscript,
-        "claude_session.jsonl",
-        CLAUDE_1,
-    );
+    let s1 = main_session(SourceKind::ClaudeTranscript, "claude_session.jsonl", CLAUDE_1);
     let first = extract::extract(&s1, &Vec::new());
     let mut store = existing(&first);
     let s2 = main_session(
@@ -204,23 +159,15 @@ fn near_duplicates_from_another_session_merge_and_count() {
         })
         .collect();
     assert_eq!(merges.len(), 1, "{:#?}", second.events);
-    let pnpm = store
-        .iter()
-        .find(|m| m.text.contains("We use pnpm"))
-        .expect("pnpm memory");
+    let pnpm = store.iter().find(|m| m.text.contains("We use pnpm")).expect("pnpm memory");
     assert_eq!(merges[0].memory_id, pnpm.id);
     assert_eq!(merges[0].occurrences, 1);
-    assert_eq!(
-        merges[0].seen_in.as_ref().map(SessionKey::as_str),
-        Some("claude:22222222-2222-4222-8222-222222222222")
-    );
+    assert_eq!(merges[0].seen_in.as_ref().map(SessionKey::as_str), Some("claude:22222222-2222-4222-8222-222222222222"));
     assert_eq!(second.added, 0);
     // Once the store records the merge, re-extracting session 2 adds nothing.
     for m in &mut store {
         if m.id == merges[0].memory_id {
-            m.sessions.push(SessionKey::from(
-                "claude:22222222-2222-4222-8222-222222222222",
-            ));
+            m.sessions.push(SessionKey::from("claude:22222222-2222-4222-8222-222222222222"));
         }
     }
     assert!(extract::extract(&s2, &store).events.is_empty());
@@ -244,21 +191,14 @@ fn embeddings_decide_when_both_sides_have_one() {
     };
     // Same words but orthogonal embeddings: not a duplicate.
     assert_eq!(extract::resolve(cands.clone(), &vec![far.clone()]).added, 1);
-    let near = ExistingMemory {
-        embedding: Some(vec![0.95, 0.05, 0.0]),
-        text: "Something else entirely.".into(),
-        ..far
-    };
+    let near =
+        ExistingMemory { embedding: Some(vec![0.95, 0.05, 0.0]), text: "Something else entirely.".into(), ..far };
     assert_eq!(extract::resolve(cands, &vec![near]).merged, 1);
 }
 
 #[test]
 fn external_extractor_contract() {
-    let events = main_session(
-        SourceKind::ClaudeTranscript,
-        "claude_session.jsonl",
-        CLAUDE_1,
-    );
+    let events = main_session(SourceKind::ClaudeTranscript, "claude_session.jsonl", CLAUDE_1);
     let req: ExtractorRequest = external::build_request(&events, 64 * 1024, 4);
     let json = serde_json::to_string(&req).expect("json");
     assert!(json.contains("\"protocol\":1"));
@@ -303,27 +243,12 @@ fn smoke_over_the_real_fixtures() {
         return;
     };
     let files = [
-        (
-            SourceKind::ClaudeTranscript,
-            "claude/ccv-1.0.98-sidechains.jsonl",
-        ),
+        (SourceKind::ClaudeTranscript, "claude/ccv-1.0.98-sidechains.jsonl"),
         (SourceKind::ClaudeTranscript, "claude/ccv-1.0.108.jsonl"),
-        (
-            SourceKind::ClaudeTranscript,
-            "claude/ccv-1.0.98-small.jsonl",
-        ),
-        (
-            SourceKind::ClaudeTranscript,
-            "claude/as-2.1-record-catalogue.jsonl",
-        ),
-        (
-            SourceKind::ClaudeTranscript,
-            "claude/ah-2.1.152-redacted.jsonl",
-        ),
-        (
-            SourceKind::CodexRollout,
-            "codex/as-0.146-record-catalogue.jsonl",
-        ),
+        (SourceKind::ClaudeTranscript, "claude/ccv-1.0.98-small.jsonl"),
+        (SourceKind::ClaudeTranscript, "claude/as-2.1-record-catalogue.jsonl"),
+        (SourceKind::ClaudeTranscript, "claude/ah-2.1.152-redacted.jsonl"),
+        (SourceKind::CodexRollout, "codex/as-0.146-record-catalogue.jsonl"),
         (SourceKind::CodexRollout, "codex/ah-0.135.0-redacted.jsonl"),
         (SourceKind::GeminiJsonl, "gemini/as-jsonl-v040.jsonl"),
         (SourceKind::OpenCodeStorage, "opencode/as-storage-v2"),
@@ -338,25 +263,15 @@ fn smoke_over_the_real_fixtures() {
                 *types.entry(m.memory_type.clone()).or_insert(0) += 1;
                 assert!(!m.content.is_empty() && m.importance > 0.0 && m.importance <= 1.0);
                 // Never sourced from text that is not the user's or the agent's own.
-                let src = events
-                    .iter()
-                    .find(|e| Some(&e.id) == m.source_event.as_ref())
-                    .expect("source");
+                let src = events.iter().find(|e| Some(&e.id) == m.source_event.as_ref()).expect("source");
                 if let Body::MsgIn(mi) = &src.body {
-                    assert!(
-                        mi.is_user_prompt() && !mi.text.contains("<engram-context>"),
-                        "{rel}: {}",
-                        m.content
-                    );
+                    assert!(mi.is_user_prompt() && !mi.text.contains("<engram-context>"), "{rel}: {}", m.content);
                 }
             }
         }
     }
     // The sidechains transcript has an agent that edited before reading, twice.
-    assert!(
-        types.get("struggle").copied().unwrap_or(0) >= 1,
-        "{types:?}"
-    );
+    assert!(types.get("struggle").copied().unwrap_or(0) >= 1, "{types:?}");
     assert!(types.get("gotcha").copied().unwrap_or(0) >= 1, "{types:?}");
     assert!(total <= 20, "a handful of memories, not noise: {total}");
 }

@@ -134,6 +134,7 @@ fn build(items: &[Gen]) -> Vec<Event> {
                     text: t.clone(),
                     origin: if *user { String::new() } else { origin::ENGRAM.into() },
                     uuid: None,
+                    truncated: 0,
                 }),
             ),
             Gen::MsgOut(s, t) => ev(Some(sk(*s)), Body::MsgOut(MsgOut { text: t.clone(), ..Default::default() })),
@@ -154,9 +155,10 @@ fn build(items: &[Gen]) -> Vec<Event> {
                     ..Default::default()
                 }),
             ),
-            Gen::Read(s, f) => {
-                ev(Some(sk(*s)), Body::CodeRead(CodeRead { file: format!("src/f{f}.rs"), range: Some([1, 10]) }))
-            }
+            Gen::Read(s, f) => ev(
+                Some(sk(*s)),
+                Body::CodeRead(CodeRead { file: format!("src/f{f}.rs"), range: Some([1, 10]), content_hash: None }),
+            ),
             Gen::Edit(s, f) => ev(
                 Some(sk(*s)),
                 Body::CodeEdit(CodeEdit {

@@ -41,15 +41,14 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use shared::event::{
-    Body, CodeRead, INJECTION_OPEN, Meta, MsgIn, MsgOut, SessionStarted, ToolCall, ToolResult,
-    harness, origin,
+    Body, CodeRead, INJECTION_OPEN, Meta, MsgIn, MsgOut, SessionStarted, ToolCall, ToolResult, harness, origin,
 };
 use shared::ids::SessionKey;
 use shared::time::Ts;
 
 use crate::adapter::{
-    Clock, DiagnosticKind, Emitter, JsonlAdapter, ParseContext, complete_lines, content_hash,
-    project_of, str_of, text_of,
+    Clock, DiagnosticKind, Emitter, JsonlAdapter, ParseContext, complete_lines, content_hash, project_of, str_of,
+    text_of,
 };
 use crate::patch::{self, FileEdit};
 use crate::redact::{self, EXCLUDED_MARKER};
@@ -158,9 +157,7 @@ fn head_fields(head: &[u8]) -> (Option<String>, Option<String>) {
 pub fn parent_from_path(path: &str) -> Option<String> {
     let parts: Vec<&str> = path.split(['/', '\\']).collect();
     let idx = parts.iter().rposition(|p| *p == "subagents")?;
-    idx.checked_sub(1)
-        .map(|i| parts[i].to_owned())
-        .filter(|p| !p.is_empty())
+    idx.checked_sub(1).map(|i| parts[i].to_owned()).filter(|p| !p.is_empty())
 }
 
 impl JsonlAdapter for Claude {
@@ -176,18 +173,9 @@ impl JsonlAdapter for Claude {
                 Some(p) => format!("{p}/{stem}"),
                 None => stem,
             };
-            return ClaudeState {
-                file_session,
-                subagent_parent: parent,
-                head_cwd,
-                ..ClaudeState::default()
-            };
+            return ClaudeState { file_session, subagent_parent: parent, head_cwd, ..ClaudeState::default() };
         }
-        ClaudeState {
-            file_session: head_sid.unwrap_or(stem),
-            head_cwd,
-            ..ClaudeState::default()
-        }
+        ClaudeState { file_session: head_sid.unwrap_or(stem), head_cwd, ..ClaudeState::default() }
     }
 
     fn record(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: Value) {
@@ -201,30 +189,9 @@ impl JsonlAdapter for Claude {
             "summary" => title(em, &session, ts, &rec, "summary"),
             "ai-title" => title(em, &session, ts, &rec, "aiTitle"),
             "custom-title" => title(em, &session, ts, &rec, "customTitle"),
-            "agent-name" => simple_meta(
-                em,
-                &session,
-                ts,
-                "agent_name",
-                str_of(&rec, "agentName"),
-                None,
-            ),
-            "last-prompt" => simple_meta(
-                em,
-                &session,
-                ts,
-                "last_prompt",
-                None,
-                Some(("leafUuid", &rec)),
-            ),
-            "permission-mode" => simple_meta(
-                em,
-                &session,
-                ts,
-                "permission_mode",
-                str_of(&rec, "permissionMode"),
-                None,
-            ),
+            "agent-name" => simple_meta(em, &session, ts, "agent_name", str_of(&rec, "agentName"), None),
+            "last-prompt" => simple_meta(em, &session, ts, "last_prompt", None, Some(("leafUuid", &rec))),
+            "permission-mode" => simple_meta(em, &session, ts, "permission_mode", str_of(&rec, "permissionMode"), None),
             "mode" => simple_meta(em, &session, ts, "mode", str_of(&rec, "mode"), None),
             "pr-link" => {
                 let mut m = meta("pr_link");
@@ -251,11 +218,7 @@ impl JsonlAdapter for Claude {
             "tool_use" => drift_tool_use(em, st, &rec, &session, ts),
             "tool_result" => drift_tool_result(em, st, &rec, &session, ts),
             _ => {
-                let t = if rtype.is_empty() {
-                    "<no type>"
-                } else {
-                    &rtype
-                };
+                let t = if rtype.is_empty() { "<no type>" } else { &rtype };
                 em.opaque(&session, ts, "opaque", t, rec.clone(), true);
             }
         }
@@ -263,10 +226,7 @@ impl JsonlAdapter for Claude {
 }
 
 fn meta(label: &str) -> Meta {
-    Meta {
-        label: label.to_owned(),
-        ..Meta::default()
-    }
+    Meta { label: label.to_owned(), ..Meta::default() }
 }
 
 fn simple_meta(
@@ -309,26 +269,12 @@ fn session_for(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, ts: 
             st.started.push(st.file_session.clone());
             let parent = (!parent.is_empty()).then(|| key(&parent));
             if parent.is_none() {
-                em.diag(
-                    DiagnosticKind::Unjoined,
-                    "subagent transcript without a parent session",
-                );
+                em.diag(DiagnosticKind::Unjoined, "subagent transcript without a parent session");
             }
             let head_cwd = st.head_cwd.clone();
-            start(
-                em,
-                &s,
-                ts,
-                rec,
-                parent,
-                Some("subagent"),
-                head_cwd.as_deref(),
-            );
+            start(em, &s, ts, rec, parent, Some("subagent"), head_cwd.as_deref());
             let mut m = meta("subagent");
-            m.fields.insert(
-                "agent_id".to_owned(),
-                Value::from(st.file_session.rsplit('/').next().unwrap_or("")),
-            );
+            m.fields.insert("agent_id".to_owned(), Value::from(st.file_session.rsplit('/').next().unwrap_or("")));
             if let Some(side) = em.ctx().sidecar.cloned() {
                 m.fields.insert("meta".to_owned(), side);
             }
@@ -349,13 +295,7 @@ fn session_for(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, ts: 
         && let Some(uuid) = uuid
     {
         let parent_uuid = str_of(rec, "parentUuid");
-        let known = parent_uuid.and_then(|p| {
-            st.side
-                .iter()
-                .rev()
-                .find(|(u, _)| u == p)
-                .map(|(_, k)| k.clone())
-        });
+        let known = parent_uuid.and_then(|p| st.side.iter().rev().find(|(u, _)| u == p).map(|(_, k)| k.clone()));
         let side_key = match known {
             Some(k) => k,
             None => {
@@ -374,8 +314,7 @@ fn session_for(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, ts: 
                 if let Some(pos) = st.tasks.iter().position(|(h, _)| *h == hash)
                     && let Some((_, call)) = st.tasks.remove(pos)
                 {
-                    m.fields
-                        .insert("parent_call_id".to_owned(), Value::from(call));
+                    m.fields.insert("parent_call_id".to_owned(), Value::from(call));
                 }
                 em.emit(&s, ts, "meta.subagent", Body::Meta(m));
                 id
@@ -390,11 +329,7 @@ fn session_for(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, ts: 
     let s = key(&sid);
     if !st.started.contains(&sid) {
         st.started.push(sid.clone());
-        let fallback = if sid == st.file_session {
-            st.head_cwd.clone()
-        } else {
-            None
-        };
+        let fallback = if sid == st.file_session { st.head_cwd.clone() } else { None };
         start(em, &s, ts, rec, None, None, fallback.as_deref());
         st.cwd = cwd.map(str::to_owned).or(fallback);
     }
@@ -402,13 +337,7 @@ fn session_for(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, ts: 
     s
 }
 
-fn note_cwd(
-    em: &mut Emitter<'_, '_>,
-    st: &mut ClaudeState,
-    s: &SessionKey,
-    ts: Ts,
-    cwd: Option<&str>,
-) {
+fn note_cwd(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, s: &SessionKey, ts: Ts, cwd: Option<&str>) {
     if let Some(c) = cwd
         && st.cwd.as_deref() != Some(c)
     {
@@ -428,23 +357,19 @@ fn start(
     link: Option<&str>,
     fallback_cwd: Option<&str>,
 ) {
-    let cwd = str_of(rec, "cwd")
-        .filter(|c| !c.is_empty())
-        .or(fallback_cwd)
-        .map(str::to_owned);
+    let cwd = str_of(rec, "cwd").filter(|c| !c.is_empty()).or(fallback_cwd).map(str::to_owned);
     let body = SessionStarted {
         harness: harness::CLAUDE.to_owned(),
         harness_session_id: s.harness_id().to_owned(),
         project: cwd.as_deref().and_then(project_of),
         cwd,
-        git_branch: str_of(rec, "gitBranch")
-            .filter(|b| !b.is_empty())
-            .map(str::to_owned),
+        git_branch: str_of(rec, "gitBranch").filter(|b| !b.is_empty()).map(str::to_owned),
         parent,
         parent_link: link.map(str::to_owned),
         model: None,
         harness_version: str_of(rec, "version").map(str::to_owned),
         source_path: Some(em.ctx().path.to_owned()),
+        ..Default::default()
     };
     em.emit(s, ts, "session.started", Body::SessionStarted(body));
 }
@@ -513,21 +438,14 @@ fn msg_in(
         s,
         ts,
         sub,
-        Body::MsgIn(MsgIn {
-            text,
-            origin: origin.to_owned(),
-            uuid: uuid.map(str::to_owned),
-        }),
+        Body::MsgIn(MsgIn { text, origin: origin.to_owned(), uuid: uuid.map(str::to_owned), ..Default::default() }),
     );
 }
 
 fn user(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, s: &SessionKey, ts: Ts) {
     let uuid = str_of(rec, "uuid");
     let Some(content) = rec.pointer("/message/content") else {
-        em.diag(
-            DiagnosticKind::BadRecord,
-            "user record without message.content",
-        );
+        em.diag(DiagnosticKind::BadRecord, "user record without message.content");
         return;
     };
     match content {
@@ -536,10 +454,7 @@ fn user(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, s: &Session
             msg_in(em, s, ts, "b0:msg.in", text.clone(), o, uuid);
         }
         Value::Array(blocks) => {
-            let results = blocks
-                .iter()
-                .filter(|b| str_of(b, "type") == Some("tool_result"))
-                .count();
+            let results = blocks.iter().filter(|b| str_of(b, "type") == Some("tool_result")).count();
             for (i, b) in blocks.iter().enumerate() {
                 match str_of(b, "type").unwrap_or("") {
                     "text" => {
@@ -548,21 +463,12 @@ fn user(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, s: &Session
                         msg_in(em, s, ts, &format!("b{i}:msg.in"), text, o, uuid);
                     }
                     "tool_result" => {
-                        let tur = if results == 1 {
-                            rec.get("toolUseResult")
-                        } else {
-                            None
-                        };
-                        let id = str_of(b, "tool_use_id")
-                            .or_else(|| str_of(rec, "sourceToolUseID"))
-                            .map(str::to_owned);
+                        let tur = if results == 1 { rec.get("toolUseResult") } else { None };
+                        let id = str_of(b, "tool_use_id").or_else(|| str_of(rec, "sourceToolUseID")).map(str::to_owned);
                         tool_result(em, st, s, ts, i, id.as_deref(), b, tur);
                     }
                     "image" => {
-                        let media = b
-                            .pointer("/source/media_type")
-                            .cloned()
-                            .unwrap_or(Value::Null);
+                        let media = b.pointer("/source/media_type").cloned().unwrap_or(Value::Null);
                         em.opaque(
                             s,
                             ts,
@@ -582,10 +488,7 @@ fn user(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, s: &Session
                 em.diag(DiagnosticKind::BadRecord, "user record with empty content");
             }
         }
-        other => em.diag(
-            DiagnosticKind::BadRecord,
-            format!("user content is a {}", crate::adapter::type_name(other)),
-        ),
+        other => em.diag(DiagnosticKind::BadRecord, format!("user content is a {}", crate::adapter::type_name(other))),
     }
 }
 
@@ -601,10 +504,7 @@ fn assistant(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, s: &Se
         em.emit(s, ts, "meta.model", Body::Meta(m));
     }
     let Some(content) = rec.pointer("/message/content") else {
-        em.diag(
-            DiagnosticKind::BadRecord,
-            "assistant record without message.content",
-        );
+        em.diag(DiagnosticKind::BadRecord, "assistant record without message.content");
         return;
     };
     let out = |em: &mut Emitter<'_, '_>, sub: &str, mut text: String, part: &str| {
@@ -613,36 +513,21 @@ fn assistant(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, s: &Se
             s,
             ts,
             sub,
-            Body::MsgOut(MsgOut {
-                text,
-                part: part.to_owned(),
-                uuid: uuid.map(str::to_owned),
-            }),
+            Body::MsgOut(MsgOut { text, part: part.to_owned(), uuid: uuid.map(str::to_owned), ..Default::default() }),
         );
     };
     match content {
         Value::String(text) => out(em, "b0:msg.out", text.clone(), ""),
         Value::Array(blocks) => {
             if blocks.is_empty() {
-                em.diag(
-                    DiagnosticKind::BadRecord,
-                    "assistant record with empty content",
-                );
+                em.diag(DiagnosticKind::BadRecord, "assistant record with empty content");
             }
             for (i, b) in blocks.iter().enumerate() {
                 match str_of(b, "type").unwrap_or("") {
-                    "text" => out(
-                        em,
-                        &format!("b{i}:msg.out"),
-                        str_of(b, "text").unwrap_or("").to_owned(),
-                        "",
-                    ),
-                    "thinking" => out(
-                        em,
-                        &format!("b{i}:msg.out"),
-                        str_of(b, "thinking").unwrap_or("").to_owned(),
-                        "reasoning",
-                    ),
+                    "text" => out(em, &format!("b{i}:msg.out"), str_of(b, "text").unwrap_or("").to_owned(), ""),
+                    "thinking" => {
+                        out(em, &format!("b{i}:msg.out"), str_of(b, "thinking").unwrap_or("").to_owned(), "reasoning")
+                    }
                     "redacted_thinking" => {
                         em.opaque(
                             s,
@@ -669,13 +554,9 @@ fn assistant(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, s: &Se
                 }
             }
         }
-        other => em.diag(
-            DiagnosticKind::BadRecord,
-            format!(
-                "assistant content is a {}",
-                crate::adapter::type_name(other)
-            ),
-        ),
+        other => {
+            em.diag(DiagnosticKind::BadRecord, format!("assistant content is a {}", crate::adapter::type_name(other)))
+        }
     }
 }
 
@@ -691,10 +572,8 @@ fn tool_call(
     mut input: Value,
 ) {
     let excluded = em.ctx().privacy.args_touch(&input);
-    let file = ["file_path", "path", "notebook_path", "filePath"]
-        .iter()
-        .find_map(|k| str_of(&input, k))
-        .map(str::to_owned);
+    let file =
+        ["file_path", "path", "notebook_path", "filePath"].iter().find_map(|k| str_of(&input, k)).map(str::to_owned);
     let num = |k: &str| input.get(k).and_then(Value::as_u64);
     let pending = PendingCall {
         id: id.clone(),
@@ -722,16 +601,7 @@ fn tool_call(
         redact::strip_contents(&mut input);
     }
     redact::cap_value(&mut input);
-    em.emit(
-        s,
-        ts,
-        &format!("{sub}:tool.call"),
-        Body::ToolCall(ToolCall {
-            tool: name,
-            call_id: id,
-            args: input,
-        }),
-    );
+    em.emit(s, ts, &format!("{sub}:tool.call"), Body::ToolCall(ToolCall { tool: name, call_id: id, args: input }));
 }
 
 /// Finds and removes the pending call for a result.
@@ -742,10 +612,7 @@ fn take_call(st: &mut ClaudeState, id: Option<&str>, session: &SessionKey) -> Op
         return st.calls.remove(pos);
     }
     // No usable id: the oldest call of this session whose id was synthesised.
-    let pos = st
-        .calls
-        .iter()
-        .position(|c| c.synthetic && c.session == session.as_str())?;
+    let pos = st.calls.iter().position(|c| c.synthetic && c.session == session.as_str())?;
     st.calls.remove(pos)
 }
 
@@ -783,13 +650,7 @@ fn tool_result(
 ) {
     let call = take_call(st, id, s);
     if call.is_none() {
-        em.diag(
-            DiagnosticKind::Unjoined,
-            format!(
-                "tool_result {} has no matching tool_use",
-                id.unwrap_or("<no id>")
-            ),
-        );
+        em.diag(DiagnosticKind::Unjoined, format!("tool_result {} has no matching tool_use", id.unwrap_or("<no id>")));
     }
     let is_error = block.get("is_error").and_then(Value::as_bool) == Some(true);
     let mut stdout = result_text(block.get("content"));
@@ -798,15 +659,8 @@ fn tool_result(
         stdout = EXCLUDED_MARKER.to_owned();
     }
     let truncated = redact::cap_tool_output(&mut stdout);
-    let exit = tur
-        .and_then(|t| t.get("exitCode"))
-        .and_then(Value::as_i64)
-        .and_then(|x| i32::try_from(x).ok());
-    let call_id = call
-        .as_ref()
-        .map(|c| c.id.clone())
-        .or_else(|| id.map(str::to_owned))
-        .unwrap_or_default();
+    let exit = tur.and_then(|t| t.get("exitCode")).and_then(Value::as_i64).and_then(|x| i32::try_from(x).ok());
+    let call_id = call.as_ref().map(|c| c.id.clone()).or_else(|| id.map(str::to_owned)).unwrap_or_default();
     em.emit(
         s,
         ts,
@@ -847,12 +701,8 @@ fn code_events(
                 .map(str::to_owned)
                 .or_else(|| call.file.clone());
             let Some(file) = file else { return };
-            let start = tur
-                .and_then(|t| t.pointer("/file/startLine"))
-                .and_then(Value::as_u64);
-            let n = tur
-                .and_then(|t| t.pointer("/file/numLines"))
-                .and_then(Value::as_u64);
+            let start = tur.and_then(|t| t.pointer("/file/startLine")).and_then(Value::as_u64);
+            let n = tur.and_then(|t| t.pointer("/file/numLines")).and_then(Value::as_u64);
             let range = match (start, n) {
                 (Some(a), Some(n)) if n > 0 => Some([a.max(1), a.max(1) + n - 1]),
                 (Some(_), Some(_)) => None,
@@ -864,51 +714,26 @@ fn code_events(
                     _ => None,
                 },
             };
-            let range = range.map(|[a, b]| {
-                [
-                    u32::try_from(a).unwrap_or(u32::MAX),
-                    u32::try_from(b).unwrap_or(u32::MAX),
-                ]
-            });
-            em.emit(
-                s,
-                ts,
-                &format!("b{i}:code.read"),
-                Body::CodeRead(CodeRead { file, range }),
-            );
+            let range =
+                range.map(|[a, b]| [u32::try_from(a).unwrap_or(u32::MAX), u32::try_from(b).unwrap_or(u32::MAX)]);
+            em.emit(s, ts, &format!("b{i}:code.read"), Body::CodeRead(CodeRead { file, range, ..Default::default() }));
         }
         "Edit" | "MultiEdit" | "Write" | "edit" | "write" | "multi_edit" => {
-            let file = tur
-                .and_then(|t| str_of(t, "filePath"))
-                .map(str::to_owned)
-                .or_else(|| call.file.clone());
+            let file = tur.and_then(|t| str_of(t, "filePath")).map(str::to_owned).or_else(|| call.file.clone());
             let Some(file) = file else { return };
-            let hunks = tur
-                .and_then(|t| t.get("structuredPatch"))
-                .map(patch::structured_patch_hunks)
-                .unwrap_or_default();
+            let hunks =
+                tur.and_then(|t| t.get("structuredPatch")).map(patch::structured_patch_hunks).unwrap_or_default();
             let created = tur.and_then(|t| str_of(t, "type")) == Some("create");
-            let mut fe = FileEdit {
-                file,
-                op: if created { "add" } else { "update" },
-                move_to: None,
-                hunks,
-                no_content: false,
-            };
+            let mut fe =
+                FileEdit { file, op: if created { "add" } else { "update" }, move_to: None, hunks, no_content: false };
             if fe.hunks.is_empty() {
                 let after = tur.and_then(|t| str_of(t, "content"));
                 let before = tur.and_then(|t| str_of(t, "originalFile"));
                 if after.is_some() {
-                    fe.hunks.push(patch::whole_file(
-                        if created { None } else { before },
-                        after,
-                    ));
+                    fe.hunks.push(patch::whole_file(if created { None } else { before }, after));
                 }
             }
-            for (j, edit) in patch::code_edits(&fe, Some(&call.id), hashes)
-                .into_iter()
-                .enumerate()
-            {
+            for (j, edit) in patch::code_edits(&fe, Some(&call.id), hashes).into_iter().enumerate() {
                 em.emit(s, ts, &format!("b{i}:code.edit:{j}"), Body::CodeEdit(edit));
             }
         }
@@ -918,24 +743,13 @@ fn code_events(
 
 fn system(em: &mut Emitter<'_, '_>, rec: &Value, s: &SessionKey, ts: Ts) {
     let subtype = str_of(rec, "subtype").unwrap_or("");
-    let mut m = meta(if subtype == "compact_boundary" {
-        "compaction"
-    } else {
-        "system"
-    });
-    m.text = rec
-        .get("content")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+    let mut m = meta(if subtype == "compact_boundary" { "compaction" } else { "system" });
+    m.text = rec.get("content").and_then(Value::as_str).map(str::to_owned);
     m.fields.insert("subtype".to_owned(), Value::from(subtype));
     if subtype == "compact_boundary" {
         let md = rec.get("compactMetadata");
         for (k, v) in [
-            (
-                "trigger",
-                md.and_then(|m| m.get("trigger"))
-                    .or_else(|| rec.get("trigger")),
-            ),
+            ("trigger", md.and_then(|m| m.get("trigger")).or_else(|| rec.get("trigger"))),
             ("preTokens", md.and_then(|m| m.get("preTokens"))),
             ("logicalParentUuid", rec.get("logicalParentUuid")),
         ] {
@@ -956,11 +770,7 @@ fn attachment(em: &mut Emitter<'_, '_>, rec: &Value, s: &SessionKey, ts: Ts) {
     match atype.as_str() {
         "hook_additional_context" => {
             let text = att.get("content").map(text_of).unwrap_or_default();
-            let o = if text.contains(INJECTION_OPEN) {
-                origin::ENGRAM
-            } else {
-                origin::HOOK
-            };
+            let o = if text.contains(INJECTION_OPEN) { origin::ENGRAM } else { origin::HOOK };
             msg_in(em, s, ts, "a:msg.in", text, o, uuid);
         }
         "nested_memory" => {
@@ -969,11 +779,7 @@ fn attachment(em: &mut Emitter<'_, '_>, rec: &Value, s: &SessionKey, ts: Ts) {
                 Some(c) => text_of(c),
                 None => String::new(),
             };
-            let o = if text.contains(INJECTION_OPEN) {
-                origin::ENGRAM
-            } else {
-                origin::SYSTEM
-            };
+            let o = if text.contains(INJECTION_OPEN) { origin::ENGRAM } else { origin::SYSTEM };
             msg_in(em, s, ts, "a:msg.in", text, o, uuid);
         }
         "queued_command" => {
@@ -998,13 +804,7 @@ fn attachment(em: &mut Emitter<'_, '_>, rec: &Value, s: &SessionKey, ts: Ts) {
     }
 }
 
-fn drift_tool_use(
-    em: &mut Emitter<'_, '_>,
-    st: &mut ClaudeState,
-    rec: &Value,
-    s: &SessionKey,
-    ts: Ts,
-) {
+fn drift_tool_use(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, s: &SessionKey, ts: Ts) {
     let id = str_of(rec, "id")
         .or_else(|| str_of(rec, "uuid"))
         .map_or_else(|| ("?".to_owned(), true), |i| (i.to_owned(), true));
@@ -1013,13 +813,7 @@ fn drift_tool_use(
     tool_call(em, st, s, ts, "r", id, name, input);
 }
 
-fn drift_tool_result(
-    em: &mut Emitter<'_, '_>,
-    st: &mut ClaudeState,
-    rec: &Value,
-    s: &SessionKey,
-    ts: Ts,
-) {
+fn drift_tool_result(em: &mut Emitter<'_, '_>, st: &mut ClaudeState, rec: &Value, s: &SessionKey, ts: Ts) {
     let block = serde_json::json!({
         "content": rec.get("output").or_else(|| rec.get("content")).cloned().unwrap_or(Value::Null),
         "is_error": rec.get("is_error").cloned().unwrap_or(Value::Bool(false)),

@@ -33,15 +33,14 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use shared::event::{
-    Body, CodeEdit, CodeRead, INJECTION_OPEN, Meta, MsgIn, MsgOut, SessionStarted, ToolCall,
-    ToolResult, harness, origin,
+    Body, CodeEdit, CodeRead, INJECTION_OPEN, Meta, MsgIn, MsgOut, SessionStarted, ToolCall, ToolResult, harness,
+    origin,
 };
 use shared::ids::SessionKey;
 use shared::time::Ts;
 
 use crate::adapter::{
-    Clock, DiagnosticKind, Emitter, JsonlAdapter, ParseContext, complete_lines, project_of, str_of,
-    text_of,
+    Clock, DiagnosticKind, Emitter, JsonlAdapter, ParseContext, complete_lines, project_of, str_of, text_of,
 };
 use crate::patch::{self, FileEdit};
 use crate::redact::{self, EXCLUDED_MARKER};
@@ -106,13 +105,8 @@ pub fn uuid_from_name(stem: &str) -> Option<&str> {
         return None;
     }
     let tail = &stem[stem.len() - 36..];
-    let ok = tail.char_indices().all(|(i, c)| {
-        if matches!(i, 8 | 13 | 18 | 23) {
-            c == '-'
-        } else {
-            c.is_ascii_hexdigit()
-        }
-    });
+    let ok =
+        tail.char_indices().all(|(i, c)| if matches!(i, 8 | 13 | 18 | 23) { c == '-' } else { c.is_ascii_hexdigit() });
     ok.then_some(tail)
 }
 
@@ -125,18 +119,12 @@ impl JsonlAdapter for Codex {
         let from_meta = lines.into_iter().take(8).find_map(|(_, line)| {
             let v: Value = serde_json::from_slice(line).ok()?;
             (str_of(&v, "type") == Some("session_meta"))
-                .then(|| {
-                    v.pointer("/payload/id")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                })
+                .then(|| v.pointer("/payload/id").and_then(Value::as_str).map(str::to_owned))
                 .flatten()
         });
         let stem = ctx.file_stem();
         CodexState {
-            session: from_meta
-                .or_else(|| uuid_from_name(stem).map(str::to_owned))
-                .unwrap_or_else(|| stem.to_owned()),
+            session: from_meta.or_else(|| uuid_from_name(stem).map(str::to_owned)).unwrap_or_else(|| stem.to_owned()),
             ..CodexState::default()
         }
     }
@@ -165,12 +153,8 @@ impl JsonlAdapter for Codex {
             "compacted" => {
                 let text = str_of(payload, "message").unwrap_or("").to_owned();
                 let mut m = meta("compaction");
-                let n = payload
-                    .get("replacement_history")
-                    .and_then(Value::as_array)
-                    .map_or(0, Vec::len);
-                m.fields
-                    .insert("replacement_items".to_owned(), Value::from(n));
+                let n = payload.get("replacement_history").and_then(Value::as_array).map_or(0, Vec::len);
+                m.fields.insert("replacement_items".to_owned(), Value::from(n));
                 em.emit(&s, ts, "meta", Body::Meta(m));
                 if !text.is_empty() {
                     em.emit(
@@ -181,6 +165,7 @@ impl JsonlAdapter for Codex {
                             text,
                             origin: origin::COMPACT_SUMMARY.to_owned(),
                             uuid: None,
+                            ..Default::default()
                         }),
                     );
                 }
@@ -195,10 +180,7 @@ impl JsonlAdapter for Codex {
 }
 
 fn meta(label: &str) -> Meta {
-    Meta {
-        label: label.to_owned(),
-        ..Meta::default()
-    }
+    Meta { label: label.to_owned(), ..Meta::default() }
 }
 
 fn ensure_started(em: &mut Emitter<'_, '_>, st: &mut CodexState, ts: Ts) -> SessionKey {
@@ -221,10 +203,7 @@ fn ensure_started(em: &mut Emitter<'_, '_>, st: &mut CodexState, ts: Ts) -> Sess
 }
 
 fn session_meta(em: &mut Emitter<'_, '_>, st: &mut CodexState, ts: Ts, p: &Value) {
-    let id = str_of(p, "id")
-        .filter(|i| !i.is_empty())
-        .unwrap_or(&st.session)
-        .to_owned();
+    let id = str_of(p, "id").filter(|i| !i.is_empty()).unwrap_or(&st.session).to_owned();
     if st.started && id == st.session {
         // A resumed rollout repeats its header.
         let mut m = meta("session_meta");
@@ -239,41 +218,25 @@ fn session_meta(em: &mut Emitter<'_, '_>, st: &mut CodexState, ts: Ts, p: &Value
     st.session = id.clone();
     st.started = true;
     st.calls.clear();
-    let cwd = str_of(p, "cwd")
-        .filter(|c| !c.is_empty())
-        .map(str::to_owned);
+    let cwd = str_of(p, "cwd").filter(|c| !c.is_empty()).map(str::to_owned);
     st.cwd.clone_from(&cwd);
-    let spawn_parent = p
-        .pointer("/source/subagent/thread_spawn/parent_thread_id")
-        .and_then(Value::as_str);
-    let subagent_kind = p
-        .pointer("/source/subagent")
-        .and_then(Value::as_object)
-        .and_then(|o| o.keys().next().cloned());
+    let spawn_parent = p.pointer("/source/subagent/thread_spawn/parent_thread_id").and_then(Value::as_str);
+    let subagent_kind = p.pointer("/source/subagent").and_then(Value::as_object).and_then(|o| o.keys().next().cloned());
     let (mut parent, mut link) = if let Some(pid) = spawn_parent {
         (Some(pid.to_owned()), Some("thread_spawn".to_owned()))
     } else if let Some(f) = str_of(p, "forked_from_id") {
         (Some(f.to_owned()), Some("fork".to_owned()))
     } else if let Some(kind) = subagent_kind {
-        (
-            str_of(p, "parent_thread_id").map(str::to_owned),
-            Some(format!("subagent:{kind}")),
-        )
+        (str_of(p, "parent_thread_id").map(str::to_owned), Some(format!("subagent:{kind}")))
     } else {
         (str_of(p, "parent_thread_id").map(str::to_owned), None)
     };
     if parent.as_deref() == Some(id.as_str()) {
-        em.diag(
-            DiagnosticKind::Unjoined,
-            "session_meta names itself as its parent; link dropped",
-        );
+        em.diag(DiagnosticKind::Unjoined, "session_meta names itself as its parent; link dropped");
         parent = None;
     }
     if parent.is_none() && link.as_deref().is_some_and(|l| l.starts_with("subagent")) {
-        em.diag(
-            DiagnosticKind::Unjoined,
-            "subagent session_meta without a parent thread id",
-        );
+        em.diag(DiagnosticKind::Unjoined, "subagent session_meta without a parent thread id");
     }
     if parent.is_some() && link.is_none() {
         link = Some("subagent".to_owned());
@@ -288,15 +251,13 @@ fn session_meta(em: &mut Emitter<'_, '_>, st: &mut CodexState, ts: Ts, p: &Value
             harness_session_id: id.clone(),
             project: cwd.as_deref().and_then(project_of),
             cwd,
-            git_branch: p
-                .pointer("/git/branch")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            git_branch: p.pointer("/git/branch").and_then(Value::as_str).map(str::to_owned),
             parent: parent.map(|p| key(&p)),
             parent_link: link,
             model: None,
             harness_version: str_of(p, "cli_version").map(str::to_owned),
             source_path: Some(em.ctx().path.to_owned()),
+            ..Default::default()
         }),
     );
     if let Some(head) = p.pointer("/git/commit_hash").and_then(Value::as_str) {
@@ -382,51 +343,21 @@ fn response_item(em: &mut Emitter<'_, '_>, st: &mut CodexState, s: &SessionKey, 
                     s,
                     ts,
                     "msg.out",
-                    Body::MsgOut(MsgOut {
-                        text,
-                        part: String::new(),
-                        uuid,
-                    }),
+                    Body::MsgOut(MsgOut { text, part: String::new(), uuid, ..Default::default() }),
                 );
             } else {
-                let o = if role == "user" {
-                    user_text_origin(&text)
-                } else {
-                    origin::SYSTEM
-                };
-                em.emit(
-                    s,
-                    ts,
-                    "msg.in",
-                    Body::MsgIn(MsgIn {
-                        text,
-                        origin: o.to_owned(),
-                        uuid,
-                    }),
-                );
+                let o = if role == "user" { user_text_origin(&text) } else { origin::SYSTEM };
+                em.emit(s, ts, "msg.in", Body::MsgIn(MsgIn { text, origin: o.to_owned(), uuid, ..Default::default() }));
             }
         }
         "reasoning" => {
             let text = p
                 .get("summary")
                 .and_then(Value::as_array)
-                .map(|items| {
-                    items
-                        .iter()
-                        .filter_map(|i| str_of(i, "text"))
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                })
+                .map(|items| items.iter().filter_map(|i| str_of(i, "text")).collect::<Vec<_>>().join("\n"))
                 .unwrap_or_default();
             if text.is_empty() {
-                em.opaque(
-                    s,
-                    ts,
-                    "opaque",
-                    "reasoning",
-                    serde_json::json!({"encrypted": true}),
-                    false,
-                );
+                em.opaque(s, ts, "opaque", "reasoning", serde_json::json!({"encrypted": true}), false);
             } else {
                 em.emit(
                     s,
@@ -436,6 +367,7 @@ fn response_item(em: &mut Emitter<'_, '_>, st: &mut CodexState, s: &SessionKey, 
                         text,
                         part: "reasoning".to_owned(),
                         uuid: str_of(p, "id").map(str::to_owned),
+                        ..Default::default()
                     }),
                 );
             }
@@ -443,60 +375,30 @@ fn response_item(em: &mut Emitter<'_, '_>, st: &mut CodexState, s: &SessionKey, 
         "function_call" => {
             let name = str_of(p, "name").unwrap_or("").to_owned();
             let args = match p.get("arguments") {
-                Some(Value::String(a)) => {
-                    serde_json::from_str(a).unwrap_or_else(|_| Value::String(a.clone()))
-                }
+                Some(Value::String(a)) => serde_json::from_str(a).unwrap_or_else(|_| Value::String(a.clone())),
                 Some(v) => v.clone(),
                 None => Value::Null,
             };
-            call(
-                em,
-                st,
-                s,
-                ts,
-                str_of(p, "call_id").unwrap_or(""),
-                name,
-                args,
-            );
+            call(em, st, s, ts, str_of(p, "call_id").unwrap_or(""), name, args);
         }
         "custom_tool_call" => {
             let name = str_of(p, "name").unwrap_or("").to_owned();
             let input = p.get("input").cloned().unwrap_or(Value::Null);
-            call(
-                em,
-                st,
-                s,
-                ts,
-                str_of(p, "call_id").unwrap_or(""),
-                name,
-                input,
-            );
+            call(em, st, s, ts, str_of(p, "call_id").unwrap_or(""), name, input);
         }
         "local_shell_call" => {
             let action = p.get("action").cloned().unwrap_or(Value::Null);
-            call(
-                em,
-                st,
-                s,
-                ts,
-                str_of(p, "call_id").unwrap_or(""),
-                "local_shell".to_owned(),
-                action,
-            );
+            call(em, st, s, ts, str_of(p, "call_id").unwrap_or(""), "local_shell".to_owned(), action);
         }
         "web_search_call" | "tool_search_call" | "image_generation_call" => {
             let name = ptype.trim_end_matches("_call").to_owned();
             let args = match ptype {
                 "web_search_call" => p.get("action").cloned(),
                 "tool_search_call" => p.get("arguments").cloned(),
-                _ => p
-                    .get("revised_prompt")
-                    .map(|r| serde_json::json!({"revised_prompt": r})),
+                _ => p.get("revised_prompt").map(|r| serde_json::json!({"revised_prompt": r})),
             }
             .unwrap_or(Value::Null);
-            let id = str_of(p, "call_id")
-                .or_else(|| str_of(p, "id"))
-                .unwrap_or("");
+            let id = str_of(p, "call_id").or_else(|| str_of(p, "id")).unwrap_or("");
             call(em, st, s, ts, id, name, args);
         }
         "function_call_output" | "custom_tool_call_output" | "tool_search_output" => {
@@ -505,14 +407,7 @@ fn response_item(em: &mut Emitter<'_, '_>, st: &mut CodexState, s: &SessionKey, 
             } else {
                 p.get("output").cloned()
             };
-            output_of(
-                em,
-                st,
-                s,
-                ts,
-                str_of(p, "call_id").unwrap_or(""),
-                output.as_ref(),
-            );
+            output_of(em, st, s, ts, str_of(p, "call_id").unwrap_or(""), output.as_ref());
         }
         "agent_message" => {
             let mut text = message_text(p.get("content"));
@@ -525,6 +420,7 @@ fn response_item(em: &mut Emitter<'_, '_>, st: &mut CodexState, s: &SessionKey, 
                     text,
                     origin: origin::META.to_owned(),
                     uuid: str_of(p, "id").map(str::to_owned),
+                    ..Default::default()
                 }),
             );
         }
@@ -552,11 +448,7 @@ fn patch_text(args: &Value) -> Option<String> {
                 return Some(c.to_owned());
             }
             if let Some(Value::Array(argv)) = args.get("command") {
-                return argv
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .find(|a| has(a))
-                    .map(str::to_owned);
+                return argv.iter().filter_map(Value::as_str).find(|a| has(a)).map(str::to_owned);
             }
             if let Some(c) = str_of(args, "command").filter(|t| has(t)) {
                 return Some(c.to_owned());
@@ -580,9 +472,7 @@ fn call(
         Value::String(t) => em.ctx().privacy.command_touches(t).map(str::to_owned),
         other => em.ctx().privacy.args_touch(other),
     };
-    let files: Vec<FileEdit> = patch_text(&args)
-        .map(|t| patch::parse_apply_patch(&t))
-        .unwrap_or_default();
+    let files: Vec<FileEdit> = patch_text(&args).map(|t| patch::parse_apply_patch(&t)).unwrap_or_default();
     let mut edits = Vec::new();
     let mut patch_excluded = None;
     for f in &files {
@@ -598,35 +488,19 @@ fn call(
         }
     }
     redact::cap_value(&mut args);
-    st.calls.push_back(CodexCall {
-        id: id.to_owned(),
-        name: name.clone(),
-        edits,
-        excluded,
-    });
+    st.calls.push_back(CodexCall { id: id.to_owned(), name: name.clone(), edits, excluded });
     while st.calls.len() > MAX_PENDING {
         st.calls.pop_front();
     }
-    em.emit(
-        s,
-        ts,
-        "tool.call",
-        Body::ToolCall(ToolCall {
-            tool: name,
-            call_id: id.to_owned(),
-            args,
-        }),
-    );
+    em.emit(s, ts, "tool.call", Body::ToolCall(ToolCall { tool: name, call_id: id.to_owned(), args }));
 }
 
 /// Exit code in a tool output text (`Exit code: N`, `Process exited with code N`).
 pub fn exit_code_in(text: &str) -> Option<i32> {
     for marker in ["Exit code: ", "Process exited with code "] {
         if let Some(pos) = text.find(marker) {
-            let digits: String = text[pos + marker.len()..]
-                .chars()
-                .take_while(|c| c.is_ascii_digit() || *c == '-')
-                .collect();
+            let digits: String =
+                text[pos + marker.len()..].chars().take_while(|c| c.is_ascii_digit() || *c == '-').collect();
             if let Ok(n) = digits.parse() {
                 return Some(n);
             }
@@ -635,21 +509,11 @@ pub fn exit_code_in(text: &str) -> Option<i32> {
     None
 }
 
-fn output_of(
-    em: &mut Emitter<'_, '_>,
-    st: &mut CodexState,
-    s: &SessionKey,
-    ts: Ts,
-    id: &str,
-    output: Option<&Value>,
-) {
+fn output_of(em: &mut Emitter<'_, '_>, st: &mut CodexState, s: &SessionKey, ts: Ts, id: &str, output: Option<&Value>) {
     let pos = st.calls.iter().position(|c| c.id == id);
     let call = pos.and_then(|p| st.calls.remove(p));
     if call.is_none() {
-        em.diag(
-            DiagnosticKind::Unjoined,
-            format!("output for unknown call_id {id}"),
-        );
+        em.diag(DiagnosticKind::Unjoined, format!("output for unknown call_id {id}"));
     }
     let (mut stdout, mut exit) = match output {
         Some(Value::String(t)) => {
@@ -657,18 +521,13 @@ fn output_of(
             match serde_json::from_str::<Value>(t) {
                 Ok(v @ Value::Object(_)) if v.get("output").is_some() => (
                     text_of(v.get("output").unwrap_or(&Value::Null)),
-                    v.pointer("/metadata/exit_code")
-                        .and_then(Value::as_i64)
-                        .and_then(|x| i32::try_from(x).ok()),
+                    v.pointer("/metadata/exit_code").and_then(Value::as_i64).and_then(|x| i32::try_from(x).ok()),
                 ),
                 _ => (t.clone(), None),
             }
         }
         Some(Value::Array(_)) => (message_text(output), None),
-        Some(v @ Value::Object(_)) => (
-            str_of(v, "text").map_or_else(|| v.to_string(), str::to_owned),
-            None,
-        ),
+        Some(v @ Value::Object(_)) => (str_of(v, "text").map_or_else(|| v.to_string(), str::to_owned), None),
         Some(other) => (other.to_string(), None),
         None => (String::new(), None),
     };
@@ -680,8 +539,7 @@ fn output_of(
         stdout = EXCLUDED_MARKER.to_owned();
     }
     let truncated = redact::cap_tool_output(&mut stdout);
-    let succeeded =
-        !is_error && (exit == Some(0) || stdout.contains("Success") || stdout.contains("Done!"));
+    let succeeded = !is_error && (exit == Some(0) || stdout.contains("Success") || stdout.contains("Done!"));
     em.emit(
         s,
         ts,
@@ -722,11 +580,7 @@ fn event_msg(em: &mut Emitter<'_, '_>, st: &mut CodexState, s: &SessionKey, ts: 
         "token_count" => {
             let mut m = meta("tokens");
             if let Some(info) = p.get("info").filter(|i| !i.is_null()) {
-                for k in [
-                    "total_token_usage",
-                    "last_token_usage",
-                    "model_context_window",
-                ] {
+                for k in ["total_token_usage", "last_token_usage", "model_context_window"] {
                     if let Some(v) = info.get(k) {
                         m.fields.insert(k.to_owned(), v.clone());
                     }
@@ -736,10 +590,7 @@ fn event_msg(em: &mut Emitter<'_, '_>, st: &mut CodexState, s: &SessionKey, ts: 
         }
         "task_started" | "task_complete" | "turn_aborted" => {
             let mut m = meta("turn");
-            m.fields.insert(
-                "phase".to_owned(),
-                Value::from(ptype.trim_start_matches("task_")),
-            );
+            m.fields.insert("phase".to_owned(), Value::from(ptype.trim_start_matches("task_")));
             for k in ["turn_id", "duration_ms", "reason"] {
                 if let Some(v) = p.get(k) {
                     m.fields.insert(k.to_owned(), v.clone());
@@ -773,34 +624,21 @@ fn event_msg(em: &mut Emitter<'_, '_>, st: &mut CodexState, s: &SessionKey, ts: 
                 }
             }
             em.emit(s, ts, "meta", Body::Meta(m));
-            let reads = p
-                .get("parsed_cmd")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten();
-            for (j, c) in reads
-                .filter(|c| str_of(c, "type") == Some("read"))
-                .enumerate()
-            {
+            let reads = p.get("parsed_cmd").and_then(Value::as_array).into_iter().flatten();
+            for (j, c) in reads.filter(|c| str_of(c, "type") == Some("read")).enumerate() {
                 if let Some(file) = str_of(c, "path").or_else(|| str_of(c, "name")) {
                     em.emit(
                         s,
                         ts,
                         &format!("code.read:{j}"),
-                        Body::CodeRead(CodeRead {
-                            file: file.to_owned(),
-                            range: None,
-                        }),
+                        Body::CodeRead(CodeRead { file: file.to_owned(), range: None, ..Default::default() }),
                     );
                 }
             }
         }
         "item_completed" if p.pointer("/item/type").and_then(Value::as_str) == Some("Plan") => {
             let mut m = meta("plan");
-            m.text = p
-                .pointer("/item/text")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
+            m.text = p.pointer("/item/text").and_then(Value::as_str).map(str::to_owned);
             em.emit(s, ts, "meta", Body::Meta(m));
         }
         "item_completed"
@@ -831,13 +669,7 @@ fn event_msg(em: &mut Emitter<'_, '_>, st: &mut CodexState, s: &SessionKey, ts: 
     }
 }
 
-fn patch_apply_end(
-    em: &mut Emitter<'_, '_>,
-    st: &mut CodexState,
-    s: &SessionKey,
-    ts: Ts,
-    p: &Value,
-) {
+fn patch_apply_end(em: &mut Emitter<'_, '_>, st: &mut CodexState, s: &SessionKey, ts: Ts, p: &Value) {
     let call_id = str_of(p, "call_id").unwrap_or("").to_owned();
     let ok = p.get("success").and_then(Value::as_bool).unwrap_or(true)
         && str_of(p, "status").is_none_or(|x| x == "completed");
@@ -872,9 +704,7 @@ fn patch_apply_end(
             no_content: false,
         };
         match fe.op {
-            "add" => fe
-                .hunks
-                .push(patch::whole_file(None, str_of(&body, "content"))),
+            "add" => fe.hunks.push(patch::whole_file(None, str_of(&body, "content"))),
             "delete" => match str_of(&body, "content") {
                 Some(c) => fe.hunks.push(patch::whole_file(Some(c), None)),
                 None => fe.no_content = true,
@@ -895,37 +725,18 @@ fn patch_apply_end(
 /// Lines without the `{timestamp,type,payload}` envelope.
 fn legacy(em: &mut Emitter<'_, '_>, st: &mut CodexState, s: &SessionKey, ts: Ts, rec: &Value) {
     if let Some(role) = str_of(rec, "role") {
-        let mut text = rec
-            .get("content")
-            .or_else(|| rec.get("message"))
-            .map(|c| message_text(Some(c)))
-            .unwrap_or_default();
+        let mut text =
+            rec.get("content").or_else(|| rec.get("message")).map(|c| message_text(Some(c))).unwrap_or_default();
         redact::cap_message(&mut text);
         if role == "assistant" {
-            em.emit(
-                s,
-                ts,
-                "msg.out",
-                Body::MsgOut(MsgOut {
-                    text,
-                    ..MsgOut::default()
-                }),
-            );
+            em.emit(s, ts, "msg.out", Body::MsgOut(MsgOut { text, ..MsgOut::default() }));
         } else {
-            let o = if role == "user" {
-                user_text_origin(&text)
-            } else {
-                origin::SYSTEM
-            };
+            let o = if role == "user" { user_text_origin(&text) } else { origin::SYSTEM };
             em.emit(
                 s,
                 ts,
                 "msg.in",
-                Body::MsgIn(MsgIn {
-                    text,
-                    origin: o.to_owned(),
-                    uuid: None,
-                }),
+                Body::MsgIn(MsgIn { text, origin: o.to_owned(), uuid: None, ..Default::default() }),
             );
         }
         return;
@@ -937,9 +748,7 @@ fn legacy(em: &mut Emitter<'_, '_>, st: &mut CodexState, s: &SessionKey, ts: Ts,
                 .unwrap_or("")
                 .to_owned();
             let args = match rec.get("arguments") {
-                Some(Value::String(a)) => {
-                    serde_json::from_str(a).unwrap_or_else(|_| Value::String(a.clone()))
-                }
+                Some(Value::String(a)) => serde_json::from_str(a).unwrap_or_else(|_| Value::String(a.clone())),
                 Some(v) => v.clone(),
                 None => Value::Null,
             };
@@ -947,25 +756,15 @@ fn legacy(em: &mut Emitter<'_, '_>, st: &mut CodexState, s: &SessionKey, ts: Ts,
             call(em, st, s, ts, &id, name, args);
         }
         "function_call_output" | "function_result" => {
-            let id = str_of(rec, "call_id")
-                .or_else(|| str_of(rec, "name"))
-                .unwrap_or("")
-                .to_owned();
+            let id = str_of(rec, "call_id").or_else(|| str_of(rec, "name")).unwrap_or("").to_owned();
             let out = rec.get("output").or_else(|| rec.get("result")).cloned();
             output_of(em, st, s, ts, &id, out.as_ref());
         }
-        "message"
-        | "reasoning"
-        | "custom_tool_call"
-        | "custom_tool_call_output"
-        | "local_shell_call" => {
+        "message" | "reasoning" | "custom_tool_call" | "custom_tool_call_output" | "local_shell_call" => {
             response_item(em, st, s, ts, rec);
         }
         other => {
-            let t = format!(
-                "legacy:{}",
-                if other.is_empty() { "<no type>" } else { other }
-            );
+            let t = format!("legacy:{}", if other.is_empty() { "<no type>" } else { other });
             em.opaque(s, ts, "opaque", &t, rec.clone(), true);
         }
     }

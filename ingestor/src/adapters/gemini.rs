@@ -22,15 +22,14 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use shared::event::{
-    Body, CodeRead, INJECTION_OPEN, Meta, MsgIn, MsgOut, SessionStarted, ToolCall, ToolResult,
-    harness, origin,
+    Body, CodeRead, INJECTION_OPEN, Meta, MsgIn, MsgOut, SessionStarted, ToolCall, ToolResult, harness, origin,
 };
 use shared::ids::SessionKey;
 use shared::time::Ts;
 
 use crate::adapter::{
-    Clock, DiagnosticKind, Emitter, JsonlAdapter, ParseContext, ParseOutput, complete_lines,
-    project_of, str_of, text_of,
+    Clock, DiagnosticKind, Emitter, JsonlAdapter, ParseContext, ParseOutput, complete_lines, project_of, str_of,
+    text_of,
 };
 use crate::patch::{self, FileEdit};
 use crate::redact::{self, EXCLUDED_MARKER};
@@ -123,47 +122,31 @@ impl JsonlAdapter for Gemini {
 fn last_write_wins(events: &mut Vec<shared::event::Event>) -> u64 {
     let mut seen = HashSet::new();
     let before = events.len();
-    let mut kept: Vec<_> = events
-        .drain(..)
-        .rev()
-        .filter(|e| seen.insert(e.id.clone()))
-        .collect();
+    let mut kept: Vec<_> = events.drain(..).rev().filter(|e| seen.insert(e.id.clone())).collect();
     kept.reverse();
     *events = kept;
     (before - events.len()) as u64
 }
 
 fn meta(label: &str) -> Meta {
-    Meta {
-        label: label.to_owned(),
-        ..Meta::default()
-    }
+    Meta { label: label.to_owned(), ..Meta::default() }
 }
 
 fn header(em: &mut Emitter<'_, '_>, st: &mut GeminiState, rec: &Value) {
     if let Some(sid) = str_of(rec, "sessionId") {
         st.session = sid.to_owned();
     }
-    let ts = rec
-        .get("startTime")
-        .and_then(crate::adapter::parse_ts_value)
-        .unwrap_or_else(|| st.clock.now(em));
+    let ts = rec.get("startTime").and_then(crate::adapter::parse_ts_value).unwrap_or_else(|| st.clock.now(em));
     if st.started {
         let mut m = meta("header");
-        m.fields
-            .insert("sessionId".to_owned(), Value::from(st.session.clone()));
+        m.fields.insert("sessionId".to_owned(), Value::from(st.session.clone()));
         em.emit(&key(&st.session), ts, "meta", Body::Meta(m));
         return;
     }
     ensure_started(em, st, ts, Some(rec));
 }
 
-fn ensure_started(
-    em: &mut Emitter<'_, '_>,
-    st: &mut GeminiState,
-    ts: Ts,
-    header: Option<&Value>,
-) -> SessionKey {
+fn ensure_started(em: &mut Emitter<'_, '_>, st: &mut GeminiState, ts: Ts, header: Option<&Value>) -> SessionKey {
     let s = key(&st.session);
     if st.started {
         return s;
@@ -178,10 +161,7 @@ fn ensure_started(
     let subagent = header.and_then(|h| str_of(h, "kind")) == Some("subagent");
     let parent = st.parent.clone();
     if subagent && parent.is_none() {
-        em.diag(
-            DiagnosticKind::Unjoined,
-            "subagent chat outside a chats/<parent>/ directory",
-        );
+        em.diag(DiagnosticKind::Unjoined, "subagent chat outside a chats/<parent>/ directory");
     }
     em.emit(
         &s,
@@ -219,20 +199,12 @@ fn message(em: &mut Emitter<'_, '_>, st: &mut GeminiState, s: &SessionKey, ts: T
     redact::cap_message(&mut text);
     match mtype {
         "user" => {
-            let o = if text.contains(INJECTION_OPEN) {
-                origin::ENGRAM
-            } else {
-                origin::USER
-            };
+            let o = if text.contains(INJECTION_OPEN) { origin::ENGRAM } else { origin::USER };
             em.emit(
                 s,
                 ts,
                 "msg.in",
-                Body::MsgIn(MsgIn {
-                    text,
-                    origin: o.to_owned(),
-                    uuid: Some(id),
-                }),
+                Body::MsgIn(MsgIn { text, origin: o.to_owned(), uuid: Some(id), ..Default::default() }),
             );
         }
         "gemini" | "model" | "assistant" => {
@@ -244,13 +216,7 @@ fn message(em: &mut Emitter<'_, '_>, st: &mut GeminiState, s: &SessionKey, ts: T
                 m.model = Some(model.to_owned());
                 em.emit(s, ts, "meta.model", Body::Meta(m));
             }
-            for (k, th) in rec
-                .get("thoughts")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
+            for (k, th) in rec.get("thoughts").and_then(Value::as_array).into_iter().flatten().enumerate() {
                 let t = match (str_of(th, "subject"), str_of(th, "description")) {
                     (Some(a), Some(b)) => format!("{a}: {b}"),
                     (Some(a), None) | (None, Some(a)) => a.to_owned(),
@@ -264,6 +230,7 @@ fn message(em: &mut Emitter<'_, '_>, st: &mut GeminiState, s: &SessionKey, ts: T
                         text: t,
                         part: "reasoning".to_owned(),
                         uuid: Some(id.clone()),
+                        ..Default::default()
                     }),
                 );
             }
@@ -272,20 +239,10 @@ fn message(em: &mut Emitter<'_, '_>, st: &mut GeminiState, s: &SessionKey, ts: T
                     s,
                     ts,
                     "msg.out",
-                    Body::MsgOut(MsgOut {
-                        text,
-                        part: String::new(),
-                        uuid: Some(id.clone()),
-                    }),
+                    Body::MsgOut(MsgOut { text, part: String::new(), uuid: Some(id.clone()), ..Default::default() }),
                 );
             }
-            for (k, tc) in rec
-                .get("toolCalls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
+            for (k, tc) in rec.get("toolCalls").and_then(Value::as_array).into_iter().flatten().enumerate() {
                 tool_call(em, s, ts, k, tc);
             }
         }
@@ -313,30 +270,18 @@ fn tool_call(em: &mut Emitter<'_, '_>, s: &SessionKey, ts: Ts, k: usize, tc: &Va
     let name = str_of(tc, "name").unwrap_or("").to_owned();
     let call_id = str_of(tc, "id").unwrap_or("").to_owned();
     let mut args = tc.get("args").cloned().unwrap_or(Value::Null);
-    let tts = tc
-        .get("timestamp")
-        .and_then(crate::adapter::parse_ts_value)
-        .unwrap_or(ts);
+    let tts = tc.get("timestamp").and_then(crate::adapter::parse_ts_value).unwrap_or(ts);
     let excluded = em.ctx().privacy.args_touch(&args);
-    let file = ["file_path", "absolute_path", "path"]
-        .iter()
-        .find_map(|k| str_of(&args, k))
-        .map(str::to_owned);
+    let file = ["file_path", "absolute_path", "path"].iter().find_map(|k| str_of(&args, k)).map(str::to_owned);
     let code: Option<Body> = file.as_ref().and_then(|file| match name.as_str() {
         "read_file" => {
             let offset = args.get("offset").and_then(Value::as_u64);
             let limit = args.get("limit").and_then(Value::as_u64);
             let range = limit.filter(|l| *l > 0).map(|l| {
                 let a = offset.unwrap_or(0) + 1;
-                [
-                    u32::try_from(a).unwrap_or(u32::MAX),
-                    u32::try_from(a + l - 1).unwrap_or(u32::MAX),
-                ]
+                [u32::try_from(a).unwrap_or(u32::MAX), u32::try_from(a + l - 1).unwrap_or(u32::MAX)]
             });
-            Some(Body::CodeRead(CodeRead {
-                file: file.clone(),
-                range,
-            }))
+            Some(Body::CodeRead(CodeRead { file: file.clone(), range, ..Default::default() }))
         }
         "write_file" | "replace" | "edit" => {
             let hashes = excluded.is_none();
@@ -349,17 +294,8 @@ fn tool_call(em: &mut Emitter<'_, '_>, s: &SessionKey, ts: Ts, k: usize, tc: &Va
                     ..patch::Hunk::default()
                 }
             };
-            let fe = FileEdit {
-                file: file.clone(),
-                op: "update",
-                move_to: None,
-                hunks: vec![hunk],
-                no_content: false,
-            };
-            patch::code_edits(&fe, Some(&call_id), hashes)
-                .into_iter()
-                .next()
-                .map(Body::CodeEdit)
+            let fe = FileEdit { file: file.clone(), op: "update", move_to: None, hunks: vec![hunk], no_content: false };
+            patch::code_edits(&fe, Some(&call_id), hashes).into_iter().next().map(Body::CodeEdit)
         }
         _ => None,
     });
@@ -371,11 +307,7 @@ fn tool_call(em: &mut Emitter<'_, '_>, s: &SessionKey, ts: Ts, k: usize, tc: &Va
         s,
         tts,
         &format!("tc:{k}:call"),
-        Body::ToolCall(ToolCall {
-            tool: name.clone(),
-            call_id: call_id.clone(),
-            args,
-        }),
+        Body::ToolCall(ToolCall { tool: name.clone(), call_id: call_id.clone(), args }),
     );
     let status = str_of(tc, "status").unwrap_or("");
     let Some(result) = tc.get("result").filter(|r| !r.is_null()) else {
@@ -437,10 +369,7 @@ pub fn parse_legacy(ctx: &ParseContext<'_>, bytes: &[u8]) -> ParseOutput {
     let doc: Value = match serde_json::from_slice(bytes) {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) | Err(_) => {
-            em.diag(
-                DiagnosticKind::MalformedLine,
-                "legacy Gemini chat is not a JSON object",
-            );
+            em.diag(DiagnosticKind::MalformedLine, "legacy Gemini chat is not a JSON object");
             em.end();
             return em.finish(bytes.len() as u64, Value::Null);
         }
@@ -454,13 +383,7 @@ pub fn parse_legacy(ctx: &ParseContext<'_>, bytes: &[u8]) -> ParseOutput {
         em.emit(&s, ts, "meta.title", Body::Meta(m));
     }
     em.end();
-    for (i, msg) in doc
-        .get("messages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
+    for (i, msg) in doc.get("messages").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let k = str_of(msg, "id").map_or_else(|| format!("index:{i}"), |id| format!("msg:{id}"));
         em.begin(i as u64 + 1, 0, k);
         let ts = st.clock.at(&mut em, msg, "timestamp");

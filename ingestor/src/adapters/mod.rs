@@ -35,12 +35,7 @@ pub enum Harness {
 
 impl Harness {
     /// Every harness.
-    pub const ALL: [Harness; 4] = [
-        Harness::Claude,
-        Harness::Codex,
-        Harness::Gemini,
-        Harness::OpenCode,
-    ];
+    pub const ALL: [Harness; 4] = [Harness::Claude, Harness::Codex, Harness::Gemini, Harness::OpenCode];
 
     /// The harness name used in session keys.
     pub fn name(self) -> &'static str {
@@ -80,30 +75,20 @@ pub fn parse_chunk(
     state: &Value,
 ) -> Result<ParseOutput, Error> {
     match kind {
-        SourceKind::ClaudeTranscript => {
-            adapter::parse_jsonl::<claude::Claude>(ctx, bytes, offset, state)
-        }
+        SourceKind::ClaudeTranscript => adapter::parse_jsonl::<claude::Claude>(ctx, bytes, offset, state),
         SourceKind::CodexRollout => adapter::parse_jsonl::<codex::Codex>(ctx, bytes, offset, state),
-        SourceKind::GeminiJsonl => {
-            adapter::parse_jsonl::<gemini::Gemini>(ctx, bytes, offset, state)
-        }
-        SourceKind::GeminiLegacy | SourceKind::OpenCodeStorage | SourceKind::OpenCodeDb => {
-            Err(Error::ResumeState {
-                harness: kind.harness().name(),
-                path: ctx.path.to_owned(),
-                reason: "whole-file source parsed incrementally".to_owned(),
-            })
-        }
+        SourceKind::GeminiJsonl => adapter::parse_jsonl::<gemini::Gemini>(ctx, bytes, offset, state),
+        SourceKind::GeminiLegacy | SourceKind::OpenCodeStorage | SourceKind::OpenCodeDb => Err(Error::ResumeState {
+            harness: kind.harness().name(),
+            path: ctx.path.to_owned(),
+            reason: "whole-file source parsed incrementally".to_owned(),
+        }),
     }
 }
 
 /// Parses a whole JSONL file from its start (convenience for tests and
 /// one-shot imports).
-pub fn parse_file_bytes(
-    kind: SourceKind,
-    ctx: &ParseContext<'_>,
-    bytes: &[u8],
-) -> Result<ParseOutput, Error> {
+pub fn parse_file_bytes(kind: SourceKind, ctx: &ParseContext<'_>, bytes: &[u8]) -> Result<ParseOutput, Error> {
     match kind {
         SourceKind::GeminiLegacy => Ok(gemini::parse_legacy(ctx, bytes)),
         SourceKind::OpenCodeStorage | SourceKind::OpenCodeDb => Err(Error::ResumeState {
@@ -127,9 +112,7 @@ pub fn parse_whole(kind: SourceKind, ctx: &ParseContext<'_>) -> Result<ParseOutp
             let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
             Ok(gemini::parse_legacy(ctx, &bytes))
         }
-        SourceKind::OpenCodeStorage => {
-            Ok(opencode::parse_records(ctx, &opencode::load_storage(path)?))
-        }
+        SourceKind::OpenCodeStorage => Ok(opencode::parse_records(ctx, &opencode::load_storage(path)?)),
         SourceKind::OpenCodeDb => Ok(opencode::parse_records(ctx, &opencode::load_db(path)?)),
         _ => {
             let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;

@@ -25,15 +25,12 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 use shared::event::{
-    Body, CodeRead, INJECTION_OPEN, Meta, MsgIn, MsgOut, SessionStarted, ToolCall, ToolResult,
-    harness, origin,
+    Body, CodeRead, INJECTION_OPEN, Meta, MsgIn, MsgOut, SessionStarted, ToolCall, ToolResult, harness, origin,
 };
 use shared::ids::SessionKey;
 use shared::time::Ts;
 
-use crate::adapter::{
-    DiagnosticKind, Emitter, ParseContext, ParseOutput, parse_ts_value, project_of, str_of, text_of,
-};
+use crate::adapter::{DiagnosticKind, Emitter, ParseContext, ParseOutput, parse_ts_value, project_of, str_of, text_of};
 use crate::error::Error;
 use crate::patch::{self, FileEdit};
 use crate::redact::{self, EXCLUDED_MARKER};
@@ -81,20 +78,14 @@ fn read_dir_sorted(dir: &Path) -> Result<Vec<PathBuf>, Error> {
 }
 
 fn name_of(p: &Path) -> String {
-    p.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
+    p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 /// Reads `<root>/{session,message,part}/<dir>/<file>.json`. `root` is the
 /// `storage` directory.
 pub fn load_storage(root: &Path) -> Result<Snapshot, Error> {
     let mut snap = Snapshot::default();
-    for (kind, list) in [
-        ("session", &mut snap.sessions),
-        ("message", &mut snap.messages),
-        ("part", &mut snap.parts),
-    ] {
+    for (kind, list) in [("session", &mut snap.sessions), ("message", &mut snap.messages), ("part", &mut snap.parts)] {
         for dir in read_dir_sorted(&root.join(kind))? {
             if !dir.is_dir() {
                 continue;
@@ -105,8 +96,7 @@ pub fn load_storage(root: &Path) -> Result<Snapshot, Error> {
                     continue;
                 }
                 let bytes = std::fs::read(&file).map_err(|e| Error::io(&file, e))?;
-                let json: Option<Value> =
-                    serde_json::from_slice(&bytes).ok().filter(Value::is_object);
+                let json: Option<Value> = serde_json::from_slice(&bytes).ok().filter(Value::is_object);
                 let get = |k: &str| json.as_ref().and_then(|j| str_of(j, k)).map(str::to_owned);
                 let file_name = name_of(&file);
                 let rec = match kind {
@@ -144,15 +134,9 @@ pub fn load_storage(root: &Path) -> Result<Snapshot, Error> {
 
 /// Reads an `opencode.db`, opened read-only.
 pub fn load_db(path: &Path) -> Result<Snapshot, Error> {
-    let sql = |e| Error::Sqlite {
-        path: path.to_owned(),
-        source: e,
-    };
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(sql)?;
+    let sql = |e| Error::Sqlite { path: path.to_owned(), source: e };
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(sql)?;
     let mut snap = Snapshot::default();
     let origin = path.display().to_string();
     {
@@ -189,16 +173,8 @@ pub fn load_db(path: &Path) -> Result<Snapshot, Error> {
         }
     }
     for (table, list) in [("message", &mut snap.messages), ("part", &mut snap.parts)] {
-        let cols = if table == "message" {
-            "id, session_id, '' , data"
-        } else {
-            "id, session_id, message_id, data"
-        };
-        let mut stmt = conn
-            .prepare(&format!(
-                "SELECT {cols} FROM {table} ORDER BY time_created, id"
-            ))
-            .map_err(sql)?;
+        let cols = if table == "message" { "id, session_id, '' , data" } else { "id, session_id, message_id, data" };
+        let mut stmt = conn.prepare(&format!("SELECT {cols} FROM {table} ORDER BY time_created, id")).map_err(sql)?;
         let rows = stmt
             .query_map([], |r| {
                 Ok((
@@ -211,9 +187,7 @@ pub fn load_db(path: &Path) -> Result<Snapshot, Error> {
             .map_err(sql)?;
         for (n, row) in rows.enumerate() {
             let (id, session_id, message_id, data) = row.map_err(sql)?;
-            let json = data
-                .and_then(|d| serde_json::from_str::<Value>(&d).ok())
-                .filter(Value::is_object);
+            let json = data.and_then(|d| serde_json::from_str::<Value>(&d).ok()).filter(Value::is_object);
             list.push(Record {
                 id,
                 session_id: session_id.unwrap_or_default(),
@@ -232,10 +206,7 @@ fn key(id: &str) -> SessionKey {
 }
 
 fn meta(label: &str) -> Meta {
-    Meta {
-        label: label.to_owned(),
-        ..Meta::default()
-    }
+    Meta { label: label.to_owned(), ..Meta::default() }
 }
 
 fn ts_at(v: Option<&Value>, fallback: Ts) -> Ts {
@@ -258,23 +229,14 @@ pub fn parse_records(ctx: &ParseContext<'_>, snap: &Snapshot) -> ParseOutput {
     let known_sessions: Vec<&str> = snap.sessions.iter().map(|s| s.id.as_str()).collect();
     let mut sessions: Vec<&Record> = snap.sessions.iter().collect();
     sessions.sort_by_key(|s| {
-        (
-            s.json
-                .as_ref()
-                .and_then(|j| j.pointer("/time/created"))
-                .and_then(Value::as_i64),
-            s.order.clone(),
-        )
+        (s.json.as_ref().and_then(|j| j.pointer("/time/created")).and_then(Value::as_i64), s.order.clone())
     });
     for srec in sessions {
         n += 1;
         let s = key(&srec.id);
         em.begin(n, 0, format!("session:{}", srec.id));
         let Some(j) = &srec.json else {
-            em.diag(
-                DiagnosticKind::MalformedLine,
-                format!("{} is not a JSON object", srec.origin),
-            );
+            em.diag(DiagnosticKind::MalformedLine, format!("{} is not a JSON object", srec.origin));
             em.end();
             continue;
         };
@@ -284,10 +246,7 @@ pub fn parse_records(ctx: &ParseContext<'_>, snap: &Snapshot) -> ParseOutput {
         if let Some(p) = &parent
             && !known_sessions.contains(&p.as_str())
         {
-            em.diag(
-                DiagnosticKind::Unjoined,
-                format!("parent session {p} not found"),
-            );
+            em.diag(DiagnosticKind::Unjoined, format!("parent session {p} not found"));
         }
         em.emit(
             &s,
@@ -313,23 +272,14 @@ pub fn parse_records(ctx: &ParseContext<'_>, snap: &Snapshot) -> ParseOutput {
         em.end();
         let mut msgs = messages.remove(srec.id.as_str()).unwrap_or_default();
         msgs.sort_by_key(|m| {
-            (
-                m.json
-                    .as_ref()
-                    .and_then(|j| j.pointer("/time/created"))
-                    .and_then(Value::as_i64),
-                m.order.clone(),
-            )
+            (m.json.as_ref().and_then(|j| j.pointer("/time/created")).and_then(Value::as_i64), m.order.clone())
         });
         let mut last_ts = ts;
         for mrec in msgs {
             n += 1;
             em.begin(n, 0, format!("message:{}", mrec.id));
             let Some(mj) = &mrec.json else {
-                em.diag(
-                    DiagnosticKind::MalformedLine,
-                    format!("{} is not a JSON object", mrec.origin),
-                );
+                em.diag(DiagnosticKind::MalformedLine, format!("{} is not a JSON object", mrec.origin));
                 em.end();
                 continue;
             };
@@ -337,8 +287,7 @@ pub fn parse_records(ctx: &ParseContext<'_>, snap: &Snapshot) -> ParseOutput {
             last_ts = mts;
             let role = str_of(mj, "role").unwrap_or("").to_owned();
             let mut m = meta("turn");
-            m.fields
-                .insert("role".to_owned(), Value::from(role.clone()));
+            m.fields.insert("role".to_owned(), Value::from(role.clone()));
             m.model = str_of(mj, "modelID")
                 .or_else(|| mj.pointer("/model/modelID").and_then(Value::as_str))
                 .map(str::to_owned);
@@ -348,11 +297,8 @@ pub fn parse_records(ctx: &ParseContext<'_>, snap: &Snapshot) -> ParseOutput {
                 }
             }
             if let Some(e) = mj.get("error") {
-                m.text = e
-                    .pointer("/data/message")
-                    .and_then(Value::as_str)
-                    .or_else(|| str_of(e, "name"))
-                    .map(str::to_owned);
+                m.text =
+                    e.pointer("/data/message").and_then(Value::as_str).or_else(|| str_of(e, "name")).map(str::to_owned);
                 m.fields.insert("error".to_owned(), Value::Bool(true));
             }
             em.emit(&s, mts, "meta.turn", Body::Meta(m));
@@ -364,10 +310,7 @@ pub fn parse_records(ctx: &ParseContext<'_>, snap: &Snapshot) -> ParseOutput {
                 em.begin(n, 0, format!("part:{}", prec.id));
                 match &prec.json {
                     Some(pj) => part(&mut em, &s, mts, &role, &mrec.id, pj),
-                    None => em.diag(
-                        DiagnosticKind::MalformedLine,
-                        format!("{} is not a JSON object", prec.origin),
-                    ),
+                    None => em.diag(DiagnosticKind::MalformedLine, format!("{} is not a JSON object", prec.origin)),
                 }
                 em.end();
             }
@@ -378,10 +321,7 @@ pub fn parse_records(ctx: &ParseContext<'_>, snap: &Snapshot) -> ParseOutput {
         for m in msgs {
             n += 1;
             em.begin(n, 0, format!("message:{}", m.id));
-            em.diag(
-                DiagnosticKind::Unjoined,
-                format!("message {} of unknown session {sid}", m.id),
-            );
+            em.diag(DiagnosticKind::Unjoined, format!("message {} of unknown session {sid}", m.id));
             em.end();
             parts.remove(m.id.as_str());
         }
@@ -390,24 +330,14 @@ pub fn parse_records(ctx: &ParseContext<'_>, snap: &Snapshot) -> ParseOutput {
         for p in ps {
             n += 1;
             em.begin(n, 0, format!("part:{}", p.id));
-            em.diag(
-                DiagnosticKind::Unjoined,
-                format!("part {} of unknown message {mid}", p.id),
-            );
+            em.diag(DiagnosticKind::Unjoined, format!("part {} of unknown message {mid}", p.id));
             em.end();
         }
     }
     em.finish(0, Value::Null)
 }
 
-fn part(
-    em: &mut Emitter<'_, '_>,
-    s: &SessionKey,
-    mts: Ts,
-    role: &str,
-    message_id: &str,
-    pj: &Value,
-) {
+fn part(em: &mut Emitter<'_, '_>, s: &SessionKey, mts: Ts, role: &str, message_id: &str, pj: &Value) {
     let ts = ts_at(pj.pointer("/time/start"), mts);
     let ptype = str_of(pj, "type").unwrap_or("");
     let uuid = Some(message_id.to_owned());
@@ -424,26 +354,13 @@ fn part(
                 } else {
                     origin::USER
                 };
-                em.emit(
-                    s,
-                    ts,
-                    "msg.in",
-                    Body::MsgIn(MsgIn {
-                        text,
-                        origin: o.to_owned(),
-                        uuid,
-                    }),
-                );
+                em.emit(s, ts, "msg.in", Body::MsgIn(MsgIn { text, origin: o.to_owned(), uuid, ..Default::default() }));
             } else {
                 em.emit(
                     s,
                     ts,
                     "msg.out",
-                    Body::MsgOut(MsgOut {
-                        text,
-                        part: String::new(),
-                        uuid,
-                    }),
+                    Body::MsgOut(MsgOut { text, part: String::new(), uuid, ..Default::default() }),
                 );
             }
         }
@@ -453,11 +370,7 @@ fn part(
                 s,
                 ts,
                 "msg.out",
-                Body::MsgOut(MsgOut {
-                    text,
-                    part: "reasoning".to_owned(),
-                    uuid,
-                }),
+                Body::MsgOut(MsgOut { text, part: "reasoning".to_owned(), uuid, ..Default::default() }),
             );
         }
         "tool" => tool(em, s, ts, pj),
@@ -490,17 +403,11 @@ fn part(
 
 fn tool(em: &mut Emitter<'_, '_>, s: &SessionKey, ts: Ts, pj: &Value) {
     let name = str_of(pj, "tool").unwrap_or("").to_owned();
-    let call_id = str_of(pj, "callID")
-        .or_else(|| str_of(pj, "id"))
-        .unwrap_or("")
-        .to_owned();
+    let call_id = str_of(pj, "callID").or_else(|| str_of(pj, "id")).unwrap_or("").to_owned();
     let state = pj.get("state").cloned().unwrap_or(Value::Null);
     let mut input = state.get("input").cloned().unwrap_or(Value::Null);
     let excluded = em.ctx().privacy.args_touch(&input);
-    let file = ["filePath", "file_path", "path"]
-        .iter()
-        .find_map(|k| str_of(&input, k))
-        .map(str::to_owned);
+    let file = ["filePath", "file_path", "path"].iter().find_map(|k| str_of(&input, k)).map(str::to_owned);
     let hashes = excluded.is_none();
     let code: Vec<Body> = match name.as_str() {
         "read" => file
@@ -510,15 +417,9 @@ fn tool(em: &mut Emitter<'_, '_>, s: &SessionKey, ts: Ts, pj: &Value) {
                 let limit = input.get("limit").and_then(Value::as_u64);
                 let range = limit.filter(|l| *l > 0).map(|l| {
                     let a = offset.unwrap_or(0) + 1;
-                    [
-                        u32::try_from(a).unwrap_or(u32::MAX),
-                        u32::try_from(a + l - 1).unwrap_or(u32::MAX),
-                    ]
+                    [u32::try_from(a).unwrap_or(u32::MAX), u32::try_from(a + l - 1).unwrap_or(u32::MAX)]
                 });
-                Body::CodeRead(CodeRead {
-                    file: f.clone(),
-                    range,
-                })
+                Body::CodeRead(CodeRead { file: f.clone(), range, ..Default::default() })
             })
             .collect(),
         "edit" | "write" => file
@@ -533,13 +434,8 @@ fn tool(em: &mut Emitter<'_, '_>, s: &SessionKey, ts: Ts, pj: &Value) {
                         ..patch::Hunk::default()
                     }
                 };
-                let fe = FileEdit {
-                    file: f.clone(),
-                    op: "update",
-                    move_to: None,
-                    hunks: vec![hunk],
-                    no_content: false,
-                };
+                let fe =
+                    FileEdit { file: f.clone(), op: "update", move_to: None, hunks: vec![hunk], no_content: false };
                 patch::code_edits(&fe, Some(&call_id), hashes)
             })
             .map(Body::CodeEdit)
@@ -561,31 +457,15 @@ fn tool(em: &mut Emitter<'_, '_>, s: &SessionKey, ts: Ts, pj: &Value) {
         redact::strip_contents(&mut input);
     }
     redact::cap_value(&mut input);
-    em.emit(
-        s,
-        ts,
-        "tool.call",
-        Body::ToolCall(ToolCall {
-            tool: name.clone(),
-            call_id: call_id.clone(),
-            args: input,
-        }),
-    );
+    em.emit(s, ts, "tool.call", Body::ToolCall(ToolCall { tool: name.clone(), call_id: call_id.clone(), args: input }));
     let status = str_of(&state, "status").unwrap_or("");
     if !matches!(status, "completed" | "error") {
         return;
     }
     let rts = ts_at(state.pointer("/time/end"), ts);
-    let exit = state
-        .pointer("/metadata/exit")
-        .and_then(Value::as_i64)
-        .and_then(|x| i32::try_from(x).ok());
+    let exit = state.pointer("/metadata/exit").and_then(Value::as_i64).and_then(|x| i32::try_from(x).ok());
     let is_error = status == "error" || exit.is_some_and(|e| e != 0);
-    let mut stdout = state
-        .get("output")
-        .or_else(|| state.get("error"))
-        .map(text_of)
-        .unwrap_or_default();
+    let mut stdout = state.get("output").or_else(|| state.get("error")).map(text_of).unwrap_or_default();
     if excluded.is_some() {
         stdout = EXCLUDED_MARKER.to_owned();
     }
@@ -594,15 +474,7 @@ fn tool(em: &mut Emitter<'_, '_>, s: &SessionKey, ts: Ts, pj: &Value) {
         s,
         rts,
         "tool.result",
-        Body::ToolResult(ToolResult {
-            tool: name,
-            call_id,
-            stdout,
-            stderr: String::new(),
-            exit,
-            is_error,
-            truncated,
-        }),
+        Body::ToolResult(ToolResult { tool: name, call_id, stdout, stderr: String::new(), exit, is_error, truncated }),
     );
     if !is_error {
         for (j, body) in code.into_iter().enumerate() {

@@ -51,10 +51,7 @@ pub struct Counts {
 }
 
 pub fn counts(out: &ParseOutput) -> Counts {
-    let mut c = Counts {
-        diagnostics: out.diagnostics.len(),
-        ..Counts::default()
-    };
+    let mut c = Counts { diagnostics: out.diagnostics.len(), ..Counts::default() };
     for e in &out.events {
         match &e.body {
             Body::SessionStarted(_) => c.sessions += 1,
