@@ -2,12 +2,15 @@
 //! log, the SQLite projection, JSON-RPC framing, configuration and paths.
 
 pub mod base64;
+pub mod config;
 pub mod error;
 pub mod event;
 pub mod fsutil;
 pub mod ids;
 pub mod journal;
+pub mod logging;
 pub mod paths;
+pub mod shutdown;
 pub mod store;
 pub mod tape;
 pub mod testing;

@@ -1,0 +1,48 @@
+//! Logging setup: tracing to stderr (quiet by default), or to a file for hooks.
+//!
+//! The filter comes from `ENGRAM_LOG` (e.g. `ENGRAM_LOG=debug` or
+//! `ENGRAM_LOG=shared=trace,info`). Stdout is never used: it carries only a
+//! protocol or the requested output.
+
+use std::fs::OpenOptions;
+use std::path::Path;
+use std::sync::Mutex;
+
+use tracing_subscriber::EnvFilter;
+
+/// The environment variable holding the log filter.
+pub const LOG_ENV: &str = "ENGRAM_LOG";
+
+fn filter(default: &str) -> EnvFilter {
+    EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new(default))
+}
+
+/// Logs to stderr at `default` level unless `ENGRAM_LOG` says otherwise.
+/// Calling it twice is harmless.
+pub fn init_stderr(default: &str) {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter(default))
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .compact()
+        .try_init();
+}
+
+/// Logs to `file` (appended; its directory is created), for processes whose
+/// stderr nobody reads, such as hooks. Falls back to stderr if the file cannot
+/// be opened.
+pub fn init_file(file: &Path, default: &str) {
+    if let Some(dir) = file.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    match OpenOptions::new().create(true).append(true).open(file) {
+        Ok(f) => {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(filter(default))
+                .with_writer(Mutex::new(f))
+                .with_ansi(false)
+                .try_init();
+        }
+        Err(_) => init_stderr(default),
+    }
+}
