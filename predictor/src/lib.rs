@@ -1,8 +1,14 @@
 //! Pure, deterministic ranking brain of Engram: features, model, training, metrics.
 
 pub mod autograd;
+pub mod baseline;
+pub mod diversity;
 pub mod error;
+pub mod explore;
 pub mod features;
+pub mod fusion;
+pub mod metrics;
+pub mod model;
 pub mod tokenizer;
 
 pub use error::Error;
