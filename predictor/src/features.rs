@@ -43,10 +43,11 @@
 //! |---|---|---|
 //! | 0, 1 | `hour_sin`, `hour_cos` | `sin/cos(2π·hour/24)` |
 //! | 2, 3 | `weekday_sin`, `weekday_cos` | `sin/cos(2π·weekday/7)` (Mon = 0) |
-//! | 4, 5 | `month_sin`, `month_cos` | `sin/cos(2π·month0/12)` |
-//! | 6 | `log_gap` | `ln(1 + gap_hours) / ln(1 + 720)` (≈ 1 at 30 days; 0 when unknown) |
-//! | 7 | `gap_known` | 1 if `gap_hours` is `Some` |
-//! | 8 | `project_known` | 1 if `project` is a non-empty string |
+//! | 4 | `weekend` | 1 on Saturday and Sunday (the weekly pattern a circle encodes worst) |
+//! | 5, 6 | `month_sin`, `month_cos` | `sin/cos(2π·month0/12)` |
+//! | 7 | `log_gap` | `ln(1 + gap_hours) / ln(1 + 720)` (≈ 1 at 30 days; 0 when unknown) |
+//! | 8 | `gap_known` | 1 if `gap_hours` is `Some` |
+//! | 9 | `project_known` | 1 if `project` is a non-empty string |
 //!
 //! The project slot is `fnv1a64(project) % project_slots` (the project string
 //! as given, case-sensitive); an empty or absent project has no slot.
@@ -89,7 +90,7 @@ pub fn feature_index(name: &str) -> Option<usize> {
 }
 
 /// Number of encoded session features.
-pub const NUM_SESSION_FEATURES: usize = 9;
+pub const NUM_SESSION_FEATURES: usize = 10;
 
 /// Names of the encoded session features, in vector order.
 pub const SESSION_FEATURE_NAMES: [&str; NUM_SESSION_FEATURES] = [
@@ -97,6 +98,7 @@ pub const SESSION_FEATURE_NAMES: [&str; NUM_SESSION_FEATURES] = [
     "hour_cos",
     "weekday_sin",
     "weekday_cos",
+    "weekend",
     "month_sin",
     "month_cos",
     "log_gap",
@@ -312,6 +314,7 @@ pub fn encode_session(s: &SessionSignals, project_slots: u32) -> Result<EncodedS
         h.cos(),
         w.sin(),
         w.cos(),
+        if s.weekday >= 5 { 1.0 } else { 0.0 },
         mo.sin(),
         mo.cos(),
         s.gap_hours.map_or(0.0, |g| log_ratio(g, 720.0)),
@@ -430,10 +433,11 @@ mod tests {
         };
         let e = encode_session(&s, 32).expect("valid");
         assert!((e.features[0] - 1.0).abs() < 1e-6); // sin(π/2)
-        assert!((e.features[4] - 1.0).abs() < 1e-6); // sin(2π·3/12)
-        assert!((e.features[6] - 1.0).abs() < 1e-6);
-        assert_eq!(e.features[7], 1.0);
+        assert_eq!(e.features[4], 0.0); // Monday is not weekend
+        assert!((e.features[5] - 1.0).abs() < 1e-6); // sin(2π·3/12)
+        assert!((e.features[7] - 1.0).abs() < 1e-6);
         assert_eq!(e.features[8], 1.0);
+        assert_eq!(e.features[9], 1.0);
         assert_eq!(e.project_slot, Some((fnv1a64(b"engram") % 32) as u32));
         assert_eq!(project_slot(Some(""), 32), None);
         assert_eq!(project_slot(None, 32), None);

@@ -10,6 +10,7 @@ pub mod fusion;
 pub mod metrics;
 pub mod model;
 pub mod tokenizer;
+pub mod train;
 
 pub use error::Error;
 

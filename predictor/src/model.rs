@@ -14,7 +14,7 @@
 //! q           = Q · encode(query) + u                       (just u when the query has neither text nor embedding)
 //! e_i         = encode(candidate i);  k_i = K · e_i;  v_i = V · e_i
 //! gate        = g + G · u                                   session-modulated gate, (value_dim + F) × 1
-//! lex_i       = Σ_{b ∈ uniq(query tokens) ∩ uniq(candidate i tokens)} λ_b / √|uniq(query tokens)|
+//! lex_i       = Σ_{b ∈ uniq(query tokens) ∩ uniq(candidate i tokens)} λ_b
 //! logit_i     = q·k_i / √d  +  gate · [v_i ; f_i]  +  lex_i
 //! ```
 //!
@@ -42,7 +42,7 @@
 //! (a random projection, roughly cosine-preserving), `H ~ N(0, 1)`,
 //! `Q = K = 0.5·I + N(0, 0.05²)` (so an untrained model ranks by the
 //! similarity of the encodings), `V ~ N(0, 1/d)`, `W_s ~ N(0, 0.25/S)`,
-//! `P ~ N(0, 0.25)`, `G ~ N(0, 0.02²)`, `λ = 1`, layer-norm gains 1 and
+//! `P ~ N(0, 0.25)`, `G ~ N(0, 0.02²)`, `λ = 0.5`, layer-norm gains 1 and
 //! biases 0. The gate starts from a prior that reproduces a lexical
 //! baseline: `+1` on `bm25_norm` and `lexical_overlap`, `+0.5` on
 //! `bm25_rank`, `neighbor_score` and `effective_rel`, `−1` on `superseded`,
@@ -360,7 +360,7 @@ impl Model {
                 P_SESSION => rng.fill(shape, 0.5 / s.sqrt()),
                 P_PROJECT => rng.fill(shape, 0.5),
                 P_GATE_SESSION => rng.fill(shape, 0.02),
-                P_LEXICAL => Mat::from_element(shape.0, shape.1, 1.0),
+                P_LEXICAL => Mat::from_element(shape.0, shape.1, 0.5),
                 _ => unreachable!("every parameter id is handled"),
             };
             params.push(m);
@@ -511,18 +511,21 @@ impl Model {
         Ok(used)
     }
 
-    /// Builds the logits (`1 × n`) on `tape`; the same code serves inference and training.
-    ///
-    /// Parameters are read only through the tape (which may hold perturbed
-    /// copies, as the finite-difference tests do); `self` supplies the config.
-    pub(crate) fn forward<'p>(
+    /// Checks a list without scoring it: token ids, embedding sizes and values,
+    /// candidates without any path, raw signals and session signals. The error
+    /// names the first offending input.
+    pub fn validate(&self, query: &Query<'_>, candidates: &[Candidate<'_>]) -> Result<(), Error> {
+        self.check_list(query, candidates)?;
+        let signals: Vec<CandidateSignals> = candidates.iter().map(|c| c.signals).collect();
+        encode_candidates(&signals)?;
+        Ok(())
+    }
+
+    fn check_list(
         &self,
-        tape: &mut Tape<'p>,
         query: &Query<'_>,
         candidates: &[Candidate<'_>],
-    ) -> Result<Var, Error> {
-        let cfg = &self.config;
-        // ---- validation (every error names its input) ----
+    ) -> Result<ListLayout, Error> {
         let query_emb = self.validate_query(query)?;
         let mut emb_idx = Vec::new();
         let mut text_idx = Vec::new();
@@ -540,6 +543,30 @@ impl Model {
                 text_idx.push(i);
             }
         }
+        Ok(ListLayout {
+            query_emb,
+            emb_idx,
+            text_idx,
+        })
+    }
+
+    /// Builds the logits (`1 × n`) on `tape`; the same code serves inference and training.
+    ///
+    /// Parameters are read only through the tape (which may hold perturbed
+    /// copies, as the finite-difference tests do); `self` supplies the config.
+    pub(crate) fn forward<'p>(
+        &self,
+        tape: &mut Tape<'p>,
+        query: &Query<'_>,
+        candidates: &[Candidate<'_>],
+    ) -> Result<Var, Error> {
+        let cfg = &self.config;
+        let layout = self.check_list(query, candidates)?;
+        let ListLayout {
+            query_emb,
+            emb_idx,
+            text_idx,
+        } = layout;
         let signals: Vec<CandidateSignals> = candidates.iter().map(|c| c.signals).collect();
         let features = encode_candidates(&signals)?;
         let session = encode_session(query.session, cfg.project_slots)?;
@@ -636,7 +663,6 @@ impl Model {
             let mut qset = query.tokens.to_vec();
             qset.sort_unstable();
             qset.dedup();
-            let w = 1.0 / (qset.len() as f32).sqrt();
             let bags: Vec<Vec<(u32, f32)>> = candidates
                 .iter()
                 .map(|c| {
@@ -645,7 +671,7 @@ impl Model {
                     cset.dedup();
                     cset.into_iter()
                         .filter(|t| qset.binary_search(t).is_ok())
-                        .map(|t| (t, w))
+                        .map(|t| (t, 1.0))
                         .collect()
                 })
                 .collect();
@@ -671,6 +697,13 @@ impl Model {
         let b = tape.param(P_LNT_B);
         tape.layer_norm(h, g, b)
     }
+}
+
+/// Which encoder paths a validated list uses.
+struct ListLayout {
+    query_emb: bool,
+    emb_idx: Vec<usize>,
+    text_idx: Vec<usize>,
 }
 
 const GATE_PRIOR: [(&str, f32); 6] = [
