@@ -2,6 +2,7 @@
 
 pub mod autograd;
 pub mod baseline;
+pub mod checkpoint;
 pub mod diversity;
 pub mod error;
 pub mod explore;
@@ -9,6 +10,7 @@ pub mod features;
 pub mod fusion;
 pub mod metrics;
 pub mod model;
+pub mod signet;
 pub mod tokenizer;
 pub mod train;
 
