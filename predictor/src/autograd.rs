@@ -209,7 +209,7 @@ impl Gradients {
                 Grad::Dense(d) => d,
                 Grad::Sparse(s) => &s.values,
             };
-            sum += m.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>();
+            sum += sum_squares(m.as_slice());
         }
         sum.sqrt() as f32
     }
@@ -226,6 +226,35 @@ impl Gradients {
             }
         }
     }
+}
+
+/// `A · B`. A `1 × k` row times a matrix goes through `Bᵀ·Aᵀ` (contiguous dot
+/// products per column), which nalgebra's small-matrix path does far better than a
+/// strided row; everything else is nalgebra's product (GEMM via matrixmultiply).
+fn mat_mul(a: &Mat, b: &Mat) -> Mat {
+    if a.nrows() == 1 && b.ncols() > 1 {
+        b.tr_mul(&a.transpose()).transpose()
+    } else {
+        a * b
+    }
+}
+
+/// Sum of squares with eight independent f32 lanes (so it vectorizes), combined in f64.
+fn sum_squares(x: &[f32]) -> f64 {
+    let mut lanes = [0.0f32; 8];
+    let chunks = x.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (l, &v) in lanes.iter_mut().zip(c) {
+            *l += v * v;
+        }
+    }
+    let mut sum: f64 = lanes.iter().map(|&l| f64::from(l)).sum();
+    sum += tail
+        .iter()
+        .map(|&v| f64::from(v) * f64::from(v))
+        .sum::<f64>();
+    sum
 }
 
 /// `slot += src`, keeping sparse gradients sparse when both are sparse.
@@ -333,7 +362,7 @@ impl<'p> Tape<'p> {
     pub fn matmul(&mut self, a: Var, b: Var) -> Var {
         let (va, vb) = (self.value(a), self.value(b));
         assert_eq!(va.ncols(), vb.nrows(), "matmul: inner dimensions differ");
-        let out = va * vb;
+        let out = mat_mul(va, vb);
         let ng = self.ng(a) || self.ng(b);
         self.push(Val::Owned(out), Op::MatMul(a, b), ng)
     }
@@ -391,7 +420,7 @@ impl<'p> Tape<'p> {
         let (va, vb) = (self.value(a), self.value(b));
         assert_eq!(va.ncols(), 1, "col_dot: a must be a column vector");
         assert_eq!(va.nrows(), vb.nrows(), "col_dot: row counts differ");
-        let out = (va.transpose() * vb) * scale;
+        let out = vb.tr_mul(va).transpose() * scale;
         let ng = self.ng(a) || self.ng(b);
         self.push(Val::Owned(out), Op::ColDot { a, b, scale }, ng)
     }
@@ -409,16 +438,26 @@ impl<'p> Tape<'p> {
         let mut out = Mat::zeros(d, n);
         let mut inv_std = Vec::with_capacity(n);
         let inv_d = 1.0 / d as f32;
-        for j in 0..n {
-            let col = vx.column(j);
-            let mean = col.sum() * inv_d;
+        let (gs, bs) = (vg.as_slice(), vb.as_slice());
+        for ((col, hcol), ocol) in vx
+            .as_slice()
+            .chunks_exact(d)
+            .zip(xhat.as_mut_slice().chunks_exact_mut(d))
+            .zip(out.as_mut_slice().chunks_exact_mut(d))
+        {
+            let mean = col.iter().sum::<f32>() * inv_d;
             let var = col.iter().map(|&v| (v - mean) * (v - mean)).sum::<f32>() * inv_d;
             let r = 1.0 / (var + LAYER_NORM_EPS).sqrt();
             inv_std.push(r);
-            for i in 0..d {
-                let h = (col[i] - mean) * r;
-                xhat[(i, j)] = h;
-                out[(i, j)] = vg[i] * h + vb[i];
+            for ((((h, o), &x), &g), &b) in hcol
+                .iter_mut()
+                .zip(ocol.iter_mut())
+                .zip(col)
+                .zip(gs)
+                .zip(bs)
+            {
+                *h = (x - mean) * r;
+                *o = g * *h + b;
             }
         }
         let ng = self.ng(x) || self.ng(gain) || self.ng(bias);
@@ -444,11 +483,17 @@ impl<'p> Tape<'p> {
     /// column. The table's gradient is sparse (only touched columns).
     pub fn embedding_bag(&mut self, table: ParamId, bags: Vec<Vec<(u32, f32)>>) -> Var {
         let t = &self.params[table.0];
-        let mut out = Mat::zeros(t.nrows(), bags.len());
-        for (j, bag) in bags.iter().enumerate() {
-            let mut col = out.column_mut(j);
-            for &(id, w) in bag {
-                col.axpy(w, &t.column(id as usize), 1.0);
+        let rows = t.nrows();
+        let ts = t.as_slice();
+        let mut out = Mat::zeros(rows, bags.len());
+        if rows > 0 {
+            for (col, bag) in out.as_mut_slice().chunks_exact_mut(rows).zip(&bags) {
+                for &(id, w) in bag {
+                    let src = &ts[id as usize * rows..(id as usize + 1) * rows];
+                    for (o, &x) in col.iter_mut().zip(src) {
+                        *o += w * x;
+                    }
+                }
             }
         }
         let rec = self.is_recording();
@@ -579,10 +624,10 @@ impl<'p> Tape<'p> {
                 // C = A·B:  dA = dC·Bᵀ,  dB = Aᵀ·dC
                 Op::MatMul(a, b) => {
                     if needs_grad[a.0] {
-                        acc(&mut node_grads, a, &g * val(b).transpose());
+                        acc(&mut node_grads, a, mat_mul(&g, &val(b).transpose()));
                     }
                     if needs_grad[b.0] {
-                        acc(&mut node_grads, b, val(a).transpose() * &g);
+                        acc(&mut node_grads, b, mat_mul(&val(a).transpose(), &g));
                     }
                 }
                 // C = Aᵀ:  dA = dCᵀ
@@ -634,37 +679,49 @@ impl<'p> Tape<'p> {
                     xhat,
                     inv_std,
                 } => {
-                    let vg = val(gain);
+                    let vg = val(gain).as_slice();
                     let (d, n) = xhat.shape();
+                    let cols = || {
+                        g.as_slice()
+                            .chunks_exact(d)
+                            .zip(xhat.as_slice().chunks_exact(d))
+                    };
                     if needs_grad[gain.0] {
                         let mut dg = Mat::zeros(d, 1);
-                        for j in 0..n {
-                            for i in 0..d {
-                                dg[i] += g[(i, j)] * xhat[(i, j)];
+                        for (gc, hc) in cols() {
+                            for ((acc, &gv), &h) in dg.as_mut_slice().iter_mut().zip(gc).zip(hc) {
+                                *acc += gv * h;
                             }
                         }
                         acc(&mut node_grads, gain, dg);
                     }
                     if needs_grad[bias.0] {
-                        let db = Mat::from_iterator(d, 1, g.row_iter().map(|r| r.sum()));
+                        let mut db = Mat::zeros(d, 1);
+                        for gc in g.as_slice().chunks_exact(d) {
+                            for (acc, &gv) in db.as_mut_slice().iter_mut().zip(gc) {
+                                *acc += gv;
+                            }
+                        }
                         acc(&mut node_grads, bias, db);
                     }
                     if needs_grad[x.0] {
                         let mut dx = Mat::zeros(d, n);
                         let inv_d = 1.0 / d as f32;
-                        for j in 0..n {
-                            let mut mean_dh = 0.0;
-                            let mut mean_dh_h = 0.0;
-                            for i in 0..d {
-                                let dh = g[(i, j)] * vg[i];
+                        for (((gc, hc), dc), &r) in cols()
+                            .zip(dx.as_mut_slice().chunks_exact_mut(d))
+                            .zip(&inv_std)
+                        {
+                            let (mut mean_dh, mut mean_dh_h) = (0.0f32, 0.0f32);
+                            for ((&gv, &h), &gain_v) in gc.iter().zip(hc).zip(vg) {
+                                let dh = gv * gain_v;
                                 mean_dh += dh;
-                                mean_dh_h += dh * xhat[(i, j)];
+                                mean_dh_h += dh * h;
                             }
                             mean_dh *= inv_d;
                             mean_dh_h *= inv_d;
-                            for i in 0..d {
-                                let dh = g[(i, j)] * vg[i];
-                                dx[(i, j)] = inv_std[j] * (dh - mean_dh - xhat[(i, j)] * mean_dh_h);
+                            for (((out, &gv), &h), &gain_v) in dc.iter_mut().zip(gc).zip(hc).zip(vg)
+                            {
+                                *out = r * (gv * gain_v - mean_dh - h * mean_dh_h);
                             }
                         }
                         acc(&mut node_grads, x, dx);
@@ -677,10 +734,15 @@ impl<'p> Tape<'p> {
                     cols.dedup();
                     let rows = g.nrows();
                     let mut vals = Mat::zeros(rows, cols.len());
-                    for (j, bag) in bags.iter().enumerate() {
-                        for &(id, w) in bag {
-                            let k = cols.binary_search(&id).expect("id collected above");
-                            vals.column_mut(k).axpy(w, &g.column(j), 1.0);
+                    if rows > 0 {
+                        let vs = vals.as_mut_slice();
+                        for (gc, bag) in g.as_slice().chunks_exact(rows).zip(&bags) {
+                            for &(id, w) in bag {
+                                let k = cols.binary_search(&id).expect("id collected above");
+                                for (o, &x) in vs[k * rows..(k + 1) * rows].iter_mut().zip(gc) {
+                                    *o += w * x;
+                                }
+                            }
                         }
                     }
                     add_grad(

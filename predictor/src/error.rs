@@ -141,6 +141,14 @@ pub(crate) fn check_finite(input: impl FnOnce() -> String, value: f32) -> Result
 
 /// Returns an error naming the first NaN or infinite entry of `values`.
 pub(crate) fn check_all_finite(input: impl Fn() -> String, values: &[f32]) -> Result<(), Error> {
+    // A value is NaN or infinite exactly when its exponent bits are all ones. The
+    // branch-free integer OR reduction vectorizes (an f32 sum would not).
+    let any_bad = values.iter().fold(0u32, |acc, v| {
+        acc | u32::from(v.to_bits() & 0x7f80_0000 == 0x7f80_0000)
+    });
+    if any_bad == 0 {
+        return Ok(());
+    }
     match values.iter().position(|v| !v.is_finite()) {
         None => Ok(()),
         Some(i) => Err(Error::NonFinite {

@@ -584,63 +584,65 @@ impl Model {
             u = tape.add(u, p);
         }
 
-        // ---- query ----
-        let mut q_paths = Vec::new();
-        if query_emb {
-            let e = query.embedding.expect("checked above");
-            let x = tape.input(DMatrix::from_column_slice(cfg.native_dim, 1, e));
-            q_paths.push(self.embed_path(tape, x));
-        }
-        if !query.tokens.is_empty() {
-            q_paths.push(self.text_path(tape, vec![mean_bag(query.tokens)]));
-        }
-        let q = match q_paths.as_slice() {
-            [] => u,
-            paths => {
-                let e_q = mean_of(tape, paths);
-                let qw = tape.param(P_Q);
-                let qe = tape.matmul(qw, e_q);
-                tape.add(qe, u)
-            }
-        };
-
-        // ---- candidates: both paths batched, then averaged per candidate ----
+        // ---- encoders: every pre-embedded vector (query first) in one GEMM, every
+        // text (query first) in one embedding bag; then each item averages its paths ----
         let n = candidates.len();
-        let e1 = (!emb_idx.is_empty()).then(|| {
-            let mut data = Vec::with_capacity(cfg.native_dim * emb_idx.len());
+        let q_emb_cols = usize::from(query_emb);
+        let q_text_cols = usize::from(!query.tokens.is_empty());
+        let n_emb = q_emb_cols + emb_idx.len();
+        let n_text = q_text_cols + text_idx.len();
+        let e1 = (n_emb > 0).then(|| {
+            let mut data = Vec::with_capacity(cfg.native_dim * n_emb);
+            if let (true, Some(e)) = (query_emb, query.embedding) {
+                data.extend_from_slice(e);
+            }
             for &i in &emb_idx {
                 data.extend_from_slice(candidates[i].embedding.expect("has embedding"));
             }
-            let x = tape.input(Mat::from_vec(cfg.native_dim, emb_idx.len(), data));
+            let x = tape.input(Mat::from_vec(cfg.native_dim, n_emb, data));
             self.embed_path(tape, x)
         });
-        let e2 = (!text_idx.is_empty()).then(|| {
-            let bags = text_idx
-                .iter()
-                .map(|&i| mean_bag(candidates[i].tokens))
-                .collect();
+        let e2 = (n_text > 0).then(|| {
+            let mut bags = Vec::with_capacity(n_text);
+            if q_text_cols == 1 {
+                bags.push(mean_bag(query.tokens));
+            }
+            bags.extend(text_idx.iter().map(|&i| mean_bag(candidates[i].tokens)));
             self.text_path(tape, bags)
         });
-        let enc = match (e1, e2) {
-            (Some(e1), None) if emb_idx.len() == n => e1,
-            (None, Some(e2)) if text_idx.len() == n => e2,
-            (e1, e2) => {
-                let (all, offset) = match (e1, e2) {
-                    (Some(a), Some(b)) => (tape.concat_cols(a, b), emb_idx.len()),
-                    (Some(a), None) => (a, emb_idx.len()),
-                    (None, Some(b)) => (b, 0),
-                    (None, None) => unreachable!("every candidate has a path"),
-                };
-                let mut groups = vec![Vec::with_capacity(2); n];
-                for (pos, &i) in emb_idx.iter().enumerate() {
-                    groups[i].push(pos);
-                }
-                for (pos, &i) in text_idx.iter().enumerate() {
-                    groups[i].push(offset + pos);
-                }
-                tape.mean_pool(all, groups)
-            }
+        let all = match (e1, e2) {
+            (Some(a), Some(b)) => tape.concat_cols(a, b),
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (None, None) => unreachable!("every candidate has a path"),
         };
+        // Column layout of `all`: [query emb?, candidate embs..., query text?, candidate texts...].
+        let mut q_group = Vec::with_capacity(2);
+        if query_emb {
+            q_group.push(0);
+        }
+        if q_text_cols == 1 {
+            q_group.push(n_emb);
+        }
+        let mut groups = vec![Vec::with_capacity(2); n];
+        for (pos, &i) in emb_idx.iter().enumerate() {
+            groups[i].push(q_emb_cols + pos);
+        }
+        for (pos, &i) in text_idx.iter().enumerate() {
+            groups[i].push(n_emb + q_text_cols + pos);
+        }
+        let enc = tape.mean_pool(all, groups);
+
+        // ---- query: q = Q·encode(query) + u ----
+        let q = if q_group.is_empty() {
+            u
+        } else {
+            let e_q = tape.mean_pool(all, vec![q_group]);
+            let qw = tape.param(P_Q);
+            let qe = tape.matmul(qw, e_q);
+            tape.add(qe, u)
+        };
+
         let kw = tape.param(P_K);
         let k = tape.matmul(kw, enc);
         let vw = tape.param(P_V);
@@ -666,13 +668,15 @@ impl Model {
             let bags: Vec<Vec<(u32, f32)>> = candidates
                 .iter()
                 .map(|c| {
-                    let mut cset = c.tokens.to_vec();
-                    cset.sort_unstable();
-                    cset.dedup();
-                    cset.into_iter()
+                    let mut shared: Vec<u32> = c
+                        .tokens
+                        .iter()
+                        .copied()
                         .filter(|t| qset.binary_search(t).is_ok())
-                        .map(|t| (t, 1.0))
-                        .collect()
+                        .collect();
+                    shared.sort_unstable();
+                    shared.dedup();
+                    shared.into_iter().map(|t| (t, 1.0)).collect()
                 })
                 .collect();
             if bags.iter().any(|b| !b.is_empty()) {
@@ -719,18 +723,6 @@ const GATE_PRIOR: [(&str, f32); 6] = [
 fn mean_bag(tokens: &[u32]) -> Vec<(u32, f32)> {
     let w = 1.0 / tokens.len() as f32;
     tokens.iter().map(|&t| (t, w)).collect()
-}
-
-/// Mean of one or two `d × 1` encodings.
-fn mean_of(tape: &mut Tape<'_>, paths: &[Var]) -> Var {
-    match paths {
-        [one] => *one,
-        [a, b] => {
-            let both = tape.concat_cols(*a, *b);
-            tape.mean_pool(both, vec![vec![0, 1]])
-        }
-        _ => unreachable!("a query has at most two paths"),
-    }
 }
 
 #[cfg(test)]

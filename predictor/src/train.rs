@@ -249,54 +249,56 @@ impl AdamState {
     pub fn apply(&mut self, model: &mut Model, grads: &Gradients, hp: &AdamParams) {
         self.step += 1;
         let t = i32::try_from(self.step).unwrap_or(i32::MAX);
-        let (b1, b2) = (hp.beta1, hp.beta2);
-        let (bc1, bc2) = (1.0 - b1.powi(t), 1.0 - b2.powi(t));
+        let (bc1, bc2) = (1.0 - hp.beta1.powi(t), 1.0 - hp.beta2.powi(t));
         for i in 0..NUM_PARAMS {
-            let p = &mut model.params[i];
-            let (m, v) = (&mut self.m[i], &mut self.v[i]);
+            let rows = model.params[i].nrows();
+            let shape = model.params[i].shape();
+            let p = model.params[i].as_mut_slice();
+            let (m, v) = (self.m[i].as_mut_slice(), self.v[i].as_mut_slice());
             if is_sparse(ParamId(i)) {
                 let steps = &mut self.col_steps[i];
-                let (cols, values): (Vec<u32>, Mat) = match &grads.grads[i] {
-                    None => continue,
-                    Some(Grad::Sparse(s)) => (s.cols.clone(), s.values.clone()),
-                    Some(Grad::Dense(d)) => ((0..d.ncols() as u32).collect(), d.clone()),
-                };
-                for (k, &c) in cols.iter().enumerate() {
-                    let c = c as usize;
+                let mut column = |c: usize, g: &[f32]| {
                     steps[c] += 1;
                     let tc = i32::try_from(steps[c]).unwrap_or(i32::MAX);
-                    let (cb1, cb2) = (1.0 - b1.powi(tc), 1.0 - b2.powi(tc));
-                    let g = values.column(k);
-                    let mut pc = p.column_mut(c);
-                    let mut mc = m.column_mut(c);
-                    let mut vc = v.column_mut(c);
-                    for r in 0..g.len() {
-                        adam_update(&mut pc[r], &mut mc[r], &mut vc[r], g[r], hp, cb1, cb2);
+                    let (cb1, cb2) = (1.0 - hp.beta1.powi(tc), 1.0 - hp.beta2.powi(tc));
+                    let r = c * rows..(c + 1) * rows;
+                    adam_slice(
+                        &mut p[r.clone()],
+                        &mut m[r.clone()],
+                        &mut v[r],
+                        g,
+                        hp,
+                        cb1,
+                        cb2,
+                    );
+                };
+                match &grads.grads[i] {
+                    None => {}
+                    Some(Grad::Sparse(s)) => {
+                        for (k, &c) in s.cols.iter().enumerate() {
+                            column(c as usize, &s.values.as_slice()[k * rows..(k + 1) * rows]);
+                        }
+                    }
+                    Some(Grad::Dense(d)) => {
+                        for (c, g) in d.as_slice().chunks_exact(rows.max(1)).enumerate() {
+                            column(c, g);
+                        }
                     }
                 }
             } else {
-                let shape = p.shape();
-                let ps = p.as_mut_slice();
-                let (ms, vs) = (m.as_mut_slice(), v.as_mut_slice());
-                let converted;
-                let g: Option<&[f32]> = match &grads.grads[i] {
-                    Some(Grad::Dense(g)) => Some(g.as_slice()),
+                match &grads.grads[i] {
+                    Some(Grad::Dense(g)) => adam_slice(p, m, v, g.as_slice(), hp, bc1, bc2),
                     Some(Grad::Sparse(_)) => {
-                        converted = grads.dense(ParamId(i), shape);
-                        Some(converted.as_slice())
+                        let g = grads.dense(ParamId(i), shape);
+                        adam_slice(p, m, v, g.as_slice(), hp, bc1, bc2);
                     }
-                    None => None,
-                };
-                match g {
-                    Some(g) => {
-                        for (((p, m), v), &g) in ps.iter_mut().zip(ms).zip(vs).zip(g) {
-                            adam_update(p, m, v, g, hp, bc1, bc2);
-                        }
-                    }
-                    // Textbook Adam: a zero gradient still decays the moments and moves by momentum.
+                    // Textbook Adam: a zero gradient still decays the moments and moves the
+                    // parameter by momentum. With both moments zero the step is exactly a no-op.
                     None => {
-                        for ((p, m), v) in ps.iter_mut().zip(ms).zip(vs) {
-                            adam_update(p, m, v, 0.0, hp, bc1, bc2);
+                        let live = m.iter().chain(v.iter()).fold(0u32, |a, x| a | x.to_bits());
+                        if live & 0x7fff_ffff != 0 {
+                            let zeros = vec![0.0; p.len()];
+                            adam_slice(p, m, v, &zeros, hp, bc1, bc2);
                         }
                     }
                 }
@@ -305,14 +307,30 @@ impl AdamState {
     }
 }
 
+/// Element-wise Adam with bias corrections `bc1 = 1 − β1^t`, `bc2 = 1 − β2^t`:
 /// `m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²;  p ← p − lr · (m/bc1) / (√(v/bc2) + ε)`.
-#[inline]
-fn adam_update(p: &mut f32, m: &mut f32, v: &mut f32, g: f32, hp: &AdamParams, bc1: f32, bc2: f32) {
-    *m = hp.beta1 * *m + (1.0 - hp.beta1) * g;
-    *v = hp.beta2 * *v + (1.0 - hp.beta2) * g * g;
-    let mhat = *m / bc1;
-    let vhat = *v / bc2;
-    *p -= hp.lr * mhat / (vhat.sqrt() + hp.eps);
+/// Written over equal-length slices so that it vectorizes.
+fn adam_slice(
+    p: &mut [f32],
+    m: &mut [f32],
+    v: &mut [f32],
+    g: &[f32],
+    hp: &AdamParams,
+    bc1: f32,
+    bc2: f32,
+) {
+    let (b1, b2, eps) = (hp.beta1, hp.beta2, hp.eps);
+    let (step, inv_bc2) = (hp.lr / bc1, 1.0 / bc2);
+    let n = p.len().min(m.len()).min(v.len()).min(g.len());
+    let (p, m, v, g) = (&mut p[..n], &mut m[..n], &mut v[..n], &g[..n]);
+    for i in 0..n {
+        let gi = g[i];
+        let mi = b1 * m[i] + (1.0 - b1) * gi;
+        let vi = b2 * v[i] + (1.0 - b2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        p[i] -= step * mi / ((vi * inv_bc2).sqrt() + eps);
+    }
 }
 
 /// Scales `grads` so that their global norm is at most `max_norm`; returns the norm before clipping.
