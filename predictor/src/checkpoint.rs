@@ -38,6 +38,8 @@ use crate::error::Error;
 use crate::model::{Model, ModelConfig, NUM_PARAMS, PARAM_NAMES};
 use crate::train::AdamState;
 
+pub use crate::signet::{SignetModel, decode_sgpt};
+
 /// Magic bytes at the start of every Engram predictor checkpoint.
 pub const MAGIC: [u8; 8] = *b"ENGRMPRD";
 /// Format version written by this build.

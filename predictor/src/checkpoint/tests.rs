@@ -188,7 +188,9 @@ fn a_different_config_is_refused_naming_each_field() {
 }
 
 #[test]
-fn corruption_and_truncation_are_detected() {
+/// Regression (peer bug): checkpoints were written in place, one syscall per f64, with no
+/// checksum, so a crash left a torn file that loaded. Any torn or flipped byte is refused.
+fn corruption_and_torn_writes_are_detected() {
     let bytes = encode(&sample_checkpoint(true));
     let mut flipped = bytes.clone();
     flipped[bytes.len() / 2] ^= 0x40;
@@ -196,7 +198,15 @@ fn corruption_and_truncation_are_detected() {
         decode(&flipped, None),
         Err(Error::ChecksumMismatch { .. })
     ));
-    for cut in [0, 5, 11, 40, bytes.len() - 1] {
+    for cut in [
+        0,
+        5,
+        11,
+        40,
+        bytes.len() / 3,
+        bytes.len() - 33,
+        bytes.len() - 1,
+    ] {
         assert!(decode(&bytes[..cut], None).is_err(), "truncated at {cut}");
     }
     let e = decode(b"NOTACKPTxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", None)

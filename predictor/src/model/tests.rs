@@ -403,3 +403,35 @@ fn empty_list_scores_empty() {
         Vec::<f32>::new()
     );
 }
+
+/// Regression (peer bug): LayerNorm had no learnable gain or bias. Here both paths have
+/// their own, they receive gradients, and they change the scores.
+#[test]
+fn layer_norms_have_learnable_gain_and_bias_per_path() {
+    let cfg = tiny_config(6);
+    let model = Model::new(cfg, 5).expect("model");
+    let mut r = rng(6);
+    let query = random_query(&mut r, &cfg);
+    let cands = random_candidates(&mut r, &cfg, 6);
+    let labels = [1.0, 0.0, 0.0, 0.5, 0.0, 0.0];
+    let (_, g) = model
+        .loss_and_gradients(&query.as_query(), &candidates_of(&cands), &labels, 0.5, 1.0)
+        .expect("grads");
+    let base = model
+        .score(&query.as_query(), &candidates_of(&cands))
+        .expect("score");
+    for id in [P_LNE_G, P_LNE_B, P_LNT_G, P_LNT_B] {
+        let grad = g.dense(id, model.params[id.0].shape());
+        assert!(grad.norm() > 1e-6, "{} gets no gradient", PARAM_NAMES[id.0]);
+        let mut m2 = model.clone();
+        m2.params[id.0][0] += 0.5;
+        let moved = m2
+            .score(&query.as_query(), &candidates_of(&cands))
+            .expect("score");
+        assert_ne!(base, moved, "{} does not change scores", PARAM_NAMES[id.0]);
+    }
+    assert_ne!(
+        model.params[P_LNE_G.0].as_ptr(),
+        model.params[P_LNT_G.0].as_ptr()
+    );
+}
