@@ -619,3 +619,150 @@ fn dense_adam_matches_a_reference() {
         assert!((f64::from(*a) - b).abs() < 1e-5, "{a} vs {b}");
     }
 }
+
+/// The BM25 and lexical features reach the logit through the gate: a fresh model
+/// already leans on them, and a few steps are enough to follow the baseline's order.
+#[test]
+fn a_fresh_model_quickly_follows_the_bm25_ordering() {
+    let cfg = ModelConfig {
+        dim: 32,
+        value_dim: 16,
+        ..small_config()
+    };
+    let mut r = rng(12);
+    let make = |r: &mut ChaCha8Rng| {
+        let n = 20;
+        let mut candidates = Vec::new();
+        let mut labels = Vec::new();
+        for i in 0..n {
+            let hit = i < 8;
+            let score = if hit { r.random_range(1.0..12.0) } else { 0.0 };
+            candidates.push(OwnedCandidate {
+                tokens: random_tokens(r, 8, cfg.hash_buckets),
+                embedding: None,
+                signals: CandidateSignals {
+                    bm25_score: hit.then_some(score),
+                    lexical_overlap: score / 12.0,
+                    ..random_signals(r)
+                },
+            });
+            labels.push(if score > 8.0 { 1.0 } else { 0.0 });
+        }
+        Sample {
+            query: OwnedQuery {
+                tokens: random_tokens(r, 6, cfg.hash_buckets),
+                embedding: None,
+                session: SessionSignals::default(),
+            },
+            candidates,
+            labels,
+            weight: 1.0,
+        }
+    };
+    let data: Vec<Sample> = (0..160).map(|_| make(&mut r)).collect();
+    let (train_set, test) = data.split_at(120);
+    let mut model = Model::new(cfg, 12).expect("model");
+    let before = mean_ndcg(&model, test);
+    let mut opt = AdamState::new(&model);
+    let tc = TrainConfig {
+        epochs: 3,
+        ..TrainConfig::default()
+    };
+    train(
+        &mut model,
+        &mut opt,
+        train_set,
+        &[],
+        &tc,
+        &mut step_budget(60),
+    )
+    .expect("train");
+    let after = mean_ndcg(&model, test);
+    eprintln!("bm25 prior: NDCG@10 {before} -> {after} in 60 steps");
+    assert!(
+        before > 0.6,
+        "the gate prior should already use BM25: {before}"
+    );
+    assert!(after >= 0.9, "NDCG@10 {before} -> {after}");
+}
+
+/// The pre-embedded path learns a hidden query–memory relation (relevant memories'
+/// embeddings are a fixed unknown transform of the query's), from chance to ≥ 0.9.
+#[test]
+fn the_embedding_path_learns_a_hidden_relation() {
+    let native = 16;
+    let cfg = ModelConfig {
+        native_dim: native,
+        ..small_config()
+    };
+    let mut r = rng(13);
+    let hidden: Vec<f32> = (0..native * native)
+        .map(|_| r.random_range(-1.0..1.0))
+        .collect();
+    let unit = |r: &mut ChaCha8Rng| -> Vec<f32> {
+        (0..native).map(|_| r.random_range(-1.0..1.0)).collect()
+    };
+    let make = |r: &mut ChaCha8Rng| {
+        let q = unit(r);
+        let target: Vec<f32> = (0..native)
+            .map(|i| (0..native).map(|j| hidden[i * native + j] * q[j]).sum())
+            .collect();
+        let relevant = r.random_range(0..10);
+        let mut candidates = Vec::new();
+        let mut labels = Vec::new();
+        for i in 0..10 {
+            let emb = if i == relevant {
+                target
+                    .iter()
+                    .map(|t| t + r.random_range(-0.3..0.3))
+                    .collect()
+            } else {
+                unit(r)
+            };
+            candidates.push(OwnedCandidate {
+                tokens: Vec::new(),
+                embedding: Some(emb),
+                signals: CandidateSignals {
+                    has_embedding: true,
+                    ..CandidateSignals::default()
+                },
+            });
+            labels.push(if i == relevant { 1.0 } else { 0.0 });
+        }
+        Sample {
+            query: OwnedQuery {
+                tokens: Vec::new(),
+                embedding: Some(q),
+                session: SessionSignals::default(),
+            },
+            candidates,
+            labels,
+            weight: 1.0,
+        }
+    };
+    let data: Vec<Sample> = (0..500).map(|_| make(&mut r)).collect();
+    let (train_set, test) = data.split_at(400);
+    let mut model = Model::new(cfg, 13).expect("model");
+    let before = mean_ndcg(&model, test);
+    let mut opt = AdamState::new(&model);
+    let tc = TrainConfig {
+        epochs: 10,
+        ..TrainConfig::default()
+    };
+    let report = train(
+        &mut model,
+        &mut opt,
+        train_set,
+        &[],
+        &tc,
+        &mut step_budget(800),
+    )
+    .expect("train");
+    let after = mean_ndcg(&model, test);
+    eprintln!(
+        "embedding path: NDCG@10 {before} -> {after} in {} steps",
+        report.steps
+    );
+    assert!(before < 0.6, "untrained NDCG@10 {before}");
+    assert!(after >= 0.9, "NDCG@10 {before} -> {after}");
+}
