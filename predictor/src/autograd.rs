@@ -191,6 +191,20 @@ impl Gradients {
         }
     }
 
+    /// `self += other`, consuming `other` (no copy of dense gradients).
+    pub fn add(&mut self, other: Gradients) {
+        assert_eq!(
+            self.grads.len(),
+            other.grads.len(),
+            "Gradients::add: parameter counts differ"
+        );
+        for (dst, src) in self.grads.iter_mut().zip(other.grads) {
+            if let Some(src) = src {
+                add_grad(dst, src);
+            }
+        }
+    }
+
     /// Multiplies every gradient by `scale`.
     pub fn scale(&mut self, scale: f32) {
         for g in self.grads.iter_mut().flatten() {

@@ -554,7 +554,7 @@ pub fn train(
                     s.weight / total_w,
                 )?;
                 batch_loss += loss;
-                grads.add_scaled(&g, 1.0);
+                grads.add(g);
             }
             let norm = clip_gradients(&mut grads, cfg.clip_norm);
             if !batch_loss.is_finite() || !norm.is_finite() {

@@ -241,6 +241,9 @@ fn gradients_accumulate_sparse_and_dense() {
         grads: vec![Some(Grad::Sparse(s2))],
     };
     g.add_scaled(&other, 0.5);
+    let mut h = g.clone();
+    h.add(Gradients::empty(1));
+    assert_eq!(h, g);
     let d = g.dense(ParamId(0), (2, 5));
     assert_eq!(
         d.row(0).iter().copied().collect::<Vec<_>>(),
