@@ -9,6 +9,12 @@ CREATE TABLE engram_state (
   value TEXT NOT NULL
 ) WITHOUT ROWID;
 
+-- Counters kept by the projection (live_memories).
+CREATE TABLE engram_counters (
+  name  TEXT PRIMARY KEY,
+  value INTEGER NOT NULL
+) WITHOUT ROWID;
+
 -- Ids of non-content events already applied (content events are deduplicated
 -- by session_events.event_id). Applying an event twice changes nothing.
 CREATE TABLE applied_events (
@@ -109,18 +115,30 @@ CREATE TABLE memories (
   superseded_by     TEXT,
   feedback_count    INTEGER NOT NULL DEFAULT 0,
   feedback_sum      REAL NOT NULL DEFAULT 0,
+  has_embedding     INTEGER NOT NULL DEFAULT 0,
   -- ln(importance) + ln(1/0.95)·created_days: ordering by it DESC is ordering by
   -- the baseline effective score importance·0.95^age at any "now".
   decay_key         REAL NOT NULL
 );
-CREATE INDEX memories_decay ON memories(decay_key) WHERE is_deleted = 0;
-CREATE INDEX memories_pinned ON memories(pinned) WHERE pinned = 1 AND is_deleted = 0;
-CREATE INDEX memories_project ON memories(project);
-CREATE INDEX memories_source_session ON memories(source_session, created_ms);
+-- No partial indexes on memories: a partial index makes SQLite re-prepare every
+-- statement whose WHERE clause holds a bound variable when the value changes.
+CREATE INDEX memories_decay ON memories(is_deleted, decay_key);
+CREATE INDEX memories_pinned ON memories(pinned, is_deleted, decay_key);
+CREATE INDEX memories_project_decay ON memories(project, is_deleted, decay_key);
+CREATE INDEX memories_source_session ON memories(source_session, created_ms, is_deleted);
+-- Only the text is indexed (tags reach the rankers through lexical overlap):
+-- one column keeps BM25 cheap per matching document.
 CREATE VIRTUAL TABLE memories_fts USING fts5(
-  content, tags, content='memories', content_rowid='rowid', tokenize='porter unicode61'
+  content, content='memories', content_rowid='rowid', tokenize='porter unicode61'
 );
 INSERT INTO memories_fts(memories_fts, rank) VALUES ('secure-delete', 1);
+
+-- Document frequency of each term over live memories, with the predictor's
+-- tokenizer (unique terms per memory): the IDF of the lexical-overlap feature.
+CREATE TABLE memory_terms (
+  term TEXT PRIMARY KEY,
+  df   INTEGER NOT NULL
+) WITHOUT ROWID;
 
 -- Sessions a memory was learned from or seen again in.
 CREATE TABLE memory_sessions (

@@ -213,3 +213,75 @@ pub fn session_events(n: usize, seed: u64) -> Vec<Event> {
     }
     out
 }
+
+/// Size of the long-tailed vocabulary of [`lesson`].
+const LEXICON: usize = 20_000;
+
+/// Word `rank` of a synthetic lexicon: the code vocabulary first, then
+/// pronounceable made-up words.
+fn lexicon_word(rank: usize) -> String {
+    if rank < VOCAB.len() {
+        return VOCAB[rank].to_owned();
+    }
+    const SYLLABLES: &[&str] =
+        &["ka", "lo", "mi", "ster", "ven", "dor", "qui", "pa", "rel", "tun", "bex", "sho", "gra", "nim", "zu", "fen"];
+    let mut n = rank;
+    let mut w = String::new();
+    for _ in 0..3 {
+        w.push_str(SYLLABLES[n % SYLLABLES.len()]);
+        n /= SYLLABLES.len();
+        if n == 0 {
+            break;
+        }
+    }
+    w
+}
+
+/// A word drawn with Zipf(1) frequency from a lexicon of [`LEXICON`] words, so
+/// document frequencies look like those of real text.
+fn lexicon_draw(rng: &mut impl Rng) -> String {
+    let n = LEXICON as f64;
+    let u: f64 = rng.random();
+    lexicon_word((((n + 1.0).powf(u) - 1.0) as usize).min(LEXICON - 1))
+}
+
+/// A lesson-like sentence of `words` words from the long-tailed lexicon.
+pub fn lesson(rng: &mut impl Rng, words: usize) -> String {
+    (0..words).map(|_| lexicon_draw(rng)).collect::<Vec<_>>().join(" ")
+}
+
+/// `n` memories of lesson-like text (deterministic), spread over a year, with
+/// every 500th pinned and one source session per 20 memories.
+pub fn memory_events(n: usize, seed: u64) -> Vec<Event> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let now = 1_780_000_000_000i64;
+    (0..n)
+        .map(|i| {
+            let words = 8 + (rng.random::<u32>() % 30) as usize;
+            let ts = Ts(now - (rng.random::<u32>() % 365) as i64 * 86_400_000 - i as i64);
+            let session = SessionKey::new("claude", &format!("s{}", i / 20));
+            Event {
+                v: SCHEMA_VERSION,
+                id: EventId::derived(&["bench-memory", &i.to_string()]),
+                ts,
+                writer: "engram-bench".into(),
+                session: Some(session.clone()),
+                body: Body::MemoryAdded(MemoryAdded {
+                    memory_id: shared::ids::MemoryId::derived(&["bench", &i.to_string()]),
+                    content: lesson(&mut rng, words),
+                    memory_type: "fact".into(),
+                    importance: rng.random_range(0.1..1.0),
+                    project: Some(["engram", "web", "infra"][i % 3].into()),
+                    tags: vec![zipf_word(&mut rng).into()],
+                    pinned: i % 500 == 0,
+                    source: "extracted".into(),
+                    source_session: Some(session),
+                    ..Default::default()
+                }),
+            }
+        })
+        .collect()
+}
+
+/// The moment the benchmark corpora are "now".
+pub const BENCH_NOW: Ts = Ts(1_780_000_000_000);

@@ -71,20 +71,48 @@ pub fn token_id(token: &str, buckets: u32) -> u32 {
 /// Splits `text` into lower-cased tokens following the rules in the module documentation.
 pub fn tokenize(text: &str) -> Vec<String> {
     let mut out = Vec::new();
+    for_each_token(text, |t| out.push(t.to_owned()));
+    out
+}
+
+/// Calls `f` with each token of `text`, in order, as [`tokenize`] would return
+/// them, without allocating for plain lower-case words (the common case).
+pub fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
+    let mut buf = String::new();
+    let mut lower = |s: &str, f: &mut dyn FnMut(&str)| {
+        if s.is_ascii() {
+            if s.bytes().any(|b| b.is_ascii_uppercase()) {
+                buf.clear();
+                buf.push_str(s);
+                buf.make_ascii_lowercase();
+                f(&buf);
+            } else {
+                f(s);
+            }
+        } else {
+            f(&s.to_lowercase());
+        }
+    };
     for compound in text.split(|c: char| !is_word_char(c)) {
         let compound = compound.trim_matches(is_joiner);
         if compound.is_empty() {
             continue;
         }
+        // Fast path: one lower-case ASCII part, nothing to split.
+        if compound.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+            f(compound);
+            continue;
+        }
         let parts = split_parts(compound);
         if parts.len() == 1 {
-            out.push(parts[0].to_lowercase());
+            lower(parts[0], &mut f);
         } else if !parts.is_empty() {
-            out.push(compound.to_lowercase());
-            out.extend(parts.iter().map(|p| p.to_lowercase()));
+            lower(compound, &mut f);
+            for p in parts {
+                lower(p, &mut f);
+            }
         }
     }
-    out
 }
 
 /// Tokenizes `text` and maps every token to its hash bucket in `0..buckets`.
@@ -94,7 +122,9 @@ pub fn token_ids(text: &str, buckets: u32) -> Vec<u32> {
     if buckets == 0 {
         return Vec::new();
     }
-    tokenize(text).iter().map(|t| token_id(t, buckets)).collect()
+    let mut out = Vec::new();
+    for_each_token(text, |t| out.push(token_id(t, buckets)));
+    out
 }
 
 /// Splits a trimmed compound at joiners and case boundaries (original case kept).
@@ -162,6 +192,32 @@ mod tests {
     fn unicode_letters_are_words() {
         check("Straße café ÉTÉ", &["straße", "café", "été"]);
         check("日本語 text🙂x", &["日本語", "text", "x"]);
+    }
+
+    /// The original allocating implementation, kept as the oracle of the streaming one.
+    fn reference(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for compound in text.split(|c: char| !is_word_char(c)) {
+            let compound = compound.trim_matches(is_joiner);
+            if compound.is_empty() {
+                continue;
+            }
+            let parts = split_parts(compound);
+            if parts.len() == 1 {
+                out.push(parts[0].to_lowercase());
+            } else if !parts.is_empty() {
+                out.push(compound.to_lowercase());
+                out.extend(parts.iter().map(|p| p.to_lowercase()));
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn streaming_equals_reference(text in "(?s)[a-zA-Z0-9_./:@#\\ -]{0,40}|\\PC{0,20}") {
+            proptest::prop_assert_eq!(tokenize(&text), reference(&text));
+        }
     }
 
     #[test]

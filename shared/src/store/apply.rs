@@ -499,10 +499,11 @@ impl Projector<'_> {
         Ok(())
     }
 
-    fn require_memory(&self, id: &crate::ids::MemoryId) -> Step<(i64, String, String)> {
+    /// The memory's rowid, text and whether it was forgotten; a data error if unknown.
+    fn require_memory(&self, id: &crate::ids::MemoryId) -> Step<(i64, String, bool)> {
         let row = self
             .conn
-            .prepare_cached("SELECT rowid, content, tags FROM memories WHERE id = ?1")?
+            .prepare_cached("SELECT rowid, content, is_deleted FROM memories WHERE id = ?1")?
             .query_row([id.as_str()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .optional()?;
         match row {
@@ -549,10 +550,40 @@ impl Projector<'_> {
         }
         let rowid = self.conn.last_insert_rowid();
         self.conn
-            .prepare_cached("INSERT INTO memories_fts (rowid, content, tags) VALUES (?1, ?2, ?3)")?
-            .execute(params![rowid, b.content, tags_text(&b.tags)])?;
+            .prepare_cached("INSERT INTO memories_fts (rowid, content) VALUES (?1, ?2)")?
+            .execute(params![rowid, b.content])?;
+        self.adjust_terms(&b.content, 1)?;
+        self.count("live_memories", 1)?;
         if let Some(session) = &b.source_session {
             self.memory_seen(&b.memory_id, session, event.ts)?;
+        }
+        Ok(())
+    }
+
+    /// Adds `delta` to a counter.
+    fn count(&self, name: &str, delta: i64) -> Step<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO engram_counters (name, value) VALUES (?1, ?2)
+                 ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
+            )?
+            .execute(params![name, delta])?;
+        Ok(())
+    }
+
+    /// Adds `delta` to the document frequency of each distinct term of `text`.
+    fn adjust_terms(&self, text: &str, delta: i64) -> Step<()> {
+        let terms: std::collections::BTreeSet<String> = predictor::tokenizer::tokenize(text).into_iter().collect();
+        for term in terms {
+            self.conn
+                .prepare_cached(
+                    "INSERT INTO memory_terms (term, df) VALUES (?1, ?2)
+                     ON CONFLICT(term) DO UPDATE SET df = df + excluded.df",
+                )?
+                .execute(params![term, delta])?;
+        }
+        if delta < 0 {
+            self.conn.prepare_cached("DELETE FROM memory_terms WHERE df <= 0")?.execute([])?;
         }
         Ok(())
     }
@@ -567,29 +598,20 @@ impl Projector<'_> {
     }
 
     fn memory_updated(&self, ts: Ts, b: &MemoryUpdated) -> Step<()> {
-        let (rowid, old_content, old_tags) = self.require_memory(&b.memory_id)?;
-        let deleted: bool = self
-            .conn
-            .prepare_cached("SELECT is_deleted FROM memories WHERE id = ?1")?
-            .query_row([b.memory_id.as_str()], |r| r.get(0))?;
+        let (rowid, old_content, deleted) = self.require_memory(&b.memory_id)?;
         if deleted {
             return data(format!("memory {} was forgotten", b.memory_id));
         }
         let new_tags = b.tags.as_ref().map(|t| serde_json::to_string(t).unwrap_or_else(|_| "[]".into()));
-        let text_changes =
-            b.content.as_ref().is_some_and(|c| *c != old_content) || new_tags.as_ref().is_some_and(|t| *t != old_tags);
-        if text_changes {
-            let old_tag_list: Vec<String> = serde_json::from_str(&old_tags).unwrap_or_default();
+        if let Some(content) = b.content.as_ref().filter(|c| **c != old_content) {
             self.conn
-                .prepare_cached(
-                    "INSERT INTO memories_fts (memories_fts, rowid, content, tags) VALUES ('delete', ?1, ?2, ?3)",
-                )?
-                .execute(params![rowid, old_content, tags_text(&old_tag_list)])?;
-            let content = b.content.as_deref().unwrap_or(&old_content);
-            let tag_list: Vec<String> = b.tags.clone().unwrap_or(old_tag_list);
+                .prepare_cached("INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', ?1, ?2)")?
+                .execute(params![rowid, old_content])?;
             self.conn
-                .prepare_cached("INSERT INTO memories_fts (rowid, content, tags) VALUES (?1, ?2, ?3)")?
-                .execute(params![rowid, content, tags_text(&tag_list)])?;
+                .prepare_cached("INSERT INTO memories_fts (rowid, content) VALUES (?1, ?2)")?
+                .execute(params![rowid, content])?;
+            self.adjust_terms(&old_content, -1)?;
+            self.adjust_terms(content, 1)?;
         }
         if let Some(imp) = b.importance
             && !imp.is_finite()
@@ -637,18 +659,13 @@ impl Projector<'_> {
     }
 
     fn memory_forgotten(&self, ts: Ts, b: &MemoryForgotten) -> Step<()> {
-        let (rowid, old_content, old_tags) = self.require_memory(&b.memory_id)?;
-        let old_tag_list: Vec<String> = serde_json::from_str(&old_tags).unwrap_or_default();
-        let deleted: bool = self
-            .conn
-            .prepare_cached("SELECT is_deleted FROM memories WHERE id = ?1")?
-            .query_row([b.memory_id.as_str()], |r| r.get(0))?;
+        let (rowid, old_content, deleted) = self.require_memory(&b.memory_id)?;
         if !deleted {
             self.conn
-                .prepare_cached(
-                    "INSERT INTO memories_fts (memories_fts, rowid, content, tags) VALUES ('delete', ?1, ?2, ?3)",
-                )?
-                .execute(params![rowid, old_content, tags_text(&old_tag_list)])?;
+                .prepare_cached("INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', ?1, ?2)")?
+                .execute(params![rowid, old_content])?;
+            self.adjust_terms(&old_content, -1)?;
+            self.count("live_memories", -1)?;
         }
         self.conn
             .prepare_cached(
@@ -656,6 +673,9 @@ impl Projector<'_> {
                     updated_at = ?2 WHERE id = ?1",
             )?
             .execute(params![b.memory_id.as_str(), ts.to_rfc3339()])?;
+        self.conn
+            .prepare_cached("UPDATE memories SET has_embedding = 0 WHERE id = ?1")?
+            .execute([b.memory_id.as_str()])?;
         self.conn
             .prepare_cached("DELETE FROM embeddings WHERE source_type = 'memory' AND source_id = ?1")?
             .execute([b.memory_id.as_str()])?;
@@ -703,7 +723,10 @@ impl Projector<'_> {
     }
 
     fn memory_embedded(&self, ts: Ts, b: &MemoryEmbedded) -> Step<()> {
-        let (_, content, _) = self.require_memory(&b.memory_id)?;
+        let (_, content, deleted) = self.require_memory(&b.memory_id)?;
+        if deleted {
+            return data(format!("memory {} was forgotten", b.memory_id));
+        }
         if b.vector.0.is_empty() {
             return data("memory.embedded with an empty vector");
         }
@@ -731,6 +754,9 @@ impl Projector<'_> {
                 b.model,
                 ts.to_rfc3339()
             ])?;
+        self.conn
+            .prepare_cached("UPDATE memories SET has_embedding = 1 WHERE id = ?1")?
+            .execute([b.memory_id.as_str()])?;
         Ok(())
     }
 
@@ -1019,10 +1045,6 @@ pub fn decay_key(importance: f32, created_ms: i64) -> f64 {
 
 fn finite_or(x: f32, fallback: f32) -> f32 {
     if x.is_finite() { x } else { fallback }
-}
-
-fn tags_text(tags: &[String]) -> String {
-    tags.join(" ")
 }
 
 /// Cuts `text` to at most `max` bytes on a character boundary.

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension};
 
-pub use apply::ApplyStats;
+pub use apply::{ApplyStats, cap};
 pub use dump::canonical_dump;
 
 use crate::error::{Error, IoContext, Result, SqlContext};
@@ -136,6 +136,8 @@ pub(crate) fn read_applied_lsn(conn: &Connection) -> Result<Lsn> {
 
 fn configure(conn: &Connection, tuning: Tuning) -> Result<()> {
     conn.busy_timeout(Duration::from_secs(10)).sql("set busy timeout")?;
+    // The ranking pipeline and the projection use a few dozen distinct statements.
+    conn.set_prepared_statement_cache_capacity(256);
     match tuning {
         Tuning::Live => {
             let mode: String =

@@ -1,0 +1,516 @@
+//! Candidate generation and per-candidate signals: the bounded pool both rankers see.
+//!
+//! Sources, in order of priority when the pool is full: pinned memories, the
+//! FTS5 BM25 top-N for the query, the adjacent memories (same source session,
+//! next in time) of the strongest BM25 hits, the vector top-N when the query
+//! has an embedding, and the top of the baseline's effective score (the
+//! session's project first). The pool stays bounded (about 100) whatever the
+//! store's size: every query is a top-N on an index.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use predictor::features::CandidateSignals;
+use rusqlite::{OptionalExtension, params};
+
+use super::text;
+use crate::error::{Result, SqlContext};
+use crate::event::source;
+use crate::ids::MemoryId;
+use crate::store::Store;
+use crate::time::Ts;
+
+/// Sizes of the candidate sources.
+#[derive(Clone, Copy, Debug)]
+pub struct PoolLimits {
+    /// Total pool size.
+    pub pool: usize,
+    /// BM25 hits.
+    pub bm25: usize,
+    /// Strongest BM25 hits whose neighbours are added.
+    pub neighbor_hits: usize,
+    /// Vector hits.
+    pub vector: usize,
+    /// Pinned memories.
+    pub pinned: usize,
+    /// Effective-score top (per source: project, then global).
+    pub effective: usize,
+    /// Query terms sent to FTS5 (the rarest are kept).
+    pub fts_terms: usize,
+    /// Embeddings scanned for the vector source.
+    pub vector_scan: usize,
+    /// Bound on the documents BM25 scores (summed document frequency of the
+    /// query words kept).
+    pub max_postings: u64,
+}
+
+impl Default for PoolLimits {
+    fn default() -> Self {
+        PoolLimits {
+            pool: 100,
+            bm25: 50,
+            neighbor_hits: 10,
+            vector: 20,
+            pinned: 20,
+            effective: 30,
+            fts_terms: 24,
+            vector_scan: 5_000,
+            max_postings: 3_000,
+        }
+    }
+}
+
+/// One memory of the pool with everything the rankers need.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolMemory {
+    /// SQLite rowid (the FTS key).
+    pub rowid: i64,
+    /// Memory id.
+    pub id: MemoryId,
+    /// Text.
+    pub content: String,
+    /// Memory type.
+    pub memory_type: String,
+    /// Project.
+    pub project: Option<String>,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Source session.
+    pub source_session: Option<String>,
+    /// Speaker, if a quoted turn.
+    pub speaker: Option<String>,
+    /// Creation time.
+    pub created_ms: i64,
+    /// Deprecated or superseded: never injected.
+    pub superseded: bool,
+    /// Pinned.
+    pub pinned: bool,
+    /// Why it is in the pool (see [`crate::event::source`]).
+    pub sources: BTreeSet<&'static str>,
+    /// Raw signals.
+    pub signals: CandidateSignals,
+    /// Query terms found in it (for explanations).
+    pub matched: Vec<String>,
+    /// Cosine with the query embedding, when computed.
+    pub vector_similarity: Option<f32>,
+    /// Injected earlier in this session.
+    pub shown: bool,
+    /// Bag of words of the content, for topic diversity.
+    pub bag: text::Bag,
+}
+
+/// The pool and the facts about the query it was built from.
+#[derive(Clone, Debug, Default)]
+pub struct Pool {
+    /// Candidates.
+    pub memories: Vec<PoolMemory>,
+    /// Live memories in the store.
+    pub corpus: u64,
+    /// The FTS5 expression used, if any.
+    pub fts_query: Option<String>,
+    /// Query terms with their IDF weights.
+    pub query_terms: Vec<text::QueryTerm>,
+}
+
+/// What the pool is built for.
+#[derive(Clone, Debug)]
+pub struct PoolQuery<'a> {
+    /// Query text.
+    pub text: &'a str,
+    /// Query embedding, if the client supplied one.
+    pub embedding: Option<&'a [f32]>,
+    /// The session's project.
+    pub project: Option<&'a str>,
+    /// The session (to mark memories already shown in it).
+    pub session: Option<&'a str>,
+    /// The moment of the query.
+    pub now: Ts,
+}
+
+/// Facts about the query shared by every source.
+struct QueryInfo {
+    corpus: u64,
+    query_terms: Vec<text::QueryTerm>,
+    fts_query: Option<String>,
+}
+
+fn query_info(store: &Store, text_: &str, limits: &PoolLimits) -> Result<QueryInfo> {
+    let corpus: i64 = store
+        .conn()
+        .prepare_cached("SELECT value FROM engram_counters WHERE name = 'live_memories'")
+        .and_then(|mut s| s.query_row([], |r| r.get(0)).optional())
+        .sql("count memories")?
+        .unwrap_or(0);
+    let corpus = corpus.max(0) as u64;
+    let terms = text::query_terms(text_);
+    let words = text::fts_words(text_);
+    let mut wanted: Vec<String> = terms.clone();
+    wanted.extend(words.iter().cloned());
+    let df = document_frequencies(store, &wanted)?;
+    let query_terms = terms
+        .iter()
+        .map(|t| text::QueryTerm {
+            text: t.clone(),
+            hash: predictor::tokenizer::fnv1a64(t.as_bytes()),
+            idf: text::idf(df.get(t).copied().unwrap_or(0), corpus),
+        })
+        .collect();
+    // FTS5 scores every document matching any word, so the cost of BM25 is the
+    // sum of the words' document frequencies. Keep the rarest words while that
+    // sum stays under `max_postings` (common words carry almost no BM25 weight);
+    // the rarest word is always kept.
+    let mut by_df: Vec<(u64, &String)> = words.iter().map(|w| (df.get(w).copied().unwrap_or(0), w)).collect();
+    by_df.sort();
+    let mut budget = 0u64;
+    let mut kept: Vec<&str> = Vec::new();
+    for (d, w) in by_df {
+        if !kept.is_empty() && budget + d > limits.max_postings {
+            break;
+        }
+        budget += d;
+        kept.push(w);
+    }
+    let fts_text = kept.join(" ");
+    let fts_query = text::fts_query(&fts_text, &df, limits.fts_terms);
+    Ok(QueryInfo { corpus, query_terms, fts_query })
+}
+
+/// Builds the pool for a query.
+pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<Pool> {
+    let info = query_info(store, q.text, limits)?;
+    let mut order: Vec<i64> = Vec::new();
+    let mut sources: HashMap<i64, BTreeSet<&'static str>> = HashMap::new();
+    let mut add = |rowid: i64, src: &'static str| {
+        let entry = sources.entry(rowid).or_default();
+        if entry.is_empty() {
+            order.push(rowid);
+        }
+        entry.insert(src);
+    };
+    for rowid in query_rowids(
+        store,
+        "SELECT rowid FROM memories WHERE pinned = 1 AND is_deleted = 0 ORDER BY decay_key DESC LIMIT ?1",
+        params![limits.pinned as i64],
+    )? {
+        add(rowid, source::PINNED);
+    }
+    let hits = match &info.fts_query {
+        Some(expr) => query_scored(
+            store,
+            "SELECT rowid, -rank FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rank LIMIT ?2",
+            params![expr, limits.bm25 as i64],
+        )?,
+        None => Vec::new(),
+    };
+    for &(rowid, _) in &hits {
+        add(rowid, source::BM25);
+    }
+    let neighbor = neighbor_scores(store, &hits, limits.neighbor_hits, None)?;
+    for &rowid in neighbor.keys() {
+        add(rowid, source::NEIGHBOR);
+    }
+    let mut vector_sim: HashMap<i64, f32> = HashMap::new();
+    if let Some(qe) = q.embedding {
+        for (rowid, sim) in vector_top(store, qe, limits)? {
+            vector_sim.insert(rowid, sim);
+            add(rowid, source::VECTOR);
+        }
+    }
+    if let Some(project) = q.project {
+        for rowid in query_rowids(
+            store,
+            "SELECT rowid FROM memories WHERE project = ?1 AND is_deleted = 0 AND deprecated = 0
+             ORDER BY decay_key DESC LIMIT ?2",
+            params![project, limits.effective as i64],
+        )? {
+            add(rowid, source::EFFECTIVE);
+        }
+    }
+    for rowid in query_rowids(
+        store,
+        "SELECT rowid FROM memories WHERE is_deleted = 0 AND deprecated = 0 ORDER BY decay_key DESC LIMIT ?1",
+        params![limits.effective as i64],
+    )? {
+        add(rowid, source::EFFECTIVE);
+    }
+    order.truncate(limits.pool);
+    finish(store, q, info, &order, sources, &hits, &neighbor, &vector_sim)
+}
+
+/// Builds the pool for a fixed set of memories (re-scoring a recorded ranking,
+/// canary sets, evaluation): the same signals, with BM25 ranks and neighbours
+/// computed within the set, and the caller's order kept.
+pub fn gather_fixed(store: &Store, q: &PoolQuery<'_>, ids: &[MemoryId]) -> Result<Pool> {
+    let limits = PoolLimits::default();
+    let info = query_info(store, q.text, &limits)?;
+    let mut rowids = Vec::with_capacity(ids.len());
+    for id in ids {
+        let rowid: Option<i64> = store
+            .conn()
+            .prepare_cached("SELECT rowid FROM memories WHERE id = ?1")
+            .and_then(|mut s| s.query_row([id.as_str()], |r| r.get(0)).optional())
+            .sql("find memory")?;
+        rowids.extend(rowid);
+    }
+    let hits = match &info.fts_query {
+        Some(expr) => query_scored(
+            store,
+            "SELECT rowid, -rank FROM memories_fts WHERE memories_fts MATCH ?1
+             AND rowid IN (SELECT value FROM json_each(?2)) ORDER BY rank",
+            params![expr, serde_json::to_string(&rowids).unwrap_or_else(|_| "[]".into())],
+        )?,
+        None => Vec::new(),
+    };
+    let set: BTreeSet<i64> = rowids.iter().copied().collect();
+    let neighbor = neighbor_scores(store, &hits, limits.neighbor_hits, Some(&set))?;
+    let mut sources: HashMap<i64, BTreeSet<&'static str>> = HashMap::new();
+    for &(rowid, _) in &hits {
+        sources.entry(rowid).or_default().insert(source::BM25);
+    }
+    for &rowid in neighbor.keys() {
+        sources.entry(rowid).or_default().insert(source::NEIGHBOR);
+    }
+    finish(store, q, info, &rowids, sources, &hits, &neighbor, &HashMap::new())
+}
+
+/// Loads the rows of `rowids` (in that order) and computes their signals.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    store: &Store,
+    q: &PoolQuery<'_>,
+    info: QueryInfo,
+    rowids: &[i64],
+    mut sources: HashMap<i64, BTreeSet<&'static str>>,
+    hits: &[(i64, f32)],
+    neighbor: &BTreeMap<i64, f32>,
+    vector_sim: &HashMap<i64, f32>,
+) -> Result<Pool> {
+    let bm25: HashMap<i64, (f32, u32)> =
+        hits.iter().enumerate().map(|(i, (rowid, s))| (*rowid, (*s, i as u32 + 1))).collect();
+    let mut memories = load_rows(store, rowids)?;
+    let shown = shown_in_session(store, q.session)?;
+    let history = usage_history(store, &memories)?;
+    let query_tag_terms: BTreeSet<&str> = info.query_terms.iter().map(|t| t.text.as_str()).collect();
+    for m in &mut memories {
+        m.sources = sources.remove(&m.rowid).unwrap_or_default();
+        let age_days = ((q.now.0 - m.created_ms).max(0) as f64 / 86_400_000.0) as f32;
+        m.bag = text::bag_of_words(&m.content);
+        let tag_bag = text::bag_of_words(&m.tags.join(" "));
+        let (overlap, matched) = text::lexical_overlap(&info.query_terms, &m.bag, &tag_bag);
+        m.matched = matched.into_iter().map(str::to_owned).collect();
+        let tag_overlap = if m.tags.is_empty() {
+            0.0
+        } else {
+            m.tags.iter().filter(|t| query_tag_terms.contains(t.to_lowercase().as_str())).count() as f32
+                / m.tags.len() as f32
+        };
+        let effective = predictor::baseline::effective_score(m.signals.importance, age_days, m.pinned);
+        let (injected, useful) = history.get(&m.id).copied().unwrap_or((0, 0.0));
+        let hit = bm25.get(&m.rowid);
+        m.signals = CandidateSignals {
+            age_days,
+            bm25_score: hit.map(|h| h.0),
+            bm25_rank: hit.map(|h| h.1),
+            superseded: m.superseded,
+            effective_score: if m.superseded { effective * 0.1 } else { effective },
+            project_match: q.project.is_some() && m.project.as_deref() == q.project,
+            tag_overlap,
+            times_injected: injected,
+            times_useful: useful,
+            lexical_overlap: overlap,
+            neighbor_score: neighbor.get(&m.rowid).copied().unwrap_or(0.0),
+            ..m.signals
+        };
+        m.vector_similarity = vector_sim.get(&m.rowid).copied();
+        m.shown = shown.contains(m.id.as_str());
+    }
+    Ok(Pool { memories, corpus: info.corpus, fts_query: info.fts_query, query_terms: info.query_terms })
+}
+
+/// For the strongest `top` hits (best first), the memories just before and
+/// after each in its source session, scored by the best normalised BM25 of a
+/// hit they neighbour. With `within`, only members of that set count.
+fn neighbor_scores(
+    store: &Store,
+    hits: &[(i64, f32)],
+    top: usize,
+    within: Option<&BTreeSet<i64>>,
+) -> Result<BTreeMap<i64, f32>> {
+    let max = hits.iter().map(|h| h.1).fold(f32::MIN_POSITIVE, f32::max);
+    let mut out = BTreeMap::new();
+    for &(hit, score) in hits.iter().take(top) {
+        for rowid in neighbours(store, hit)? {
+            if within.is_none_or(|set| set.contains(&rowid)) {
+                let s = out.entry(rowid).or_insert(0.0f32);
+                *s = s.max(score / max);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn query_scored(store: &Store, sql: &str, p: impl rusqlite::Params) -> Result<Vec<(i64, f32)>> {
+    let mut stmt = store.conn().prepare_cached(sql).sql("prepare search")?;
+    let rows = stmt.query_map(p, |r| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)? as f32))).sql("search")?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().sql("search")
+}
+
+fn query_rowids(store: &Store, sql: &str, p: impl rusqlite::Params) -> Result<Vec<i64>> {
+    let mut stmt = store.conn().prepare_cached(sql).sql("prepare candidate query")?;
+    let rows = stmt.query_map(p, |r| r.get(0)).sql("candidate query")?;
+    rows.collect::<rusqlite::Result<Vec<i64>>>().sql("candidate query")
+}
+
+fn document_frequencies(store: &Store, terms: &[String]) -> Result<HashMap<String, u64>> {
+    let mut out = HashMap::new();
+    let mut stmt = store.conn().prepare_cached("SELECT df FROM memory_terms WHERE term = ?1").sql("prepare df")?;
+    for t in terms {
+        if let Some(df) = stmt.query_row([t], |r| r.get::<_, i64>(0)).optional().sql("read df")? {
+            out.insert(t.clone(), df.max(0) as u64);
+        }
+    }
+    Ok(out)
+}
+
+/// The memories just before and after `rowid` in its source session.
+fn neighbours(store: &Store, rowid: i64) -> Result<Vec<i64>> {
+    let conn = store.conn();
+    let row: Option<(Option<String>, i64)> = conn
+        .prepare_cached("SELECT source_session, created_ms FROM memories WHERE rowid = ?1")
+        .and_then(|mut s| s.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+        .sql("read memory")?;
+    let Some((Some(session), created)) = row else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for sql in [
+        "SELECT rowid FROM memories WHERE source_session = ?1 AND (created_ms, rowid) < (?2, ?3) AND is_deleted = 0
+         ORDER BY created_ms DESC, rowid DESC LIMIT 1",
+        "SELECT rowid FROM memories WHERE source_session = ?1 AND (created_ms, rowid) > (?2, ?3) AND is_deleted = 0
+         ORDER BY created_ms, rowid LIMIT 1",
+    ] {
+        let next: Option<i64> = conn
+            .prepare_cached(sql)
+            .and_then(|mut s| s.query_row(params![session, created, rowid], |r| r.get(0)).optional())
+            .sql("read neighbour")?;
+        out.extend(next);
+    }
+    Ok(out)
+}
+
+fn vector_top(store: &Store, query: &[f32], limits: &PoolLimits) -> Result<Vec<(i64, f32)>> {
+    let mut stmt = store
+        .conn()
+        .prepare_cached(
+            "SELECT m.rowid, e.vector FROM embeddings e JOIN memories m ON m.id = e.source_id
+             WHERE e.source_type = 'memory' AND e.dimensions = ?1 AND m.is_deleted = 0
+             ORDER BY e.rowid DESC LIMIT ?2",
+        )
+        .sql("prepare vector scan")?;
+    let rows = stmt
+        .query_map(params![query.len() as i64, limits.vector_scan as i64], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+        })
+        .sql("vector scan")?;
+    let mut scored = Vec::new();
+    for row in rows {
+        let (rowid, blob) = row.sql("vector scan")?;
+        let v = blob_to_vector(&blob);
+        let sim = predictor::diversity::cosine(query, &v);
+        if sim.is_finite() && sim > 0.0 {
+            scored.push((rowid, sim));
+        }
+    }
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored.truncate(limits.vector);
+    Ok(scored)
+}
+
+/// Decodes a little-endian f32 blob (Signet's embedding format).
+pub fn blob_to_vector(blob: &[u8]) -> Vec<f32> {
+    blob.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+fn load_rows(store: &Store, rowids: &[i64]) -> Result<Vec<PoolMemory>> {
+    // Point lookups: an `IN (json_each(..))` filter lets the planner scan the
+    // whole table through an index on is_deleted instead.
+    let mut stmt = store
+        .conn()
+        .prepare_cached(
+            "SELECT m.rowid, m.id, m.content, m.type, m.project, m.tags, m.source_session, m.speaker, m.created_ms,
+                    m.deprecated, m.superseded_by, m.pinned, m.importance, m.access_count, m.has_embedding
+             FROM memories m WHERE m.rowid = ?1 AND m.is_deleted = 0",
+        )
+        .sql("prepare pool rows")?;
+    let mut out = Vec::with_capacity(rowids.len());
+    for &rowid in rowids {
+        let row = stmt
+            .query_row([rowid], |r| {
+                let tags: String = r.get(5)?;
+                let deprecated: bool = r.get(9)?;
+                let superseded_by: Option<String> = r.get(10)?;
+                let pinned: bool = r.get(11)?;
+                let importance: f64 = r.get(12)?;
+                let access: i64 = r.get(13)?;
+                let has_embedding: bool = r.get(14)?;
+                Ok(PoolMemory {
+                    rowid: r.get(0)?,
+                    id: MemoryId(r.get(1)?),
+                    content: r.get(2)?,
+                    memory_type: r.get(3)?,
+                    project: r.get(4)?,
+                    tags: serde_json::from_str(&tags).unwrap_or_default(),
+                    source_session: r.get(6)?,
+                    speaker: r.get(7)?,
+                    created_ms: r.get(8)?,
+                    superseded: deprecated || superseded_by.is_some(),
+                    pinned,
+                    sources: BTreeSet::new(),
+                    signals: CandidateSignals {
+                        importance: importance as f32,
+                        access_count: u32::try_from(access.max(0)).unwrap_or(u32::MAX),
+                        pinned,
+                        has_embedding,
+                        ..CandidateSignals::default()
+                    },
+                    matched: Vec::new(),
+                    vector_similarity: None,
+                    shown: false,
+                    bag: text::Bag::default(),
+                })
+            })
+            .optional()
+            .sql("pool rows")?;
+        out.extend(row);
+    }
+    Ok(out)
+}
+
+fn shown_in_session(store: &Store, session: Option<&str>) -> Result<BTreeSet<String>> {
+    let Some(session) = session else { return Ok(BTreeSet::new()) };
+    let mut stmt = store
+        .conn()
+        .prepare_cached("SELECT memory_id FROM session_memories WHERE session_key = ?1 AND was_injected = 1")
+        .sql("prepare shown")?;
+    let rows = stmt.query_map([session], |r| r.get(0)).sql("shown")?;
+    rows.collect::<rusqlite::Result<BTreeSet<String>>>().sql("shown")
+}
+
+/// Times each memory was injected and the sum of its positive labels.
+fn usage_history(store: &Store, memories: &[PoolMemory]) -> Result<HashMap<MemoryId, (u32, f32)>> {
+    let ids: Vec<&str> = memories.iter().map(|m| m.id.as_str()).collect();
+    let json = serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into());
+    let mut stmt = store
+        .conn()
+        .prepare_cached(
+            "SELECT memory_id, SUM(was_injected), SUM(MAX(COALESCE(label, relevance_score, 0), 0))
+             FROM session_memories WHERE memory_id IN (SELECT value FROM json_each(?1)) GROUP BY memory_id",
+        )
+        .sql("prepare usage history")?;
+    let rows = stmt
+        .query_map([json], |r| {
+            Ok((
+                MemoryId(r.get(0)?),
+                (u32::try_from(r.get::<_, i64>(1)?.max(0)).unwrap_or(0), r.get::<_, f64>(2)? as f32),
+            ))
+        })
+        .sql("usage history")?;
+    rows.collect::<rusqlite::Result<HashMap<_, _>>>().sql("usage history")
+}

@@ -1,0 +1,362 @@
+//! Text helpers of the ranking pipeline: stop words, the FTS5 query, IDF-weighted
+//! lexical overlap, and a bag-of-words similarity for topic diversity.
+
+use std::collections::{BTreeSet, HashMap};
+
+/// English function words dropped from queries (they match everything).
+const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "done",
+    "down",
+    "during",
+    "each",
+    "else",
+    "ever",
+    "few",
+    "for",
+    "from",
+    "further",
+    "get",
+    "gets",
+    "got",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "let",
+    "lets",
+    "like",
+    "may",
+    "me",
+    "might",
+    "more",
+    "most",
+    "much",
+    "must",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "please",
+    "same",
+    "shall",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "us",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+    "ok",
+    "okay",
+    "yes",
+    "yeah",
+    "hey",
+    "hi",
+    "thanks",
+    "thank",
+    "one",
+    "two",
+    "three",
+    "did",
+    "does",
+    "dont",
+    "don't",
+    "im",
+    "i'm",
+    "its",
+    "it's",
+    "thats",
+    "that's",
+    "whats",
+    "what's",
+    "ive",
+    "i've",
+];
+
+/// Whether `word` (lower-case) is a stop word.
+pub fn is_stop_word(word: &str) -> bool {
+    STOP_WORDS.contains(&word)
+}
+
+/// Words as SQLite's `unicode61` tokenizer sees them (runs of alphanumerics),
+/// lower-cased, without stop words, first occurrence order, deduplicated.
+pub fn fts_words(text: &str) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .filter(|w| !is_stop_word(w) && w.chars().count() <= 64)
+        .filter(|w| seen.insert(w.clone()))
+        .collect()
+}
+
+/// An FTS5 MATCH expression OR-ing the query's words (each quoted), or `None`
+/// when nothing searchable remains. At most `max_terms` words are kept,
+/// preferring the rarest according to `df` (unknown words count as rare).
+pub fn fts_query(text: &str, df: &HashMap<String, u64>, max_terms: usize) -> Option<String> {
+    let mut words = fts_words(text);
+    if words.is_empty() {
+        return None;
+    }
+    if words.len() > max_terms {
+        words.sort_by_key(|w| df.get(w).copied().unwrap_or(0));
+        words.truncate(max_terms);
+    }
+    Some(words.iter().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect::<Vec<_>>().join(" OR "))
+}
+
+/// One query term with its IDF weight.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueryTerm {
+    /// The term (predictor tokenization).
+    pub text: String,
+    /// Its FNV-1a hash (the key of [`Bag`]).
+    pub hash: u64,
+    /// Its inverse document frequency over the memories.
+    pub idf: f32,
+}
+
+/// Query terms in the predictor's tokenization, without stop words, deduplicated.
+pub fn query_terms(text: &str) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    predictor::tokenizer::for_each_token(text, |t| {
+        if !is_stop_word(t) && seen.insert(t.to_owned()) {
+            out.push(t.to_owned());
+        }
+    });
+    out
+}
+
+/// Inverse document frequency (BM25's, floored at a small positive value).
+pub fn idf(df: u64, n: u64) -> f32 {
+    let (df, n) = (df as f32, n.max(1) as f32);
+    ((n - df + 0.5) / (df + 0.5) + 1.0).ln().max(0.01)
+}
+
+/// IDF-weighted share of the query's terms present in a memory (its content
+/// bag or its tags), in `[0, 1]`, and the matched terms (for explanations).
+pub fn lexical_overlap<'a>(query: &'a [QueryTerm], content: &Bag, tags: &Bag) -> (f32, Vec<&'a str>) {
+    let total: f32 = query.iter().map(|t| t.idf).sum();
+    if total <= 0.0 {
+        return (0.0, Vec::new());
+    }
+    let mut hit = 0.0;
+    let mut matched = Vec::new();
+    for t in query {
+        if content.contains(t.hash) || tags.contains(t.hash) {
+            hit += t.idf;
+            matched.push(t.text.as_str());
+        }
+    }
+    ((hit / total).clamp(0.0, 1.0), matched)
+}
+
+/// A sparse term-count vector: hashed terms (stop words dropped), sorted, with
+/// the vector's norm precomputed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Bag {
+    terms: Vec<(u64, f32)>,
+    norm: f32,
+}
+
+impl Bag {
+    /// Whether the bag holds the term with this hash.
+    pub fn contains(&self, hash: u64) -> bool {
+        self.terms.binary_search_by_key(&hash, |(h, _)| *h).is_ok()
+    }
+
+    /// Distinct terms.
+    pub fn len(&self) -> usize {
+        self.terms.len()
+    }
+
+    /// Whether the bag is empty.
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+}
+
+/// The bag of words of a text, tokenizing it once.
+pub fn bag_of_words(text: &str) -> Bag {
+    let mut hashed: Vec<u64> = Vec::new();
+    predictor::tokenizer::for_each_token(text, |t| {
+        if !is_stop_word(t) {
+            hashed.push(predictor::tokenizer::fnv1a64(t.as_bytes()));
+        }
+    });
+    hashed.sort_unstable();
+    let mut terms: Vec<(u64, f32)> = Vec::with_capacity(hashed.len());
+    for h in hashed {
+        match terms.last_mut() {
+            Some((last, count)) if *last == h => *count += 1.0,
+            _ => terms.push((h, 1.0)),
+        }
+    }
+    let norm = terms.iter().map(|(_, c)| c * c).sum::<f32>().sqrt();
+    Bag { terms, norm }
+}
+
+/// Cosine similarity of two bags of words (0 when either is empty).
+pub fn bag_cosine(a: &Bag, b: &Bag) -> f32 {
+    if a.norm == 0.0 || b.norm == 0.0 {
+        return 0.0;
+    }
+    let (mut i, mut j, mut dot) = (0, 0, 0.0f32);
+    while i < a.terms.len() && j < b.terms.len() {
+        match a.terms[i].0.cmp(&b.terms[j].0) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                dot += a.terms[i].1 * b.terms[j].1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    dot / (a.norm * b.norm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fts_query_quotes_and_drops_stop_words() {
+        let df = HashMap::new();
+        assert_eq!(fts_query("Why does the \"auth\" timeout?", &df, 8).unwrap(), "\"auth\" OR \"timeout\"");
+        assert_eq!(fts_query("what is it", &df, 8), None);
+    }
+
+    #[test]
+    fn fts_query_keeps_the_rarest_terms() {
+        let df: HashMap<String, u64> =
+            [("common".to_owned(), 900), ("rare".to_owned(), 2), ("mid".to_owned(), 50)].into();
+        assert_eq!(fts_query("common mid rare", &df, 2).unwrap(), "\"rare\" OR \"mid\"");
+    }
+
+    #[test]
+    fn overlap_weights_rare_terms() {
+        let term = |t: &str, df| QueryTerm {
+            text: t.into(),
+            hash: predictor::tokenizer::fnv1a64(t.as_bytes()),
+            idf: idf(df, 1000),
+        };
+        let q = vec![term("rare", 1), term("common", 500)];
+        let none = Bag::default();
+        assert!(lexical_overlap(&q, &bag_of_words("a rare find"), &none).0 > 0.8);
+        assert!(lexical_overlap(&q, &bag_of_words("so common"), &none).0 < 0.2);
+        assert!(lexical_overlap(&q, &none, &bag_of_words("rare")).0 > 0.8, "tags count too");
+    }
+
+    #[test]
+    fn near_duplicate_texts_are_similar() {
+        let a = bag_of_words("Run sqlite migrations inside a transaction");
+        let b = bag_of_words("run the sqlite migrations inside one transaction");
+        let c = bag_of_words("The build uses two cores");
+        assert!(bag_cosine(&a, &b) > 0.85);
+        assert!(bag_cosine(&a, &c) < 0.2);
+    }
+}

@@ -1,0 +1,244 @@
+//! Boundary tests of the ranking pipeline: memories in a real store, a query in, a ranking out.
+
+#![allow(clippy::unwrap_used)]
+
+use predictor::model::{Model, ModelConfig};
+use shared::config::Config;
+use shared::event::*;
+use shared::ids::{MemoryId, SessionKey};
+use shared::journal::Journal;
+use shared::paths::Paths;
+use shared::rank::{self, RankRequest, ServingModel};
+use shared::time::Ts;
+
+const DAY: i64 = 86_400_000;
+const NOW: Ts = Ts(1_780_000_000_000);
+
+struct Mem<'a> {
+    id: &'a str,
+    text: &'a str,
+    importance: f32,
+    age_days: i64,
+    session: Option<&'a str>,
+    project: Option<&'a str>,
+}
+
+fn mem<'a>(id: &'a str, text: &'a str) -> Mem<'a> {
+    Mem { id, text, importance: 0.5, age_days: 10, session: None, project: None }
+}
+
+fn setup(mems: &[Mem<'_>]) -> (tempfile::TempDir, Journal) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut j = Journal::open(&Paths::at(dir.path()), "test").unwrap();
+    let events: Vec<Event> = mems
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let ts = Ts(NOW.0 - m.age_days * DAY + i as i64);
+            Event::new(
+                ts,
+                "test",
+                m.session.map(SessionKey::from),
+                Body::MemoryAdded(MemoryAdded {
+                    memory_id: m.id.into(),
+                    content: m.text.into(),
+                    memory_type: "fact".into(),
+                    importance: m.importance,
+                    project: m.project.map(str::to_owned),
+                    source_session: m.session.map(SessionKey::from),
+                    ..Default::default()
+                }),
+            )
+        })
+        .collect();
+    j.append(&events).unwrap();
+    (dir, j)
+}
+
+fn request<'a>(query: &'a str, tz: &'a jiff::tz::TimeZone) -> RankRequest<'a> {
+    RankRequest {
+        query,
+        query_embedding: None,
+        session: None,
+        project: None,
+        trigger: trigger::PROMPT,
+        now: NOW,
+        tz,
+        k: 5,
+        budget_chars: 4_000,
+        require_match: true,
+        explore_draw: 0.99,
+    }
+}
+
+fn injected_ids(r: &rank::Ranking) -> Vec<&str> {
+    r.injected().map(|i| i.memory.id.as_str()).collect()
+}
+
+#[test]
+fn keyword_matches_rank_first_and_unrelated_are_not_injected() {
+    let (_d, j) = setup(&[
+        mem("m_auth", "The auth service times out after 30 seconds; raise AUTH_TIMEOUT"),
+        mem("m_build", "Run cargo build with two jobs on this machine"),
+        mem("m_db", "SQLite migrations run inside BEGIN IMMEDIATE"),
+    ]);
+    let tz = jiff::tz::TimeZone::UTC;
+    let r = rank::rank(j.store(), &Config::default(), None, &request("why does auth time out?", &tz)).unwrap();
+    assert_eq!(r.items[0].memory.id.as_str(), "m_auth");
+    assert_eq!(injected_ids(&r), vec!["m_auth"], "only the matching memory is injected at a prompt");
+    assert!(r.items[0].reasons.iter().any(|x| x.contains("keyword match #1")), "{:?}", r.items[0].reasons);
+    assert!(r.state.cold_start());
+    assert_eq!(r.alpha, 1.0);
+    assert_eq!(r.served.candidates.len(), 3, "every candidate is recorded");
+}
+
+#[test]
+fn session_start_injects_by_effective_score_within_k_and_budget() {
+    let (_d, j) = setup(&[
+        Mem { importance: 0.9, age_days: 1, ..mem("m_new", "Fresh and important lesson about the release checklist") },
+        Mem { importance: 0.9, age_days: 200, ..mem("m_old", "Ancient lesson about a removed service") },
+        Mem { importance: 0.2, age_days: 1, ..mem("m_minor", "Minor note") },
+        Mem { importance: 0.8, age_days: 2, ..mem("m_big", &"x".repeat(3_000)) },
+    ]);
+    let tz = jiff::tz::TimeZone::UTC;
+    let mut req = request("project engram, branch main", &tz);
+    req.require_match = false;
+    req.trigger = trigger::SESSION_START;
+    req.k = 2;
+    req.budget_chars = 1_000;
+    let r = rank::rank(j.store(), &Config::default(), None, &req).unwrap();
+    let ids = injected_ids(&r);
+    assert_eq!(ids.len(), 2);
+    assert_eq!(ids[0], "m_new");
+    assert!(!ids.contains(&"m_big"), "a memory over the budget is skipped");
+    assert!(!ids.contains(&"m_old"), "decayed memories lose to fresh ones");
+}
+
+#[test]
+fn pinned_are_always_candidates_and_superseded_never_injected() {
+    let (_d, mut j) = setup(&[
+        mem("m_pin", "Always run the full test suite before pushing"),
+        mem("m_old_rule", "Deploy with the legacy script deploy.sh"),
+        mem("m_new_rule", "Deploy with the release workflow"),
+    ]);
+    j.append(&[
+        Event::new(NOW, "test", None, Body::MemoryPinned(MemoryRef { memory_id: "m_pin".into() })),
+        Event::new(
+            NOW,
+            "test",
+            None,
+            Body::MemoryDeprecated(MemoryDeprecated {
+                memory_id: "m_old_rule".into(),
+                reason: "replaced".into(),
+                superseded_by: Some("m_new_rule".into()),
+            }),
+        ),
+    ])
+    .unwrap();
+    let tz = jiff::tz::TimeZone::UTC;
+    let r = rank::rank(j.store(), &Config::default(), None, &request("how do we deploy", &tz)).unwrap();
+    let ids = injected_ids(&r);
+    assert!(ids.contains(&"m_pin"));
+    assert!(ids.contains(&"m_new_rule"));
+    assert!(!ids.contains(&"m_old_rule"));
+    let old = r.items.iter().find(|i| i.memory.id.as_str() == "m_old_rule").unwrap();
+    assert!(old.memory.signals.superseded);
+}
+
+#[test]
+fn neighbours_of_strong_hits_join_the_pool() {
+    let (_d, j) = setup(&[
+        Mem { session: Some("engram:s1"), ..mem("t1", "Caroline: I went to the support group yesterday") },
+        Mem { session: Some("engram:s1"), ..mem("t2", "Melanie: That sounds wonderful, how was it?") },
+        Mem { session: Some("engram:s1"), ..mem("t3", "Caroline: It was powerful and I felt accepted") },
+        Mem { session: Some("engram:s2"), ..mem("t4", "Melanie: I painted a lake at sunrise") },
+    ]);
+    let tz = jiff::tz::TimeZone::UTC;
+    let r = rank::rank(j.store(), &Config::default(), None, &request("support group", &tz)).unwrap();
+    let t2 = r.items.iter().find(|i| i.memory.id.as_str() == "t2").expect("the neighbour is in the pool");
+    assert!(t2.memory.sources.contains(source::NEIGHBOR));
+    assert!(t2.memory.signals.neighbor_score > 0.9);
+    assert!(r.items.iter().all(|i| i.memory.id.as_str() != "t4" || i.memory.signals.neighbor_score == 0.0));
+}
+
+#[test]
+fn recorded_ranking_is_not_repeated_in_the_same_session() {
+    let (_d, mut j) = setup(&[mem("m1", "auth tokens expire after an hour"), mem("m2", "auth uses OAuth device flow")]);
+    let tz = jiff::tz::TimeZone::UTC;
+    let session = SessionKey::from("claude:s");
+    let mut req = request("auth tokens", &tz);
+    req.session = Some(&session);
+    let first = rank::rank(j.store(), &Config::default(), None, &req).unwrap();
+    assert_eq!(first.injected().count(), 2);
+    j.append(&[Event::new(NOW, "test", Some(session.clone()), Body::RankingServed(first.served.clone()))]).unwrap();
+    let second = rank::rank(j.store(), &Config::default(), None, &req).unwrap();
+    assert_eq!(second.injected().count(), 0, "memories already shown in the session are not injected again");
+    assert!(second.items.iter().all(|i| i.memory.shown));
+}
+
+#[test]
+fn predictor_ranking_is_computed_and_recorded_during_cold_start() {
+    let (_d, j) = setup(&[mem("m1", "auth tokens expire"), mem("m2", "build uses cargo"), mem("m3", "auth flow")]);
+    let tz = jiff::tz::TimeZone::UTC;
+    let model = Model::new(ModelConfig { native_dim: 0, ..ModelConfig::default() }, 7).unwrap();
+    let r = rank::rank(
+        j.store(),
+        &Config::default(),
+        Some(ServingModel { model: &model, version: 1 }),
+        &request("auth", &tz),
+    )
+    .unwrap();
+    assert_eq!(r.alpha, 1.0, "no promoted model in the projection: the predictor has no influence");
+    assert!(r.served.candidates.iter().all(|c| c.predictor_rank.is_some()));
+    let by_baseline: Vec<u32> = r.items.iter().map(|i| i.baseline_rank).collect();
+    assert_eq!(by_baseline, (1..=r.items.len() as u32).collect::<Vec<_>>(), "fused order equals the baseline's");
+}
+
+#[test]
+fn fixed_pools_rescore_a_recorded_set_in_its_order() {
+    let (_d, j) = setup(&[mem("m1", "auth tokens expire"), mem("m2", "build uses cargo"), mem("m3", "auth flow")]);
+    let ids: Vec<MemoryId> = ["m3", "m2", "m1"].iter().map(|s| MemoryId::from(*s)).collect();
+    let pool = rank::pool::gather_fixed(
+        j.store(),
+        &rank::PoolQuery { text: "auth tokens", embedding: None, project: None, session: None, now: NOW },
+        &ids,
+    )
+    .unwrap();
+    let order: Vec<&str> = pool.memories.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(order, vec!["m3", "m2", "m1"]);
+    assert_eq!(pool.memories[2].signals.bm25_rank, Some(1));
+    assert_eq!(pool.memories[1].signals.bm25_rank, None);
+}
+
+#[test]
+fn pool_stays_bounded_on_a_large_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut j = Journal::open(&Paths::at(dir.path()), "test").unwrap();
+    let n = if cfg!(debug_assertions) { 20_000 } else { 100_000 };
+    let words = ["auth", "cache", "token", "deploy", "sqlite", "index", "retry", "queue", "schema", "cargo"];
+    for chunk in 0..(n / 5_000) {
+        let events: Vec<Event> = (0..5_000)
+            .map(|i| {
+                let k = chunk * 5_000 + i;
+                Event::new(
+                    Ts(NOW.0 - (k as i64 % 400) * DAY),
+                    "test",
+                    None,
+                    Body::MemoryAdded(MemoryAdded {
+                        memory_id: MemoryId(format!("mem_{k}")),
+                        content: format!("{} {} note {k}", words[k % 10], words[(k / 10) % 10]),
+                        importance: 0.5,
+                        pinned: k % 5_000 == 0,
+                        ..Default::default()
+                    }),
+                )
+            })
+            .collect();
+        j.append(&events).unwrap();
+    }
+    let tz = jiff::tz::TimeZone::UTC;
+    let r = rank::rank(j.store(), &Config::default(), None, &request("auth token retry", &tz)).unwrap();
+    assert!(r.items.len() <= 100, "pool of {}", r.items.len());
+    assert!(r.items.len() >= 50);
+    assert!(r.items.iter().any(|i| i.memory.pinned), "pinned memories are always candidates");
+}
