@@ -160,6 +160,29 @@ impl Journal {
         reopen_if_replaced(&mut self.store, &self.paths)
     }
 
+    /// Every content event of a session (messages, tool calls and results,
+    /// reads, edits, metadata), complete, in log order: the projection keeps
+    /// only capped search text, the tapes keep everything. Served rankings and
+    /// FTS hits are in the projection's own tables.
+    pub fn session_events(&self, session: &SessionKey) -> Result<Vec<(Lsn, Event)>> {
+        let mut lsns: Vec<Lsn> = {
+            let mut stmt = self
+                .store
+                .conn()
+                .prepare_cached("SELECT lsn FROM session_events WHERE session_key = ?1 ORDER BY lsn")
+                .map_err(|e| Error::sqlite("list session events", e))?;
+            let rows = stmt
+                .query_map([session.as_str()], |r| r.get::<_, i64>(0))
+                .map_err(|e| Error::sqlite("list session events", e))?;
+            rows.map(|r| r.map(|l| l as u64))
+                .collect::<rusqlite::Result<_>>()
+                .map_err(|e| Error::sqlite("list session events", e))?
+        };
+        lsns.sort_unstable();
+        let snapshot = self.tape.snapshot()?;
+        Ok(snapshot.frames_at(&lsns)?.into_iter().map(|f| (f.lsn, decode(f.lsn, &f.payload))).collect())
+    }
+
     /// Physically removes the text of every forgotten memory from the tapes
     /// (segments holding it are rewritten as new content-addressed files),
     /// then rebuilds the projection so no copy remains there either.

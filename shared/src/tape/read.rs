@@ -478,6 +478,74 @@ impl Snapshot {
     }
 }
 
+impl Snapshot {
+    /// The frames with the given LSNs (sorted ascending; unknown ones are
+    /// skipped), reading only the chunks that hold them.
+    pub fn frames_at(&self, lsns: &[Lsn]) -> Result<Vec<Frame>> {
+        let mut out = Vec::with_capacity(lsns.len());
+        let mut want = lsns.iter().copied().peekable();
+        let mut data = Vec::new();
+        for seg in &self.sealed {
+            while want.peek().is_some_and(|&l| l < seg.header.first_lsn) {
+                want.next();
+            }
+            if want.peek().is_none_or(|&l| l > seg.header.last_lsn) {
+                continue;
+            }
+            let mut reader = BufReader::with_capacity(1 << 16, &seg.file);
+            reader.seek(SeekFrom::Start(SEALED_HEADER as u64)).ctx("seek", &seg.path)?;
+            let mut pos = SEALED_HEADER as u64;
+            for _ in 0..seg.header.chunks {
+                let mut head = [0u8; format::CHUNK_HEADER];
+                reader
+                    .read_exact(&mut head)
+                    .map_err(|_| Error::corrupt(&seg.path, pos, "chunk header is truncated"))?;
+                let ch = ChunkHeader::decode(&head).map_err(|why| Error::corrupt(&seg.path, pos, why))?;
+                let chunk_pos = pos;
+                pos += format::CHUNK_HEADER as u64 + u64::from(ch.compressed_len);
+                let wanted = want.peek().is_some_and(|&l| l >= ch.first_lsn && l <= ch.last_lsn());
+                if !wanted {
+                    reader.seek_relative(i64::from(ch.compressed_len)).ctx("seek", &seg.path)?;
+                    continue;
+                }
+                data.resize(ch.compressed_len as usize, 0);
+                reader
+                    .read_exact(&mut data)
+                    .map_err(|_| Error::corrupt(&seg.path, chunk_pos, "chunk extends past the end of the file"))?;
+                if !ch.verify(&data) {
+                    return Err(Error::corrupt(&seg.path, chunk_pos, "chunk checksum mismatch"));
+                }
+                let raw = zstd::bulk::decompress(&data, ch.raw_len as usize)
+                    .map_err(|e| Error::corrupt(&seg.path, chunk_pos, format!("chunk does not decompress: {e}")))?;
+                visit_frames(&raw, &seg.path, chunk_pos, "in chunk, ", true, &mut |l, p| {
+                    while want.peek().is_some_and(|&w| w < l) {
+                        want.next();
+                    }
+                    if want.peek() == Some(&l) {
+                        out.push(Frame { lsn: l, payload: p.to_vec() });
+                        want.next();
+                    }
+                    Ok(())
+                })?;
+            }
+        }
+        if want.peek().is_some() {
+            let raw = self.read_active()?;
+            visit_frames(&raw, &self.active.path, ACTIVE_HEADER as u64, "", false, &mut |l, p| {
+                while want.peek().is_some_and(|&w| w < l) {
+                    want.next();
+                }
+                if want.peek() == Some(&l) {
+                    out.push(Frame { lsn: l, payload: p.to_vec() });
+                    want.next();
+                }
+                Ok(())
+            })?;
+        }
+        Ok(out)
+    }
+}
+
 impl Iterator for FrameIter<'_> {
     type Item = Result<Frame>;
 

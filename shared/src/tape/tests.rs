@@ -279,3 +279,16 @@ proptest! {
         prop_assert!(log.verify().unwrap().problems.is_empty());
     }
 }
+
+#[test]
+fn frames_at_reads_only_what_is_asked_across_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(2_000)).unwrap();
+    append_n(&log, 1, 120);
+    let snap = log.snapshot().unwrap();
+    let want = [1, 2, 57, 58, 119, 120, 500];
+    let got = snap.frames_at(&want).unwrap();
+    assert_eq!(got.iter().map(|f| f.lsn).collect::<Vec<_>>(), vec![1, 2, 57, 58, 119, 120]);
+    assert!(got.iter().all(|f| f.payload == payload(f.lsn)));
+    assert!(snap.frames_at(&[]).unwrap().is_empty());
+}
