@@ -71,7 +71,7 @@ enum Op {
     MeanPool { x: Var, groups: Vec<Vec<usize>> },
     ConcatRows(Var, Var),
     ConcatCols(Var, Var),
-    ListNet { logits: Var, p_pred: Vec<f32>, p_true: Vec<f32>, inv_t: f32, weight: f32 },
+    ListNet { logits: Var, p_pred: Vec<f32>, p_true: Vec<f32>, weight: f32 },
 }
 
 /// Sparse gradient of an embedding table: only the touched columns.
@@ -482,7 +482,12 @@ impl<'p> Tape<'p> {
     }
 
     /// Listwise ListNet loss `weight · KL(P_true ‖ P_pred)` as a `1 × 1` scalar, where
-    /// `P_true = softmax(labels / T)` and `P_pred = softmax(logits / T)` over a `1 × n` row of logits.
+    /// `P_true = softmax(labels / T)` and `P_pred = softmax(logits)` over a `1 × n` row of logits.
+    ///
+    /// The temperature sharpens the *target* only. Dividing the logits by the
+    /// same `T` (as the peer does) adds nothing the model cannot learn, and a
+    /// temperature too soft for a long list makes a flat ranking the optimum;
+    /// see [`crate::train::TrainConfig::list_temperature`].
     pub fn listnet_loss(&mut self, logits: Var, labels: &[f32], temperature: f32, weight: f32) -> Var {
         let vz = self.value(logits);
         assert_eq!(vz.nrows(), 1, "listnet_loss: logits must be a row");
@@ -490,7 +495,7 @@ impl<'p> Tape<'p> {
         assert!(temperature > 0.0, "listnet_loss: temperature must be > 0");
         let inv_t = 1.0 / temperature;
         let log_pt = log_softmax_slice(labels, inv_t);
-        let log_pp = log_softmax_slice(vz.as_slice(), inv_t);
+        let log_pp = log_softmax_slice(vz.as_slice(), 1.0);
         let p_true: Vec<f32> = log_pt.iter().map(|l| l.exp()).collect();
         let kl: f32 = p_true
             .iter()
@@ -500,7 +505,7 @@ impl<'p> Tape<'p> {
         let out = Mat::from_element(1, 1, weight * kl);
         let p_pred: Vec<f32> = log_pp.iter().map(|l| l.exp()).collect();
         let ng = self.ng(logits);
-        let op = Op::ListNet { logits, p_pred, p_true, inv_t, weight };
+        let op = Op::ListNet { logits, p_pred, p_true, weight };
         self.push(Val::Owned(out), op, ng)
     }
 
@@ -676,8 +681,9 @@ impl<'p> Tape<'p> {
                 }
                 // L = w·Σ p_true (ln p_true − ln p_pred), p_pred = softmax(z/T):
                 //   dz = dL · w · (p_pred − p_true) / T
-                Op::ListNet { logits, p_pred, p_true, inv_t, weight } => {
-                    let s = g[(0, 0)] * weight * inv_t;
+                // ∂ KL / ∂ z_i = P_pred_i − P_true_i
+                Op::ListNet { logits, p_pred, p_true, weight } => {
+                    let s = g[(0, 0)] * weight;
                     let dz = Mat::from_iterator(1, p_pred.len(), p_pred.iter().zip(&p_true).map(|(p, t)| s * (p - t)));
                     acc(&mut node_grads, logits, dz);
                 }

@@ -164,11 +164,12 @@ proptest! {
         prop_assert!(loss >= -1e-5, "KL must be >= 0, got {loss}");
         // Naive reference: Σ p_true·ln(p_true / p_pred).
         let pt = softmax_slice(&labels, 1.0 / temperature);
-        let pp = softmax_slice(z.as_slice(), 1.0 / temperature);
+        let pp = softmax_slice(z.as_slice(), 1.0);
         let naive: f32 = pt.iter().zip(&pp).map(|(a, b)| a * (a / b).ln()).sum();
         prop_assert!((naive - loss).abs() < 1e-3 * (1.0 + naive.abs()), "{naive} vs {loss}");
-        // The loss of the labels themselves is zero.
-        let lbl = Mat::from_row_slice(1, labels.len(), &labels);
+        // The loss of logits equal to labels / T is zero (the temperature sharpens the target only).
+        let scaled: Vec<f32> = labels.iter().map(|l| l / temperature).collect();
+        let lbl = Mat::from_row_slice(1, labels.len(), &scaled);
         let p2 = [lbl];
         let mut t2 = Tape::inference(&p2);
         let lv = t2.param(ParamId(0));

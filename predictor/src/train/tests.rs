@@ -289,13 +289,26 @@ fn shuffling_changes_the_order_every_epoch() {
 
 #[test]
 fn temperature_follows_label_spread_and_flat_lists_are_skipped() {
+    fn predictor_softmax(x: &[f32], scale: f32) -> Vec<f32> {
+        crate::autograd::softmax_slice(x, scale)
+    }
     let tc = TrainConfig::default();
+    let close = |t: Option<f32>, want: f32| t.is_some_and(|t| (t - want).abs() < 1e-5);
+    // The seed's 0.5 when the spread is wide enough for the list length.
+    assert_eq!(tc.list_temperature(&[1.0, 0.0]), Some(0.5));
+    assert!(close(tc.list_temperature(&[0.5, 0.6]), 0.1 / 2f32.ln()));
+    // Longer lists: capped at spread / ln n so the best labels keep about half the mass.
     assert_eq!(tc.list_temperature(&[1.0, 0.0, 0.3]), Some(0.5));
-    assert_eq!(tc.list_temperature(&[0.5, 0.55, 0.6]), Some(0.3));
-    assert_eq!(tc.list_temperature(&[0.5, 0.55, 0.61]), Some(0.5));
+    assert!(close(tc.list_temperature(&[0.5, 0.55, 0.6]), 0.1 / 3f32.ln()));
+    let mut long = vec![0.0f32; 100];
+    long[3] = 1.0;
+    let t = tc.list_temperature(&long).unwrap();
+    assert!(close(Some(t), 1.0 / 100f32.ln()));
+    let p = predictor_softmax(&long, 1.0 / t);
+    assert!((p[3] - 0.5).abs() < 0.01, "the relevant candidate keeps half the target mass, got {}", p[3]);
     assert_eq!(tc.list_temperature(&[0.4, 0.4]), None);
     assert_eq!(tc.list_temperature(&[1.0]), None);
-    assert_eq!(tc.list_temperature(&[-0.3, -0.5, 0.0]), Some(0.5));
+    assert!(close(tc.list_temperature(&[-0.3, -0.5, 0.0]), 0.5f32.min(0.5 / 3f32.ln())));
 
     let cfg = small_config();
     let mut data = noisy_data(6, 3);

@@ -28,6 +28,8 @@ pub struct PoolLimits {
     pub bm25: usize,
     /// Strongest BM25 hits whose neighbours are added.
     pub neighbor_hits: usize,
+    /// Neighbours taken on each side of a hit.
+    pub neighbor_window: usize,
     /// Vector hits.
     pub vector: usize,
     /// Pinned memories.
@@ -47,8 +49,9 @@ impl Default for PoolLimits {
     fn default() -> Self {
         PoolLimits {
             pool: 100,
-            bm25: 50,
-            neighbor_hits: 10,
+            bm25: 60,
+            neighbor_hits: 20,
+            neighbor_window: 2,
             vector: 20,
             pinned: 20,
             effective: 30,
@@ -204,7 +207,7 @@ pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<P
     for &(rowid, _) in &hits {
         add(rowid, source::BM25);
     }
-    let neighbor = neighbor_scores(store, &hits, limits.neighbor_hits, None)?;
+    let neighbor = neighbor_scores(store, &hits, limits, None)?;
     for &rowid in neighbor.keys() {
         add(rowid, source::NEIGHBOR);
     }
@@ -261,7 +264,7 @@ pub fn gather_fixed(store: &Store, q: &PoolQuery<'_>, ids: &[MemoryId]) -> Resul
         None => Vec::new(),
     };
     let set: BTreeSet<i64> = rowids.iter().copied().collect();
-    let neighbor = neighbor_scores(store, &hits, limits.neighbor_hits, Some(&set))?;
+    let neighbor = neighbor_scores(store, &hits, &limits, Some(&set))?;
     let mut sources: HashMap<i64, BTreeSet<&'static str>> = HashMap::new();
     for &(rowid, _) in &hits {
         sources.entry(rowid).or_default().insert(source::BM25);
@@ -326,22 +329,23 @@ fn finish(
     Ok(Pool { memories, corpus: info.corpus, fts_query: info.fts_query, query_terms: info.query_terms })
 }
 
-/// For the strongest `top` hits (best first), the memories just before and
-/// after each in its source session, scored by the best normalised BM25 of a
-/// hit they neighbour. With `within`, only members of that set count.
+/// For the strongest `limits.neighbor_hits` hits (best first), the memories up
+/// to `limits.neighbor_window` places before and after each in its source
+/// session, scored by the best normalised BM25 of a hit they neighbour divided
+/// by the distance. With `within`, only members of that set count.
 fn neighbor_scores(
     store: &Store,
     hits: &[(i64, f32)],
-    top: usize,
+    limits: &PoolLimits,
     within: Option<&BTreeSet<i64>>,
 ) -> Result<BTreeMap<i64, f32>> {
     let max = hits.iter().map(|h| h.1).fold(f32::MIN_POSITIVE, f32::max);
     let mut out = BTreeMap::new();
-    for &(hit, score) in hits.iter().take(top) {
-        for rowid in neighbours(store, hit)? {
+    for &(hit, score) in hits.iter().take(limits.neighbor_hits) {
+        for (rowid, distance) in neighbours(store, hit, limits.neighbor_window)? {
             if within.is_none_or(|set| set.contains(&rowid)) {
                 let s = out.entry(rowid).or_insert(0.0f32);
-                *s = s.max(score / max);
+                *s = s.max(score / max / distance as f32);
             }
         }
     }
@@ -371,8 +375,9 @@ fn document_frequencies(store: &Store, terms: &[String]) -> Result<HashMap<Strin
     Ok(out)
 }
 
-/// The memories just before and after `rowid` in its source session.
-fn neighbours(store: &Store, rowid: i64) -> Result<Vec<i64>> {
+/// The memories up to `window` places before and after `rowid` in its source
+/// session, with their distance (1 = adjacent).
+fn neighbours(store: &Store, rowid: i64, window: usize) -> Result<Vec<(i64, u32)>> {
     let conn = store.conn();
     let row: Option<(Option<String>, i64)> = conn
         .prepare_cached("SELECT source_session, created_ms FROM memories WHERE rowid = ?1")
@@ -382,15 +387,17 @@ fn neighbours(store: &Store, rowid: i64) -> Result<Vec<i64>> {
     let mut out = Vec::new();
     for sql in [
         "SELECT rowid FROM memories WHERE source_session = ?1 AND (created_ms, rowid) < (?2, ?3) AND is_deleted = 0
-         ORDER BY created_ms DESC, rowid DESC LIMIT 1",
+         ORDER BY created_ms DESC, rowid DESC LIMIT ?4",
         "SELECT rowid FROM memories WHERE source_session = ?1 AND (created_ms, rowid) > (?2, ?3) AND is_deleted = 0
-         ORDER BY created_ms, rowid LIMIT 1",
+         ORDER BY created_ms, rowid LIMIT ?4",
     ] {
-        let next: Option<i64> = conn
-            .prepare_cached(sql)
-            .and_then(|mut s| s.query_row(params![session, created, rowid], |r| r.get(0)).optional())
-            .sql("read neighbour")?;
-        out.extend(next);
+        let mut stmt = conn.prepare_cached(sql).sql("prepare neighbours")?;
+        let rows = stmt
+            .query_map(params![session, created, rowid, window as i64], |r| r.get::<_, i64>(0))
+            .sql("read neighbours")?;
+        for (i, r) in rows.enumerate() {
+            out.push((r.sql("read neighbours")?, i as u32 + 1));
+        }
     }
     Ok(out)
 }
@@ -513,4 +520,21 @@ fn usage_history(store: &Store, memories: &[PoolMemory]) -> Result<HashMap<Memor
         })
         .sql("usage history")?;
     rows.collect::<rusqlite::Result<HashMap<_, _>>>().sql("usage history")
+}
+
+/// FTS5 BM25 over all live memories for `text` (every non-stop word OR-ed, no
+/// postings bound): the "BM25 alone" ranking of evaluations. Best first.
+pub fn bm25_search(store: &Store, text_: &str, limit: usize) -> Result<Vec<(MemoryId, f32)>> {
+    let Some(expr) = text::fts_query(text_, &HashMap::new(), usize::MAX) else { return Ok(Vec::new()) };
+    let mut stmt = store
+        .conn()
+        .prepare_cached(
+            "SELECT m.id, -f.rank FROM memories_fts f JOIN memories m ON m.rowid = f.rowid
+             WHERE memories_fts MATCH ?1 AND m.is_deleted = 0 ORDER BY f.rank LIMIT ?2",
+        )
+        .sql("prepare bm25 search")?;
+    let rows = stmt
+        .query_map(params![expr, limit as i64], |r| Ok((MemoryId(r.get(0)?), r.get::<_, f64>(1)? as f32)))
+        .sql("bm25 search")?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().sql("bm25 search")
 }
