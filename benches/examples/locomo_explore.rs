@@ -204,6 +204,9 @@ impl Acc {
 }
 
 struct List {
+    category: u64,
+    question: String,
+    texts: Vec<String>,
     conv: usize,
     rel: BTreeSet<MemoryId>,
     ids: Vec<MemoryId>,
@@ -224,7 +227,8 @@ fn main() {
     let mut lists: Vec<List> = Vec::new();
     let mut bm25_acc = Acc::default();
     let mut pool_recall = 0.0;
-    let cfg = predictor::model::ModelConfig { native_dim: 0, ..Default::default() };
+    let dim = std::env::var("DIM").ok().and_then(|v| v.parse().ok()).unwrap_or(64);
+    let cfg = predictor::model::ModelConfig { native_dim: 0, dim, ..Default::default() };
     for (ci, conv) in convs.iter().enumerate() {
         let dir = tempfile::tempdir().unwrap();
         let (j, now) = build(conv, dir.path());
@@ -236,7 +240,17 @@ fn main() {
             let pool = rank::pool::gather(
                 j.store(),
                 &rank::PoolQuery { text: &qa.question, embedding: None, project: None, session: None, now },
-                &rank::PoolLimits::default(),
+                &{
+                    let env = |k: &str, d: usize| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+                    let d = rank::PoolLimits::default();
+                    rank::PoolLimits {
+                        pool: env("POOL", d.pool),
+                        bm25: env("BM25", d.bm25),
+                        neighbor_hits: env("NBHITS", d.neighbor_hits),
+                        neighbor_window: env("NBWIN", d.neighbor_window),
+                        ..d
+                    }
+                },
             )
             .unwrap();
             let ids: Vec<MemoryId> = pool.memories.iter().map(|m| m.id.clone()).collect();
@@ -261,7 +275,17 @@ fn main() {
                 labels: ids.iter().map(|m| f32::from(u8::from(rel.contains(m)))).collect(),
                 weight: 1.0,
             };
-            lists.push(List { conv: ci, rel, ids, baseline, sample });
+            let texts = pool.memories.iter().map(|m| m.content.clone()).collect();
+            lists.push(List {
+                category: qa.category,
+                question: qa.question.clone(),
+                texts,
+                conv: ci,
+                rel,
+                ids,
+                baseline,
+                sample,
+            });
         }
     }
     let n_lists = lists.len() as f64;
@@ -272,7 +296,11 @@ fn main() {
         lists.iter().map(|l| l.ids.len()).sum::<usize>() as f64 / n_lists
     );
     println!("pools built in {:.1} s", t0.elapsed().as_secs_f64());
+    if std::env::var_os("POOL_ONLY").is_some() {
+        return;
+    }
     let mut accs: BTreeMap<&str, Acc> = BTreeMap::new();
+    let mut cat_accs: BTreeMap<(u64, &str), Acc> = BTreeMap::new();
     for fold in 0..convs.len() {
         let t = std::time::Instant::now();
         let (test, rest): (Vec<&List>, Vec<&List>) = lists.iter().partition(|l| l.conv == fold);
@@ -280,9 +308,18 @@ fn main() {
             rest.iter().enumerate().filter(|(i, _)| i % 10 != 0).map(|(_, l)| l.sample.clone()).collect();
         let valid_lists: Vec<&List> = rest.iter().enumerate().filter(|(i, _)| i % 10 == 0).map(|(_, l)| *l).collect();
         let valid: Vec<predictor::train::Sample> = valid_lists.iter().map(|l| l.sample.clone()).collect();
-        let mut model = predictor::model::Model::new(cfg, 7).unwrap();
+        let seed = std::env::var("SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(7);
+        let mut model = predictor::model::Model::new(cfg, seed).unwrap();
         let mut opt = predictor::train::AdamState::new(&model);
-        let tc = predictor::train::TrainConfig { epochs, ..Default::default() };
+        let env = |k: &str, d: f32| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+        let mut tc = predictor::train::TrainConfig { epochs, ..Default::default() };
+        tc.adam.lr = env("LR", tc.adam.lr);
+        tc.batch_size = env("BATCH", tc.batch_size as f32) as usize;
+        tc.patience = env("PATIENCE", tc.patience as f32) as usize;
+        for spec in std::env::var("SCALE").unwrap_or_default().split(',').filter(|x| !x.is_empty()) {
+            let (name, f) = spec.split_once('=').unwrap();
+            assert!(tc.adam.scale(name, f.parse().unwrap()), "no tensor {name}");
+        }
         let report = predictor::train::train(&mut model, &mut opt, &train, &valid, &tc, &mut || false).unwrap();
         // α earned on the validation lists: wins over the baseline.
         let (mut wins, mut losses) = (0.0f64, 0.0f64);
@@ -307,6 +344,47 @@ fn main() {
             let p = model.score(&l.sample.query.as_query(), &cands).unwrap();
             accs.entry("baseline").or_default().add(&order(&l.ids, &l.baseline), &l.rel);
             accs.entry("predictor").or_default().add(&order(&l.ids, &p), &l.rel);
+            cat_accs.entry((l.category, "predictor")).or_default().add(&order(&l.ids, &p), &l.rel);
+            cat_accs.entry((l.category, "baseline")).or_default().add(&order(&l.ids, &l.baseline), &l.rel);
+            let oracle: Vec<f32> = l.sample.labels.clone();
+            cat_accs.entry((l.category, "oracle")).or_default().add(&order(&l.ids, &oracle), &l.rel);
+            if fold == 0 && std::env::var_os("DUMP").is_some() {
+                let ord = predictor::fusion::order_by_score(&p);
+                let missed: Vec<usize> = ord
+                    .iter()
+                    .enumerate()
+                    .filter(|(r, i)| *r >= 10 && l.rel.contains(&l.ids[**i]))
+                    .map(|(_, i)| *i)
+                    .collect();
+                if !missed.is_empty() {
+                    eprintln!("\nQ: {}", l.question);
+                    for &i in &missed {
+                        let r = ord.iter().position(|&x| x == i).unwrap();
+                        let s = &l.sample.candidates[i].signals;
+                        eprintln!(
+                            "  MISS rank {} bm25 {:?} lex {:.2} nb {:.2} sess {:.2} fol {:.2}: {}",
+                            r + 1,
+                            s.bm25_rank,
+                            s.lexical_overlap,
+                            s.neighbor_score,
+                            s.session_match,
+                            s.follows_hit,
+                            l.texts[i]
+                        );
+                    }
+                    for &i in ord.iter().take(3) {
+                        let s = &l.sample.candidates[i].signals;
+                        eprintln!(
+                            "  TOP  {} bm25 {:?} lex {:.2} nb {:.2}: {}",
+                            if l.rel.contains(&l.ids[i]) { "*" } else { " " },
+                            s.bm25_rank,
+                            s.lexical_overlap,
+                            s.neighbor_score,
+                            l.texts[i]
+                        );
+                    }
+                }
+            }
             let rb = predictor::fusion::ranks_from_scores(&l.baseline);
             let rp = predictor::fusion::ranks_from_scores(&p);
             let n = l.ids.len() as u32;
@@ -333,6 +411,9 @@ fn main() {
     }
     for (name, acc) in &accs {
         println!("{}", acc.line(name));
+    }
+    for ((cat, name), acc) in &cat_accs {
+        println!("cat {cat} {}", acc.line(name));
     }
     println!("{:.1} s", t0.elapsed().as_secs_f64());
 }

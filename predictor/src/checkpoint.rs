@@ -35,7 +35,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::autograd::Mat;
 use crate::error::Error;
-use crate::model::{Model, ModelConfig, NUM_PARAMS, PARAM_NAMES};
+use crate::features::NUM_FEATURES;
+use crate::model::{Model, ModelConfig, NUM_PARAMS, P_GATE, P_GATE_SESSION, PARAM_NAMES};
 use crate::train::AdamState;
 
 pub use crate::signet::{SignetModel, decode_sgpt};
@@ -234,6 +235,9 @@ impl<'a> Reader<'a> {
 
 /// Parses and verifies a checkpoint. With `expected`, a checkpoint whose config
 /// differs is refused with [`Error::ConfigMismatch`] naming each differing field.
+/// The tensors whose rows are `[value part; candidate features]`.
+const GATE_PARAMS: [crate::autograd::ParamId; 2] = [P_GATE, P_GATE_SESSION];
+
 pub fn decode(bytes: &[u8], expected: Option<&ModelConfig>) -> Result<Checkpoint, Error> {
     let mut r = Reader::new(bytes);
     let magic = r.take(8, "magic")?;
@@ -277,7 +281,21 @@ pub fn decode(bytes: &[u8], expected: Option<&ModelConfig>) -> Result<Checkpoint
             why: format!("unknown flag bits {:#x}", flags & !KNOWN_FLAGS),
         });
     }
-    let config: ModelConfig = r.json("config")?;
+    let stored: ModelConfig = r.json("config")?;
+    // Candidate features are only ever appended: a checkpoint from an older
+    // build is widened with zero gate weights for the new features (they start
+    // inert and the model scores exactly as it did).
+    if stored.features > NUM_FEATURES {
+        return Err(Error::Checkpoint {
+            offset: 16,
+            what: "config".into(),
+            why: format!(
+                "{} candidate features, this build knows {NUM_FEATURES}: written by a newer build",
+                stored.features
+            ),
+        });
+    }
+    let config = ModelConfig { features: NUM_FEATURES, ..stored };
     if let Some(expected) = expected {
         let differences = expected.differences(&config);
         if !differences.is_empty() {
@@ -290,7 +308,7 @@ pub fn decode(bytes: &[u8], expected: Option<&ModelConfig>) -> Result<Checkpoint
     if count != NUM_PARAMS {
         return Err(r.err("tensor count", format!("{count} tensors, format v1 has {NUM_PARAMS}")));
     }
-    let shapes = config.param_shapes();
+    let shapes = stored.param_shapes();
     let mut tensors = Vec::with_capacity(NUM_PARAMS);
     for (i, &(rows, cols)) in shapes.iter().enumerate() {
         let at = r.pos();
@@ -313,6 +331,18 @@ pub fn decode(bytes: &[u8], expected: Option<&ModelConfig>) -> Result<Checkpoint
         let data = r.f32s(rows * cols, &format!("tensor {} data", PARAM_NAMES[i]))?;
         tensors.push(Mat::from_vec(rows, cols, data));
     }
+    let widen = |ms: &mut Vec<Mat>| {
+        for id in GATE_PARAMS {
+            let m = &mut ms[id.0];
+            let extra = NUM_FEATURES - stored.features;
+            if extra > 0 {
+                let old = std::mem::replace(m, Mat::zeros(0, 0));
+                let rows = old.nrows();
+                *m = old.insert_rows(rows, extra, 0.0);
+            }
+        }
+    };
+    widen(&mut tensors);
     let model = Model::from_tensors(config, tensors).map_err(|e| Error::Checkpoint {
         offset: r.pos(),
         what: "tensors".into(),
@@ -337,6 +367,8 @@ pub fn decode(bytes: &[u8], expected: Option<&ModelConfig>) -> Result<Checkpoint
             }
             col_steps.push(steps);
         }
+        widen(&mut m);
+        widen(&mut v);
         let opt = AdamState { step, m, v, col_steps };
         opt.check_matches(&model).map_err(|e| r.err("optimizer state", e.to_string()))?;
         Some(opt)

@@ -30,6 +30,12 @@
 //! | 16 | `useful_rate` | `max(times_useful, 0) / (times_injected + 1)`, clamped to `[0, 1]` |
 //! | 17 | `lexical_overlap` | clamped to `[0, 1]` |
 //! | 18 | `neighbor_score` | clamped to `[0, 1]` |
+//! | 19 | `session_match` | clamped to `[0, 1]` |
+//! | 20 | `log_terms` | `ln(1 + content_terms) / ln(101)` |
+//! | 21 | `follows_hit` | clamped to `[0, 1]` |
+//!
+//! Features are only ever appended: a checkpoint written with fewer features
+//! loads with zero weights on the new ones (see [`crate::checkpoint::decode`]).
 //!
 //! # Session features
 //!
@@ -59,7 +65,7 @@ use crate::error::{Error, check_finite};
 use crate::tokenizer::fnv1a64;
 
 /// Number of encoded per-candidate features.
-pub const NUM_FEATURES: usize = 19;
+pub const NUM_FEATURES: usize = 22;
 
 /// Names of the encoded per-candidate features, in matrix row order.
 pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
@@ -82,6 +88,9 @@ pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
     "useful_rate",
     "lexical_overlap",
     "neighbor_score",
+    "session_match",
+    "log_terms",
+    "follows_hit",
 ];
 
 /// Row index of a named feature, for callers and tests that need one.
@@ -139,6 +148,14 @@ pub struct CandidateSignals {
     pub lexical_overlap: f32,
     /// Best normalised BM25 among the memory's neighbours in its source session, in `[0, 1]`.
     pub neighbor_score: f32,
+    /// Best normalised BM25 among the *other* memories of its source session
+    /// (the session discussed the query's topic), in `[0, 1]`.
+    pub session_match: f32,
+    /// Distinct content terms of the memory (how much it says).
+    pub content_terms: u32,
+    /// Normalised BM25 of the memory just before it in its source session,
+    /// divided by the distance (it may answer or continue that hit), in `[0, 1]`.
+    pub follows_hit: f32,
 }
 
 /// Signals of the session a list is ranked for; equal for every candidate of the list.
@@ -182,6 +199,8 @@ fn check_signals(i: usize, s: &CandidateSignals) -> Result<(), Error> {
     check_finite(name("times_useful"), s.times_useful)?;
     check_finite(name("lexical_overlap"), s.lexical_overlap)?;
     check_finite(name("neighbor_score"), s.neighbor_score)?;
+    check_finite(name("session_match"), s.session_match)?;
+    check_finite(name("follows_hit"), s.follows_hit)?;
     if let Some(b) = s.bm25_score {
         check_finite(name("bm25_score"), b)?;
     }
@@ -238,6 +257,9 @@ pub fn encode_candidates(signals: &[CandidateSignals]) -> Result<DMatrix<f32>, E
             (useful / (s.times_injected as f32 + 1.0)).clamp(0.0, 1.0),
             s.lexical_overlap.clamp(0.0, 1.0),
             s.neighbor_score.clamp(0.0, 1.0),
+            s.session_match.clamp(0.0, 1.0),
+            log_ratio(s.content_terms as f32, 100.0),
+            s.follows_hit.clamp(0.0, 1.0),
         ];
         m.column_mut(j).copy_from_slice(&col);
     }

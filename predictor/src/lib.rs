@@ -72,6 +72,7 @@ pub mod fusion;
 pub mod metrics;
 pub mod model;
 pub mod signet;
+pub mod stem;
 pub mod tokenizer;
 pub mod train;
 

@@ -96,6 +96,9 @@ pub fn random_signals(r: &mut ChaCha8Rng) -> CandidateSignals {
         times_useful: r.random_range(0.0..10.0),
         lexical_overlap: r.random_range(0.0..1.0),
         neighbor_score: r.random_range(0.0..1.0),
+        session_match: r.random_range(0.0..1.0),
+        content_terms: r.random_range(0..60),
+        follows_hit: r.random_range(0.0..1.0),
     }
 }
 

@@ -22,9 +22,13 @@
 //!    `3.14` → `3.14`, `3`, `14`.
 //! 4. **Case.** Every emitted token is lower-cased (Unicode `to_lowercase`)
 //!    after the case boundaries have been found.
-//! 5. **Numbers** are ordinary alphanumeric runs: `404` → `404`;
+//! 5. **Stems.** A token made only of ASCII letters is reduced to its Porter
+//!    stem ([`crate::stem::stem`]), so that `paint`, `painted` and `painting`
+//!    are one token: `parseJSON` → `parsejson`, `pars`, `json`. Compounds with
+//!    joiners or digits are kept whole (`snake_case`, `x86`).
+//! 6. **Numbers** are ordinary alphanumeric runs: `404` → `404`;
 //!    `1,000` → `1`, `000` (the comma separates).
-//! 6. Repeated words are emitted every time they occur (term frequency counts
+//! 7. Repeated words are emitted every time they occur (term frequency counts
 //!    in the mean pooling of the text path).
 //!
 //! # Hash
@@ -34,6 +38,8 @@
 //! bucket count. This is the same hash as Signet's sidecar (which does not
 //! lower-case, so the buckets of mixed-case words differ from theirs). It is
 //! stable across platforms, builds and versions of this crate.
+
+use crate::stem::stem;
 
 /// Default number of hash buckets (seed 002: 16,384).
 pub const DEFAULT_BUCKETS: u32 = 16_384;
@@ -76,8 +82,10 @@ pub fn tokenize(text: &str) -> Vec<String> {
 }
 
 /// Calls `f` with each token of `text`, in order, as [`tokenize`] would return
-/// them, without allocating for plain lower-case words (the common case).
-pub fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
+/// them, allocating only when a word has to be lower-cased or stemmed.
+pub fn for_each_token(text: &str, f: impl FnMut(&str)) {
+    let mut f = f;
+    let mut f = |t: &str| f(&stem(t));
     let mut buf = String::new();
     let mut lower = |s: &str, f: &mut dyn FnMut(&str)| {
         if s.is_ascii() {
@@ -170,9 +178,9 @@ mod tests {
     #[test]
     fn identifiers_emit_the_whole_and_the_parts() {
         check("snake_case", &["snake_case", "snake", "case"]);
-        check("CamelCase", &["camelcase", "camel", "case"]);
+        check("CamelCase", &["camelcas", "camel", "case"]);
         check("kebab-case", &["kebab-case", "kebab", "case"]);
-        check("parseJSON", &["parsejson", "parse", "json"]);
+        check("parseJSON", &["parsejson", "pars", "json"]);
         check("HTTPServer", &["httpserver", "http", "server"]);
         check("x86_64", &["x86_64", "x86", "64"]);
         check("utf8", &["utf8"]);
@@ -210,7 +218,7 @@ mod tests {
                 out.extend(parts.iter().map(|p| p.to_lowercase()));
             }
         }
-        out
+        out.into_iter().map(|t| stem(&t).into_owned()).collect()
     }
 
     proptest::proptest! {

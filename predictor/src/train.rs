@@ -70,11 +70,27 @@ pub struct AdamParams {
     pub beta2: f32,
     /// Denominator epsilon.
     pub eps: f32,
+    /// Per-tensor multiplier of the learning rate, in [`PARAM_NAMES`] order;
+    /// 0 freezes a tensor (e.g. the embedding tables when fine-tuning).
+    pub lr_scale: [f32; NUM_PARAMS],
+}
+
+impl AdamParams {
+    /// Sets the learning-rate multiplier of the named tensor; `false` if no tensor has that name.
+    pub fn scale(&mut self, name: &str, factor: f32) -> bool {
+        match PARAM_NAMES.iter().position(|&n| n == name) {
+            Some(i) => {
+                self.lr_scale[i] = factor;
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 impl Default for AdamParams {
     fn default() -> Self {
-        AdamParams { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8 }
+        AdamParams { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, lr_scale: [1.0; NUM_PARAMS] }
     }
 }
 
@@ -240,6 +256,11 @@ impl AdamState {
         let t = i32::try_from(self.step).unwrap_or(i32::MAX);
         let (bc1, bc2) = (1.0 - hp.beta1.powi(t), 1.0 - hp.beta2.powi(t));
         for i in 0..NUM_PARAMS {
+            if hp.lr_scale[i] == 0.0 {
+                continue;
+            }
+            let scaled = AdamParams { lr: hp.lr * hp.lr_scale[i], ..*hp };
+            let hp = &scaled;
             let rows = model.params[i].nrows();
             let shape = model.params[i].shape();
             let p = model.params[i].as_mut_slice();

@@ -107,7 +107,7 @@ fn every_input_can_change_a_ranking() {
 
     // Per-candidate raw signals: redraw one field for every candidate.
     type Setter = fn(&mut CandidateSignals, &mut ChaCha8Rng);
-    let setters: [(&str, Setter); 15] = [
+    let setters: [(&str, Setter); 18] = [
         ("age_days", |s, r| s.age_days = r.random_range(0.0..400.0)),
         ("importance", |s, r| s.importance = r.random_range(0.0..1.0)),
         ("access_count", |s, r| s.access_count = r.random_range(0..100)),
@@ -123,6 +123,9 @@ fn every_input_can_change_a_ranking() {
         ("times_useful", |s, r| s.times_useful = r.random_range(0.0..30.0)),
         ("lexical_overlap", |s, r| s.lexical_overlap = r.random_range(0.0..1.0)),
         ("neighbor_score", |s, r| s.neighbor_score = r.random_range(0.0..1.0)),
+        ("session_match", |s, r| s.session_match = r.random_range(0.0..1.0)),
+        ("content_terms", |s, r| s.content_terms = r.random_range(0..80)),
+        ("follows_hit", |s, r| s.follows_hit = r.random_range(0.0..1.0)),
     ];
     for (name, set) in setters {
         let mut c2 = cands.clone();

@@ -208,7 +208,7 @@ pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<P
         add(rowid, source::BM25);
     }
     let neighbor = neighbor_scores(store, &hits, limits, None)?;
-    for &rowid in neighbor.keys() {
+    for &rowid in neighbor.near.keys() {
         add(rowid, source::NEIGHBOR);
     }
     let mut vector_sim: HashMap<i64, f32> = HashMap::new();
@@ -269,7 +269,7 @@ pub fn gather_fixed(store: &Store, q: &PoolQuery<'_>, ids: &[MemoryId]) -> Resul
     for &(rowid, _) in &hits {
         sources.entry(rowid).or_default().insert(source::BM25);
     }
-    for &rowid in neighbor.keys() {
+    for &rowid in neighbor.near.keys() {
         sources.entry(rowid).or_default().insert(source::NEIGHBOR);
     }
     finish(store, q, info, &rowids, sources, &hits, &neighbor, &HashMap::new())
@@ -284,7 +284,7 @@ fn finish(
     rowids: &[i64],
     mut sources: HashMap<i64, BTreeSet<&'static str>>,
     hits: &[(i64, f32)],
-    neighbor: &BTreeMap<i64, f32>,
+    neighbor: &Neighbours,
     vector_sim: &HashMap<i64, f32>,
 ) -> Result<Pool> {
     let bm25: HashMap<i64, (f32, u32)> =
@@ -293,6 +293,29 @@ fn finish(
     let shown = shown_in_session(store, q.session)?;
     let history = usage_history(store, &memories)?;
     let query_tag_terms: BTreeSet<&str> = info.query_terms.iter().map(|t| t.text.as_str()).collect();
+    // The best and second-best normalised hit per source session, to score
+    // each memory by the *other* hits of its session.
+    let max_hit = hits.iter().map(|h| h.1).fold(f32::MIN_POSITIVE, f32::max);
+    let mut session_hits: HashMap<&str, [(i64, f32); 2]> = HashMap::new();
+    for m in &memories {
+        if let (Some(session), Some((score, _))) = (m.source_session.as_deref(), bm25.get(&m.rowid)) {
+            let best = session_hits.entry(session).or_insert([(0, 0.0); 2]);
+            let v = score / max_hit;
+            if v > best[0].1 {
+                best[1] = best[0];
+                best[0] = (m.rowid, v);
+            } else if v > best[1].1 {
+                best[1] = (m.rowid, v);
+            }
+        }
+    }
+    let session_match: HashMap<i64, f32> = memories
+        .iter()
+        .filter_map(|m| {
+            let best = session_hits.get(m.source_session.as_deref()?)?;
+            Some((m.rowid, if best[0].0 == m.rowid { best[1].1 } else { best[0].1 }))
+        })
+        .collect();
     for m in &mut memories {
         m.sources = sources.remove(&m.rowid).unwrap_or_default();
         let age_days = ((q.now.0 - m.created_ms).max(0) as f64 / 86_400_000.0) as f32;
@@ -300,11 +323,17 @@ fn finish(
         let tag_bag = text::bag_of_words(&m.tags.join(" "));
         let (overlap, matched) = text::lexical_overlap(&info.query_terms, &m.bag, &tag_bag);
         m.matched = matched.into_iter().map(str::to_owned).collect();
+        // A tag matches when one of its tokens (same tokenizer, so stemmed
+        // like the query) is a query term.
         let tag_overlap = if m.tags.is_empty() {
             0.0
         } else {
-            m.tags.iter().filter(|t| query_tag_terms.contains(t.to_lowercase().as_str())).count() as f32
-                / m.tags.len() as f32
+            let matches = |tag: &String| {
+                let mut hit = false;
+                predictor::tokenizer::for_each_token(tag, |t| hit |= query_tag_terms.contains(t));
+                hit
+            };
+            m.tags.iter().filter(|t| matches(t)).count() as f32 / m.tags.len() as f32
         };
         let effective = predictor::baseline::effective_score(m.signals.importance, age_days, m.pinned);
         let (injected, useful) = history.get(&m.id).copied().unwrap_or((0, 0.0));
@@ -320,7 +349,10 @@ fn finish(
             times_injected: injected,
             times_useful: useful,
             lexical_overlap: overlap,
-            neighbor_score: neighbor.get(&m.rowid).copied().unwrap_or(0.0),
+            neighbor_score: neighbor.near.get(&m.rowid).copied().unwrap_or(0.0),
+            session_match: session_match.get(&m.rowid).copied().unwrap_or(0.0),
+            content_terms: u32::try_from(m.bag.len()).unwrap_or(u32::MAX),
+            follows_hit: neighbor.follows.get(&m.rowid).copied().unwrap_or(0.0),
             ..m.signals
         };
         m.vector_similarity = vector_sim.get(&m.rowid).copied();
@@ -329,23 +361,36 @@ fn finish(
     Ok(Pool { memories, corpus: info.corpus, fts_query: info.fts_query, query_terms: info.query_terms })
 }
 
+/// Scores from the neighbours of the strongest `limits.neighbor_hits` hits.
+#[derive(Debug, Default)]
+struct Neighbours {
+    /// Best normalised BM25 of a hit a memory neighbours, divided by the distance.
+    near: BTreeMap<i64, f32>,
+    /// The same, counting only hits that come just before the memory.
+    follows: BTreeMap<i64, f32>,
+}
+
 /// For the strongest `limits.neighbor_hits` hits (best first), the memories up
 /// to `limits.neighbor_window` places before and after each in its source
-/// session, scored by the best normalised BM25 of a hit they neighbour divided
-/// by the distance. With `within`, only members of that set count.
+/// session. With `within`, only members of that set count.
 fn neighbor_scores(
     store: &Store,
     hits: &[(i64, f32)],
     limits: &PoolLimits,
     within: Option<&BTreeSet<i64>>,
-) -> Result<BTreeMap<i64, f32>> {
+) -> Result<Neighbours> {
     let max = hits.iter().map(|h| h.1).fold(f32::MIN_POSITIVE, f32::max);
-    let mut out = BTreeMap::new();
+    let mut out = Neighbours::default();
     for &(hit, score) in hits.iter().take(limits.neighbor_hits) {
-        for (rowid, distance) in neighbours(store, hit, limits.neighbor_window)? {
+        for (rowid, distance, after) in neighbours(store, hit, limits.neighbor_window)? {
             if within.is_none_or(|set| set.contains(&rowid)) {
-                let s = out.entry(rowid).or_insert(0.0f32);
-                *s = s.max(score / max / distance as f32);
+                let value = score / max / distance as f32;
+                let s = out.near.entry(rowid).or_insert(0.0f32);
+                *s = s.max(value);
+                if after {
+                    let f = out.follows.entry(rowid).or_insert(0.0f32);
+                    *f = f.max(value);
+                }
             }
         }
     }
@@ -376,8 +421,8 @@ fn document_frequencies(store: &Store, terms: &[String]) -> Result<HashMap<Strin
 }
 
 /// The memories up to `window` places before and after `rowid` in its source
-/// session, with their distance (1 = adjacent).
-fn neighbours(store: &Store, rowid: i64, window: usize) -> Result<Vec<(i64, u32)>> {
+/// session, with their distance (1 = adjacent) and whether they come after it.
+fn neighbours(store: &Store, rowid: i64, window: usize) -> Result<Vec<(i64, u32, bool)>> {
     let conn = store.conn();
     let row: Option<(Option<String>, i64)> = conn
         .prepare_cached("SELECT source_session, created_ms FROM memories WHERE rowid = ?1")
@@ -385,18 +430,24 @@ fn neighbours(store: &Store, rowid: i64, window: usize) -> Result<Vec<(i64, u32)
         .sql("read memory")?;
     let Some((Some(session), created)) = row else { return Ok(Vec::new()) };
     let mut out = Vec::new();
-    for sql in [
-        "SELECT rowid FROM memories WHERE source_session = ?1 AND (created_ms, rowid) < (?2, ?3) AND is_deleted = 0
-         ORDER BY created_ms DESC, rowid DESC LIMIT ?4",
-        "SELECT rowid FROM memories WHERE source_session = ?1 AND (created_ms, rowid) > (?2, ?3) AND is_deleted = 0
-         ORDER BY created_ms, rowid LIMIT ?4",
+    for (after, sql) in [
+        (
+            false,
+            "SELECT rowid FROM memories WHERE source_session = ?1 AND (created_ms, rowid) < (?2, ?3) AND is_deleted = 0
+             ORDER BY created_ms DESC, rowid DESC LIMIT ?4",
+        ),
+        (
+            true,
+            "SELECT rowid FROM memories WHERE source_session = ?1 AND (created_ms, rowid) > (?2, ?3) AND is_deleted = 0
+             ORDER BY created_ms, rowid LIMIT ?4",
+        ),
     ] {
         let mut stmt = conn.prepare_cached(sql).sql("prepare neighbours")?;
         let rows = stmt
             .query_map(params![session, created, rowid, window as i64], |r| r.get::<_, i64>(0))
             .sql("read neighbours")?;
         for (i, r) in rows.enumerate() {
-            out.push((r.sql("read neighbours")?, i as u32 + 1));
+            out.push((r.sql("read neighbours")?, i as u32 + 1, after));
         }
     }
     Ok(out)
