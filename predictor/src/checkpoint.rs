@@ -233,10 +233,13 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Parses and verifies a checkpoint. With `expected`, a checkpoint whose config
-/// differs is refused with [`Error::ConfigMismatch`] naming each differing field.
 /// The tensors whose rows are `[value part; candidate features]`.
 const GATE_PARAMS: [crate::autograd::ParamId; 2] = [P_GATE, P_GATE_SESSION];
+
+/// Parses and verifies a checkpoint. With `expected`, a checkpoint whose config
+/// differs is refused with [`Error::ConfigMismatch`] naming each differing field.
+/// A checkpoint written with fewer candidate features is widened (see
+/// [`crate::features`]).
 
 pub fn decode(bytes: &[u8], expected: Option<&ModelConfig>) -> Result<Checkpoint, Error> {
     let mut r = Reader::new(bytes);
