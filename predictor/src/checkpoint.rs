@@ -240,7 +240,6 @@ const GATE_PARAMS: [crate::autograd::ParamId; 2] = [P_GATE, P_GATE_SESSION];
 /// differs is refused with [`Error::ConfigMismatch`] naming each differing field.
 /// A checkpoint written with fewer candidate features is widened (see
 /// [`crate::features`]).
-
 pub fn decode(bytes: &[u8], expected: Option<&ModelConfig>) -> Result<Checkpoint, Error> {
     let mut r = Reader::new(bytes);
     let magic = r.take(8, "magic")?;
