@@ -28,5 +28,6 @@ pub mod extract;
 pub mod patch;
 pub mod redact;
 pub mod runner;
+pub mod scan;
 
 pub use error::Error;

@@ -123,13 +123,18 @@ const MEMORY_COLUMNS: &str = "m.id, m.content, m.type, m.importance, m.project, 
     m.source_session, m.source_event, m.created_at, m.created_ms, m.updated_at, m.occurrence_count, m.access_count, \
     m.is_deleted, m.deprecated, m.deprecated_reason, m.superseded_by, m.feedback_count, m.feedback_sum";
 
+/// Rounds a value stored from an `f32` to the precision it had (0.7, not 0.699999988).
+fn f32_precision(x: f64) -> f64 {
+    (x as f32).to_string().parse().unwrap_or(x)
+}
+
 fn memory_row(r: &Row<'_>) -> rusqlite::Result<MemoryRecord> {
     let tags: String = r.get(5)?;
     Ok(MemoryRecord {
         id: r.get(0)?,
         content: r.get(1)?,
         memory_type: r.get(2)?,
-        importance: r.get(3)?,
+        importance: f32_precision(r.get(3)?),
         project: r.get(4)?,
         tags: serde_json::from_str(&tags).unwrap_or_default(),
         pinned: r.get(6)?,
@@ -146,7 +151,7 @@ fn memory_row(r: &Row<'_>) -> rusqlite::Result<MemoryRecord> {
         deprecated_reason: r.get(17)?,
         superseded_by: r.get(18)?,
         feedback_count: r.get(19)?,
-        feedback_sum: r.get(20)?,
+        feedback_sum: f32_precision(r.get(20)?),
     })
 }
 
@@ -331,7 +336,7 @@ impl Store {
             .query_map([id], |r| {
                 Ok(FeedbackRecord {
                     session_key: r.get(0)?,
-                    relevance: r.get(1)?,
+                    relevance: f32_precision(r.get(1)?),
                     reason: r.get(2)?,
                     by: r.get(3)?,
                     created_at: r.get(4)?,
@@ -421,6 +426,7 @@ mod tests {
         let all = store.memories(&MemoryFilter::default()).unwrap();
         assert_eq!(all.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), vec!["mem_2", "mem_1"]);
         assert_eq!(all[1].tags, vec!["pnpm".to_owned()]);
+        assert_eq!(all[1].importance, 0.6, "stored as f32, shown as given");
         let hits = store.memories_matching(&["npm", "repo\"x"], 5).unwrap();
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].id, "mem_1");
