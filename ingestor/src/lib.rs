@@ -20,14 +20,18 @@
 
 pub mod adapter;
 pub mod adapters;
+pub mod cli;
 pub mod dedup;
 pub mod discover;
 pub mod error;
 pub mod external;
 pub mod extract;
+pub mod memories;
 pub mod patch;
 pub mod redact;
+pub mod render;
 pub mod runner;
 pub mod scan;
+pub mod tapes;
 
 pub use error::Error;
