@@ -58,14 +58,24 @@ use crate::{external, extract, runner};
 use lookup::StoreLookup;
 use source::{FileIdent, Resume, decide, fingerprint_bytes, fingerprint_stat, head_of, mtime_ms, version_ids};
 
-/// Bytes of a JSONL file parsed at once.
-pub const CHUNK_BYTES: usize = 8 << 20;
-/// Longest line read; a longer one is skipped with a diagnostic.
-pub const MAX_LINE_BYTES: usize = 64 << 20;
-/// A batch is flushed once it holds this many parsed events…
-const FLUSH_EVENTS: usize = 16_384;
-/// …or this many bytes of input.
-const FLUSH_BYTES: u64 = 16 << 20;
+/// Sizes that bound memory use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of a JSONL file parsed at once.
+    pub chunk_bytes: usize,
+    /// Longest line read; a longer one is skipped with a diagnostic.
+    pub max_line_bytes: usize,
+    /// A batch is flushed once it holds this many parsed events…
+    pub flush_events: usize,
+    /// …or this many bytes of input.
+    pub flush_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { chunk_bytes: 8 << 20, max_line_bytes: 64 << 20, flush_events: 16_384, flush_bytes: 16 << 20 }
+    }
+}
 /// Events of an already known session read back from the tapes as context
 /// for extraction.
 const CONTEXT_EVENTS: usize = 40;
@@ -87,12 +97,21 @@ pub struct ScanOptions {
     pub roots: Option<Roots>,
     /// The time idle sessions are measured against.
     pub now: Ts,
+    /// Chunk, line and batch sizes.
+    pub limits: Limits,
 }
 
 impl ScanOptions {
     /// Everything at the standard locations, measured against `now`.
     pub fn new(now: Ts) -> ScanOptions {
-        ScanOptions { harnesses: Vec::new(), since: None, paths: Vec::new(), roots: None, now }
+        ScanOptions {
+            harnesses: Vec::new(),
+            since: None,
+            paths: Vec::new(),
+            roots: None,
+            now,
+            limits: Limits::default(),
+        }
     }
 }
 
@@ -260,6 +279,7 @@ pub fn run(
         config,
         privacy: Rc::new(privacy),
         now: opts.now,
+        limits: opts.limits,
         cursors,
         session_state: HashMap::new(),
         touched: HashSet::new(),
@@ -350,6 +370,7 @@ struct Scanner<'c> {
     config: &'c Config,
     privacy: Rc<Privacy>,
     now: Ts,
+    limits: Limits,
     cursors: HashMap<String, IngestCursor>,
     /// Sessions looked up: `true` when the projection holds them.
     session_state: HashMap<String, bool>,
@@ -468,7 +489,7 @@ impl Scanner<'_> {
         if state.is_null() {
             fresh_state(&mut pos, &mut state)?;
         }
-        let mut chunk = CHUNK_BYTES;
+        let mut chunk = self.limits.chunk_bytes;
         let mut buf: Vec<u8> = Vec::new();
         let mut added = false;
         let mut retried_state = false;
@@ -499,8 +520,8 @@ impl Scanner<'_> {
                     // A last line still being written: left for the next scan.
                     break;
                 }
-                if chunk < MAX_LINE_BYTES {
-                    chunk = (chunk * 2).min(MAX_LINE_BYTES);
+                if chunk < self.limits.max_line_bytes {
+                    chunk = (chunk * 2).min(self.limits.max_line_bytes);
                     continue;
                 }
                 // A complete line longer than the limit: skip it, say so.
@@ -513,12 +534,15 @@ impl Scanner<'_> {
                     line: None,
                     offset: Some(pos),
                     kind: DiagnosticKind::BadRecord,
-                    message: format!("a line of {skipped} bytes exceeds the {MAX_LINE_BYTES}-byte limit; skipped"),
+                    message: format!(
+                        "a line of {skipped} bytes exceeds the {}-byte limit; skipped",
+                        self.limits.max_line_bytes
+                    ),
                 });
                 out.consumed = skipped;
                 out.state = state.clone();
             }
-            chunk = CHUNK_BYTES;
+            chunk = self.limits.chunk_bytes;
             pos += out.consumed;
             state = out.state.clone();
             if src.kind == SourceKind::GeminiJsonl {
@@ -688,7 +712,7 @@ impl Scanner<'_> {
             None => self.pending.cursors.push((path, cursor)),
         }
         self.pending.bytes += bytes;
-        if self.pending.events.len() >= FLUSH_EVENTS || self.pending.bytes >= FLUSH_BYTES {
+        if self.pending.events.len() >= self.limits.flush_events || self.pending.bytes >= self.limits.flush_bytes {
             self.flush()?;
         }
         Ok(())
@@ -837,7 +861,7 @@ impl Scanner<'_> {
                 body: Body::SessionEnded(SessionEnded { reason: "idle".to_owned() }),
             });
         }
-        for chunk in events.chunks(FLUSH_EVENTS) {
+        for chunk in events.chunks(self.limits.flush_events.max(1)) {
             self.journal.append(chunk).context("append session ends")?;
             self.summary.events_appended += chunk.len() as u64;
         }
