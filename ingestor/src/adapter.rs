@@ -359,8 +359,7 @@ pub trait JsonlAdapter {
 pub fn complete_lines(bytes: &[u8]) -> (Vec<(usize, &[u8])>, usize) {
     let mut out = Vec::new();
     let mut start = 0;
-    while let Some(pos) = bytes[start..].iter().position(|&b| b == b'\n') {
-        let end = start + pos;
+    for end in memchr::memchr_iter(b'\n', bytes) {
         let line = &bytes[start..end];
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         out.push((start, line));
