@@ -329,6 +329,9 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
                 let target = tapes::target(&paths, &target)?;
                 let with_session = matches!(target, tapes::Target::Segment(_));
                 let n = tapes::show(&paths, &target, &mut |lsn, raw, event| {
+                    if shutdown.requested() {
+                        return Err(Error::Interrupted);
+                    }
                     if json {
                         env.out.write_all(raw).map_err(Error::Output)?;
                         env.write("\n")

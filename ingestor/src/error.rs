@@ -91,6 +91,9 @@ pub enum Error {
         /// How many.
         problems: usize,
     },
+    /// Stopped by SIGINT or SIGTERM before finishing.
+    #[error("interrupted")]
+    Interrupted,
     /// Writing the requested output failed (a closed pipe is not reported as
     /// an error by the binary).
     #[error("cannot write output: {0}")]
@@ -108,6 +111,8 @@ pub enum ErrorClass {
     Corrupt,
     /// The reader of our output went away: exit 0, say nothing.
     ClosedPipe,
+    /// Stopped by a signal: exit 130.
+    Interrupted,
 }
 
 impl Error {
@@ -128,6 +133,7 @@ impl Error {
             Error::Output(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ErrorClass::ClosedPipe,
             Error::UnknownMemory { .. } | Error::InvalidArgument(_) => ErrorClass::Invalid,
             Error::Damaged { .. } => ErrorClass::Corrupt,
+            Error::Interrupted => ErrorClass::Interrupted,
             Error::Engram { source, .. } => match source.class() {
                 Shared::Corrupt => ErrorClass::Corrupt,
                 Shared::InvalidInput => ErrorClass::Invalid,
@@ -144,6 +150,7 @@ impl Error {
             ErrorClass::Failed => 1,
             ErrorClass::Invalid => 2,
             ErrorClass::Corrupt => 3,
+            ErrorClass::Interrupted => 130,
         }
     }
 }

@@ -1,8 +1,8 @@
 //! `engram-ingestor`: command-line entry point. Parses the command line,
 //! starts logging (stderr, `ENGRAM_LOG`), installs signal handling and calls
 //! [`ingestor::cli::run`]; an error becomes one line on stderr and an exit
-//! code (1 failure, 2 invalid request, 3 damaged data; a closed stdout pipe
-//! is not an error).
+//! code (1 failure, 2 invalid request, 3 damaged data, 130 interrupted; a
+//! closed stdout pipe is not an error).
 
 use std::process::ExitCode;
 

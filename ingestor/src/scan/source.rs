@@ -94,12 +94,14 @@ pub enum Resume {
     },
 }
 
-/// Decides how to read a file of `size` bytes whose identity is `now`, given
-/// its stored cursor. `head_of` hashes the current file's first `n` bytes.
+/// Decides how to read a file of `size` bytes modified at `mtime_ms` whose
+/// identity is `now`, given its stored cursor. `head_of` hashes the current
+/// file's first `n` bytes.
 pub fn decide(
     cursor: Option<&IngestCursor>,
     now: &FileIdent,
     size: u64,
+    mtime_ms: i64,
     head_of: impl FnOnce(u64) -> Result<String, Error>,
 ) -> Result<Resume, Error> {
     let Some(c) = cursor else {
@@ -123,9 +125,24 @@ pub fn decide(
         return Ok(Resume::Restart { reason: "the start of the file changed (rewritten)" });
     }
     if size == c.offset {
+        // Everything was read: unchanged, unless it was written to without
+        // growing (an in-place rewrite of the same length).
+        if size == c.size && mtime_ms != c.mtime_ms {
+            return Ok(Resume::Restart { reason: "the file was modified without growing (rewritten)" });
+        }
         return Ok(Resume::Unchanged);
     }
     Ok(Resume::Append { offset: c.offset, state: c.state.clone() })
+}
+
+/// Whether a file is exactly as its cursor left it after reading it to the
+/// end (same device, inode, size and modification time), so that it need
+/// not even be opened.
+pub fn untouched(c: &IngestCursor, meta: &Metadata) -> bool {
+    FileIdent::parse(&c.file_id).is_some_and(|was| (was.dev, was.ino) == (meta.dev(), meta.ino()))
+        && meta.len() == c.offset
+        && meta.len() == c.size
+        && mtime_ms(meta) == c.mtime_ms
 }
 
 /// Hashes the start of an open file (for [`decide`]).
@@ -257,28 +274,32 @@ mod tests {
         let was = ident(1, 7, 1024, "h");
         let c = cursor(&was, 5000);
         let no_head = |_| -> Result<String, Error> { panic!("not needed") };
-        assert_eq!(decide(None, &was, 10, no_head).unwrap(), Resume::Fresh);
-        assert_eq!(decide(Some(&c), &was, 5000, no_head).unwrap(), Resume::Unchanged);
+        assert_eq!(decide(None, &was, 10, 0, no_head).unwrap(), Resume::Fresh);
+        assert_eq!(decide(Some(&c), &was, 5000, 0, no_head).unwrap(), Resume::Unchanged);
+        assert!(
+            matches!(decide(Some(&c), &was, 5000, 9, no_head).unwrap(), Resume::Restart { .. }),
+            "touched in place"
+        );
         assert_eq!(
-            decide(Some(&c), &was, 6000, no_head).unwrap(),
+            decide(Some(&c), &was, 6000, 9, no_head).unwrap(),
             Resume::Append { offset: 5000, state: serde_json::json!({"line": 4}) }
         );
-        assert!(matches!(decide(Some(&c), &was, 4000, no_head).unwrap(), Resume::Restart { .. }));
-        assert!(matches!(decide(Some(&c), &ident(1, 8, 1024, "h"), 6000, no_head).unwrap(), Resume::Restart { .. }));
-        assert!(matches!(decide(Some(&c), &ident(1, 7, 1024, "x"), 6000, no_head).unwrap(), Resume::Restart { .. }));
+        assert!(matches!(decide(Some(&c), &was, 4000, 0, no_head).unwrap(), Resume::Restart { .. }));
+        assert!(matches!(decide(Some(&c), &ident(1, 8, 1024, "h"), 6000, 0, no_head).unwrap(), Resume::Restart { .. }));
+        assert!(matches!(decide(Some(&c), &ident(1, 7, 1024, "x"), 6000, 0, no_head).unwrap(), Resume::Restart { .. }));
         // A file first seen shorter than ID_HEAD: its old head is hashed again.
         let short = ident(1, 7, 10, "old");
         let c = cursor(&short, 10);
         let grown = ident(1, 7, 1024, "new");
         assert!(matches!(
-            decide(Some(&c), &grown, 2000, |n| {
+            decide(Some(&c), &grown, 2000, 0, |n| {
                 assert_eq!(n, 10);
                 Ok("old".into())
             })
             .unwrap(),
             Resume::Append { offset: 10, .. }
         ));
-        assert!(matches!(decide(Some(&c), &grown, 2000, |_| Ok("other".into())).unwrap(), Resume::Restart { .. }));
+        assert!(matches!(decide(Some(&c), &grown, 2000, 0, |_| Ok("other".into())).unwrap(), Resume::Restart { .. }));
     }
 
     #[test]
