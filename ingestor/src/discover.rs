@@ -142,11 +142,16 @@ impl Roots {
     }
 }
 
-/// Every file under `dir` (recursively), sorted; a missing directory is empty.
+/// Every file under `dir` (recursively), sorted; a missing directory is
+/// empty, an unreadable one is skipped with a warning.
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Error> {
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            tracing::warn!(dir = %dir.display(), "cannot list this directory; skipped");
+            return Ok(());
+        }
         Err(e) => return Err(Error::io(dir, e)),
     };
     let mut entries = Vec::new();

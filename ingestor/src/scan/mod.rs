@@ -370,6 +370,8 @@ struct Pending {
     ids: HashSet<EventId>,
     /// The latest cursor of each file read, by path.
     cursors: Vec<(String, Event)>,
+    /// Sessions read in full (from whole-file sources).
+    whole: HashSet<SessionKey>,
     /// Input bytes.
     bytes: u64,
 }
@@ -589,7 +591,7 @@ impl Scanner<'_> {
                 state: state.clone(),
             });
             let consumed = out.consumed;
-            self.add(harness, out, cursor, consumed)?;
+            self.add(harness, out, cursor, consumed, false)?;
             added = true;
             self.progress.bytes_done += consumed;
             progress(&self.progress);
@@ -605,7 +607,7 @@ impl Scanner<'_> {
                 mtime_ms: mtime,
                 state,
             });
-            self.add(harness, ParseOutput::default(), cursor, 0)?;
+            self.add(harness, ParseOutput::default(), cursor, 0, false)?;
             added = true;
         }
         Ok(added)
@@ -684,14 +686,17 @@ impl Scanner<'_> {
             mtime_ms: fp.mtime_ms,
             state,
         });
-        self.add(harness, out, cursor, fp.size)?;
+        // A whole-file source holds each of its sessions in full.
+        self.add(harness, out, cursor, fp.size, true)?;
         self.progress.bytes_done += fp.size;
         Ok(true)
     }
 
     /// Takes one parse output: counts its diagnostics, marks which events are
-    /// new, queues them with the file's cursor, and flushes when the batch is full.
-    fn add(&mut self, harness: Harness, out: ParseOutput, cursor: Event, bytes: u64) -> Result<(), Error> {
+    /// new, queues them with the file's cursor, and flushes when the batch is
+    /// full. `whole`: the output holds its sessions from their start (no
+    /// context from the tapes is needed to extract from them).
+    fn add(&mut self, harness: Harness, out: ParseOutput, cursor: Event, bytes: u64, whole: bool) -> Result<(), Error> {
         let h = self.harness(harness);
         h.bytes += bytes;
         h.diagnostics += out.diagnostics.len() as u64;
@@ -728,6 +733,9 @@ impl Scanner<'_> {
             self.journal.store().known_event_ids(to_check).context("look events up")?
         };
         let mut already = 0u64;
+        if whole {
+            self.pending.whole.extend(out.events.iter().filter_map(|e| e.session.clone()));
+        }
         for e in out.events {
             let fresh = !known.contains(e.id.as_str()) && self.pending.ids.insert(e.id.clone());
             already += u64::from(!fresh);
@@ -828,7 +836,8 @@ impl Scanner<'_> {
         let mut out = Vec::new();
         let (mut runs, mut failures) = (0u64, 0u64);
         for (session, idx) in groups {
-            let known_before = self.session_state.get(session.as_str()) == Some(&true);
+            let known_before =
+                self.session_state.get(session.as_str()) == Some(&true) && !pending.whole.contains(session);
             let (first, last) = (idx[0], idx[idx.len() - 1]);
             let contiguous = last - first + 1 == idx.len();
             let events: Cow<'_, [Event]> = if !known_before && contiguous {
