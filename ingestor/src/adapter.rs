@@ -47,12 +47,15 @@ pub struct ParseContext<'a> {
     /// A sidecar document the caller read next to the file (Claude's
     /// `agent-<id>.meta.json`).
     pub sidecar: Option<&'a Value>,
+    /// Redact secrets in emitted events (config `privacy.redact`; on unless
+    /// the user turned it off for debugging).
+    pub redact: bool,
 }
 
 impl<'a> ParseContext<'a> {
     /// A context with default privacy settings and no sidecar.
     pub fn new(path: &'a str, fallback_ts: Ts, privacy: &'a Privacy) -> ParseContext<'a> {
-        ParseContext { path, fallback_ts, privacy, sidecar: None }
+        ParseContext { path, fallback_ts, privacy, sidecar: None, redact: true }
     }
 
     /// The file name without its directory and extension.
@@ -202,7 +205,9 @@ impl<'c, 'a> Emitter<'c, 'a> {
     /// Emits one event: redacts its body and derives its id from the session,
     /// the current record and `sub` (unique within the record).
     pub fn emit(&mut self, session: &SessionKey, ts: Ts, sub: &str, mut body: Body) {
-        redact::redact_body(&mut body);
+        if self.ctx.redact {
+            redact::redact_body(&mut body);
+        }
         self.events.push(Event {
             v: SCHEMA_VERSION,
             id: self.id(session, sub),
@@ -354,8 +359,7 @@ pub trait JsonlAdapter {
 pub fn complete_lines(bytes: &[u8]) -> (Vec<(usize, &[u8])>, usize) {
     let mut out = Vec::new();
     let mut start = 0;
-    while let Some(pos) = bytes[start..].iter().position(|&b| b == b'\n') {
-        let end = start + pos;
+    for end in memchr::memchr_iter(b'\n', bytes) {
         let line = &bytes[start..end];
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         out.push((start, line));

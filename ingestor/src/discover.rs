@@ -13,6 +13,11 @@
 //! - Gemini: `<root>/<hash>/chats/*.jsonl` (and `chats/<parent>/*.jsonl`
 //!   for subagents), legacy `<root>/<hash>/chats/session-*.json`.
 //! - OpenCode: `<root>/storage/` (JSON storage) and `<root>/opencode.db`.
+//!
+//! Explicit paths (`scan --path`) are classified one by one by
+//! [`discover_paths`]: by name and location first (`rollout-*.jsonl`,
+//! `chats/`, `opencode.db`, a `storage/` directory), else by sniffing the
+//! first lines of a JSONL file.
 
 use std::path::{Path, PathBuf};
 
@@ -101,13 +106,52 @@ impl Roots {
     pub fn from_process_env() -> Roots {
         Roots::from_env(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
     }
+
+    /// Applies the directories set in `config.toml` (`[scan]`), which win over
+    /// the environment: `claude_dir` (its `projects/`), `codex_home` (its
+    /// `sessions/`), `gemini_dir` (its `tmp/`), `opencode_dir` (itself).
+    pub fn with_config(mut self, scan: &shared::config::ScanConfig) -> Roots {
+        let set = |dir: &Option<String>, sub: &str, slot: &mut Vec<PathBuf>| {
+            if let Some(d) = dir.as_deref().filter(|d| !d.is_empty()) {
+                let base = PathBuf::from(d);
+                *slot = vec![if sub.is_empty() { base } else { base.join(sub) }];
+            }
+        };
+        set(&scan.claude_dir, "projects", &mut self.claude);
+        set(&scan.codex_home, "sessions", &mut self.codex);
+        set(&scan.gemini_dir, "tmp", &mut self.gemini);
+        set(&scan.opencode_dir, "", &mut self.opencode);
+        self
+    }
+
+    /// Keeps only the roots of `harnesses` (all when empty).
+    pub fn only(mut self, harnesses: &[Harness]) -> Roots {
+        if harnesses.is_empty() {
+            return self;
+        }
+        let keep = |h: Harness, v: &mut Vec<PathBuf>| {
+            if !harnesses.contains(&h) {
+                v.clear();
+            }
+        };
+        keep(Harness::Claude, &mut self.claude);
+        keep(Harness::Codex, &mut self.codex);
+        keep(Harness::Gemini, &mut self.gemini);
+        keep(Harness::OpenCode, &mut self.opencode);
+        self
+    }
 }
 
-/// Every file under `dir` (recursively), sorted; a missing directory is empty.
+/// Every file under `dir` (recursively), sorted; a missing directory is
+/// empty, an unreadable one is skipped with a warning.
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Error> {
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            tracing::warn!(dir = %dir.display(), "cannot list this directory; skipped");
+            return Ok(());
+        }
         Err(e) => return Err(Error::io(dir, e)),
     };
     let mut entries = Vec::new();
@@ -143,11 +187,7 @@ pub fn discover(roots: &Roots) -> Result<Vec<Source>, Error> {
             {
                 continue;
             }
-            let sidecar = n
-                .strip_suffix(".jsonl")
-                .filter(|stem| stem.starts_with("agent-"))
-                .map(|stem| f.with_file_name(format!("{stem}.meta.json")))
-                .filter(|p| p.is_file());
+            let sidecar = sidecar_of(SourceKind::ClaudeTranscript, &f);
             out.push(Source { kind: SourceKind::ClaudeTranscript, path: f, sidecar });
         }
     }
@@ -193,9 +233,214 @@ pub fn discover(roots: &Roots) -> Result<Vec<Source>, Error> {
     Ok(out)
 }
 
+/// Bytes of a JSONL file read to guess its harness.
+const SNIFF_BYTES: usize = 16 * 1024;
+
+/// The harness of a JSONL log from its first complete lines: Codex's
+/// `{timestamp, type, payload}` envelope, Gemini's header or `$set`/
+/// `$rewindTo` records or `type` `gemini`, Claude's `sessionId` + `uuid`
+/// records. `None` when nothing is recognisable.
+pub fn sniff_jsonl(head: &[u8]) -> Option<SourceKind> {
+    use serde_json::Value;
+    let (lines, _) = crate::adapter::complete_lines(head);
+    // A first line longer than the sniffed bytes: judge by its start.
+    let partial: Vec<(usize, &[u8])> = if lines.is_empty() && !head.is_empty() { vec![(0, head)] } else { Vec::new() };
+    for (_, line) in lines.into_iter().chain(partial).take(20) {
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
+            let text = String::from_utf8_lossy(line);
+            if text.contains("\"payload\"") && text.contains("\"type\"") {
+                return Some(SourceKind::CodexRollout);
+            }
+            if text.contains("\"sessionId\"") && text.contains("\"uuid\"") {
+                return Some(SourceKind::ClaudeTranscript);
+            }
+            continue;
+        };
+        let Value::Object(o) = &v else { continue };
+        if o.contains_key("payload") && o.contains_key("type") {
+            return Some(SourceKind::CodexRollout);
+        }
+        if o.contains_key("$set") || o.contains_key("$rewindTo") || o.contains_key("projectHash") {
+            return Some(SourceKind::GeminiJsonl);
+        }
+        if matches!(o.get("type").and_then(Value::as_str), Some("gemini")) {
+            return Some(SourceKind::GeminiJsonl);
+        }
+        if o.contains_key("uuid") || o.contains_key("sessionId") || o.contains_key("isSidechain") {
+            return Some(SourceKind::ClaudeTranscript);
+        }
+    }
+    None
+}
+
+/// What an explicitly named file is, by name and location, else by content.
+pub fn classify(path: &Path) -> Result<Option<SourceKind>, Error> {
+    let n = name(path);
+    if n == "opencode.db" {
+        return Ok(Some(SourceKind::OpenCodeDb));
+    }
+    let in_chats = path.components().any(|c| c.as_os_str() == "chats");
+    if n.ends_with(".json") {
+        return Ok((in_chats || n.starts_with("session-")).then_some(SourceKind::GeminiLegacy));
+    }
+    if !n.ends_with(".jsonl") {
+        return Ok(None);
+    }
+    if n.starts_with("rollout-") {
+        return Ok(Some(SourceKind::CodexRollout));
+    }
+    if in_chats {
+        return Ok(Some(SourceKind::GeminiJsonl));
+    }
+    let mut head = vec![0u8; SNIFF_BYTES];
+    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut filled = 0;
+    loop {
+        match std::io::Read::read(&mut file, &mut head[filled..]) {
+            Ok(0) => break,
+            Ok(k) => {
+                filled += k;
+                if filled == head.len() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io(path, e)),
+        }
+    }
+    head.truncate(filled);
+    Ok(sniff_jsonl(&head))
+}
+
+/// The sources at explicitly named paths: a file is classified alone; a
+/// directory is an OpenCode `storage/` directory (one that has `session/`)
+/// or a data directory holding one, else every classifiable file under it.
+/// Unrecognised files are returned separately, for the caller to report.
+pub fn discover_paths(paths: &[PathBuf]) -> Result<(Vec<Source>, Vec<PathBuf>), Error> {
+    let mut out = Vec::new();
+    let mut unknown = Vec::new();
+    for path in paths {
+        let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+        if !meta.is_dir() {
+            match classify(path)? {
+                Some(kind) => out.push(Source { kind, path: path.clone(), sidecar: sidecar_of(kind, path) }),
+                None => unknown.push(path.clone()),
+            }
+            continue;
+        }
+        if is_storage_dir(path) {
+            out.push(Source { kind: SourceKind::OpenCodeStorage, path: path.clone(), sidecar: None });
+            continue;
+        }
+        let mut files = Vec::new();
+        walk(path, &mut files)?;
+        for f in files {
+            if let Some(storage) = f.ancestors().skip(1).find(|a| name(a) == "storage" && is_storage_dir(a)) {
+                out.push(Source { kind: SourceKind::OpenCodeStorage, path: storage.to_path_buf(), sidecar: None });
+                continue;
+            }
+            let n = name(&f);
+            if n == "journal.jsonl" || f.components().any(|c| c.as_os_str() == "tool-results") {
+                continue;
+            }
+            match classify(&f)? {
+                Some(kind) => out.push(Source { kind, sidecar: sidecar_of(kind, &f), path: f }),
+                // Inside a directory only logs that look like logs are worth a word.
+                None if n.ends_with(".jsonl") => unknown.push(f),
+                None => {}
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok((out, unknown))
+}
+
+fn is_storage_dir(dir: &Path) -> bool {
+    dir.join("session").is_dir() && (dir.join("message").is_dir() || dir.join("part").is_dir())
+}
+
+/// The `.meta.json` next to a Claude `agent-*.jsonl`, if present.
+fn sidecar_of(kind: SourceKind, f: &Path) -> Option<PathBuf> {
+    if kind != SourceKind::ClaudeTranscript {
+        return None;
+    }
+    name(f)
+        .strip_suffix(".jsonl")
+        .filter(|stem| stem.starts_with("agent-"))
+        .map(|stem| f.with_file_name(format!("{stem}.meta.json")))
+        .filter(|p| p.is_file())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sniffing_tells_harnesses_apart() {
+        let codex = br#"{"timestamp":"2026-01-02T05:00:00.000Z","type":"session_meta","payload":{"id":"x"}}
+"#;
+        let claude = br#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"hi"}}
+"#;
+        let gemini = br#"{"sessionId":"g","projectHash":"abc","startTime":"2026-01-01T00:00:00Z"}
+"#;
+        assert_eq!(sniff_jsonl(codex), Some(SourceKind::CodexRollout));
+        assert_eq!(sniff_jsonl(claude), Some(SourceKind::ClaudeTranscript));
+        assert_eq!(sniff_jsonl(gemini), Some(SourceKind::GeminiJsonl));
+        assert_eq!(sniff_jsonl(b"not json\n{\"a\":1}\n"), None);
+        // A first line longer than the sniffed head is judged by its start.
+        assert_eq!(
+            sniff_jsonl(br#"{"type":"user","uuid":"u1","sessionId":"s","message":"#),
+            Some(SourceKind::ClaudeTranscript)
+        );
+    }
+
+    #[test]
+    fn explicit_paths_are_classified() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let root = dir.path();
+        let write = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&p, text).expect("write");
+            p
+        };
+        let claude = write("a/one.jsonl", "{\"type\":\"user\",\"uuid\":\"u\",\"sessionId\":\"s\"}\n");
+        let codex = write("b/rollout-2026-01-01T00-00-00-x.jsonl", "{}\n");
+        let gemini = write("c/chats/session-1.jsonl", "{}\n");
+        let legacy = write("c/chats/session-2.json", "{}");
+        let agent = write("a/agent-7.jsonl", "{\"type\":\"user\",\"uuid\":\"u\",\"sessionId\":\"s\"}\n");
+        write("a/agent-7.meta.json", "{}");
+        write("oc/storage/session/p/ses.json", "{}");
+        write("oc/storage/message/ses/m.json", "{}");
+        let odd = write("a/notes.jsonl", "plain text\n");
+        let (sources, unknown) = discover_paths(&[root.to_path_buf()]).expect("discover");
+        let kinds: Vec<(SourceKind, &Path)> = sources.iter().map(|s| (s.kind, s.path.as_path())).collect();
+        assert!(kinds.contains(&(SourceKind::ClaudeTranscript, claude.as_path())), "{kinds:?}");
+        assert!(kinds.contains(&(SourceKind::CodexRollout, codex.as_path())));
+        assert!(kinds.contains(&(SourceKind::GeminiJsonl, gemini.as_path())));
+        assert!(kinds.contains(&(SourceKind::GeminiLegacy, legacy.as_path())));
+        assert!(sources.iter().any(|s| s.path == agent && s.sidecar.is_some()));
+        // The storage directory is one source, found at any depth, not its files one by one.
+        let storage: Vec<&Source> = sources.iter().filter(|s| s.kind == SourceKind::OpenCodeStorage).collect();
+        assert_eq!(storage.len(), 1);
+        assert_eq!(storage[0].path, root.join("oc/storage"));
+        let (direct, _) = discover_paths(&[root.join("oc/storage")]).expect("discover");
+        assert_eq!(direct.len(), 1);
+        assert_eq!(unknown, vec![odd]);
+    }
+
+    #[test]
+    fn config_dirs_win_and_harness_filter() {
+        let env = Roots::from_env(|k| (k == "HOME").then(|| "/home/u".to_owned()));
+        let scan = shared::config::ScanConfig { codex_home: Some("/srv/codex".into()), ..Default::default() };
+        let r = env.with_config(&scan);
+        assert_eq!(r.codex, vec![PathBuf::from("/srv/codex/sessions")]);
+        assert_eq!(r.claude, vec![PathBuf::from("/home/u/.claude/projects")]);
+        let only = r.only(&[Harness::Codex]);
+        assert!(only.claude.is_empty() && only.gemini.is_empty() && only.opencode.is_empty());
+        assert_eq!(only.codex.len(), 1);
+    }
 
     #[test]
     fn env_roots_prefer_overrides() {

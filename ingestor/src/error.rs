@@ -5,7 +5,8 @@
 //! [`crate::adapter::Diagnostic`]s next to the events. An [`Error`] is for what
 //! stops a whole unit of work: a directory that cannot be listed, a database
 //! that cannot be opened, a resume state written by an incompatible build, an
-//! external extractor answer that breaks the contract.
+//! external extractor answer that breaks the contract, a tape log or
+//! projection that fails, a memory id that does not exist.
 
 use std::path::PathBuf;
 
@@ -58,11 +59,110 @@ pub enum Error {
         /// What was wrong (first problem found).
         reason: String,
     },
+    /// The external extractor could not be run, failed or timed out.
+    #[error("external extractor {command}: {reason}")]
+    Extractor {
+        /// The program.
+        command: String,
+        /// What happened.
+        reason: String,
+    },
+    /// The tape log or the projection failed.
+    #[error("{context}: {source}")]
+    Engram {
+        /// What was being done.
+        context: String,
+        /// The underlying error (it names the file or table).
+        #[source]
+        source: shared::error::Error,
+    },
+    /// No memory has this id.
+    #[error("no memory with id {id}")]
+    UnknownMemory {
+        /// The id asked for.
+        id: String,
+    },
+    /// A command-line argument or option value is invalid.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The tape log has damaged frames (each was already reported).
+    #[error("the tape log is damaged: {problems} problem(s) found")]
+    Damaged {
+        /// How many.
+        problems: usize,
+    },
+    /// Stopped by SIGINT or SIGTERM before finishing.
+    #[error("interrupted")]
+    Interrupted,
+    /// Writing the requested output failed (a closed pipe is not reported as
+    /// an error by the binary).
+    #[error("cannot write output: {0}")]
+    Output(#[source] std::io::Error),
+}
+
+/// How an error ends the process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// Something failed (IO, database): exit 1.
+    Failed,
+    /// The request was invalid (unknown id, bad argument): exit 2.
+    Invalid,
+    /// Data on disk is damaged: exit 3.
+    Corrupt,
+    /// The reader of our output went away: exit 0, say nothing.
+    ClosedPipe,
+    /// Stopped by a signal: exit 130.
+    Interrupted,
 }
 
 impl Error {
     /// Wraps an IO error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
         Error::Io { path: path.into(), source }
+    }
+
+    /// Wraps an error of the tape log or projection with what was being done.
+    pub fn engram(context: impl Into<String>, source: shared::error::Error) -> Error {
+        Error::Engram { context: context.into(), source }
+    }
+
+    /// The class deciding the exit code.
+    pub fn class(&self) -> ErrorClass {
+        use shared::error::ErrorClass as Shared;
+        match self {
+            Error::Output(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ErrorClass::ClosedPipe,
+            Error::UnknownMemory { .. } | Error::InvalidArgument(_) => ErrorClass::Invalid,
+            Error::Damaged { .. } => ErrorClass::Corrupt,
+            Error::Interrupted => ErrorClass::Interrupted,
+            Error::Engram { source, .. } => match source.class() {
+                Shared::Corrupt => ErrorClass::Corrupt,
+                Shared::InvalidInput => ErrorClass::Invalid,
+                Shared::Io | Shared::Incompatible => ErrorClass::Failed,
+            },
+            _ => ErrorClass::Failed,
+        }
+    }
+
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self.class() {
+            ErrorClass::ClosedPipe => 0,
+            ErrorClass::Failed => 1,
+            ErrorClass::Invalid => 2,
+            ErrorClass::Corrupt => 3,
+            ErrorClass::Interrupted => 130,
+        }
+    }
+}
+
+/// Adds context to results of the shared crate.
+pub trait EngramContext<T> {
+    /// Maps a shared error to [`Error::Engram`] saying what was being done.
+    fn context(self, what: &str) -> Result<T, Error>;
+}
+
+impl<T> EngramContext<T> for Result<T, shared::error::Error> {
+    fn context(self, what: &str) -> Result<T, Error> {
+        self.map_err(|e| Error::engram(what, e))
     }
 }

@@ -1,11 +1,13 @@
-//! The pure core of the Engram ingestor: harness adapters that turn agent
-//! session logs into redacted tape events, discovery of those logs, and
-//! deterministic extraction of memories with near-duplicate merging.
+//! The Engram ingestor: harness adapters that turn agent session logs into
+//! redacted tape events, discovery of those logs, deterministic extraction of
+//! memories with near-duplicate merging, and the `engram-ingestor` commands
+//! built on them (scan, memory, replay, tapes, compact).
 //!
-//! Nothing here writes files, cursors, tapes or databases: adapters take bytes
-//! (or, for whole-file formats, a path they read) and return events plus
-//! diagnostics and a resume state; extraction takes a session's events and a
-//! lookup of existing memories and returns memory events.
+//! The adapters and extraction are pure: they take bytes (or, for whole-file
+//! formats, a path they read) and return events plus diagnostics and a resume
+//! state, or memory events. Only [`scan`], [`memories`] and [`tapes`] touch
+//! the journal (tape log and projection); [`cli`] maps the command line onto
+//! them and the binary is a thin `main`.
 //!
 //! - [`adapter`]: parse context and output, JSONL line handling, the event
 //!   emitter (derived ids, redaction), diagnostics.
@@ -18,12 +20,18 @@
 
 pub mod adapter;
 pub mod adapters;
+pub mod cli;
 pub mod dedup;
 pub mod discover;
 pub mod error;
 pub mod external;
 pub mod extract;
+pub mod memories;
 pub mod patch;
 pub mod redact;
+pub mod render;
+pub mod runner;
+pub mod scan;
+pub mod tapes;
 
 pub use error::Error;

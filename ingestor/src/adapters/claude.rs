@@ -213,13 +213,13 @@ impl JsonlAdapter for Claude {
             }
             "attachment" => attachment(em, &rec, &session, ts),
             "progress" | "queue-operation" | "file-history-snapshot" => {
-                em.opaque(&session, ts, "opaque", &rtype, rec.clone(), false);
+                em.opaque(&session, ts, "opaque", &rtype, rec, false);
             }
             "tool_use" => drift_tool_use(em, st, &rec, &session, ts),
             "tool_result" => drift_tool_result(em, st, &rec, &session, ts),
             _ => {
                 let t = if rtype.is_empty() { "<no type>" } else { &rtype };
-                em.opaque(&session, ts, "opaque", t, rec.clone(), true);
+                em.opaque(&session, ts, "opaque", t, rec, true);
             }
         }
     }

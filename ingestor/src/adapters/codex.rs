@@ -173,7 +173,7 @@ impl JsonlAdapter for Codex {
             "world_state" => em.opaque(&s, ts, "opaque", "world_state", payload.clone(), false),
             other => {
                 let t = if other.is_empty() { "<no type>" } else { other };
-                em.opaque(&s, ts, "opaque", t, rec.clone(), true);
+                em.opaque(&s, ts, "opaque", t, rec, true);
             }
         }
     }

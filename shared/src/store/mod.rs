@@ -10,6 +10,7 @@
 
 mod apply;
 mod dump;
+pub mod ingest;
 
 use std::fs;
 use std::path::{Path, PathBuf};

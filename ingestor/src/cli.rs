@@ -1,0 +1,505 @@
+//! The command line of `engram-ingestor`: clap definitions and the dispatch
+//! to the library. Requested output goes to the given writer (stdout), logs
+//! to stderr, progress bars to stderr on a terminal only.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use shared::config::Config;
+use shared::paths::Paths;
+use shared::shutdown::Shutdown;
+use shared::store::ingest::MemoryFilter;
+use shared::time::Ts;
+
+use crate::adapter::WRITER;
+use crate::adapters::Harness;
+use crate::error::{EngramContext, Error};
+use crate::memories::{self, MemoryChange, NewMemory};
+use crate::scan::{self, ScanOptions};
+use crate::{render, tapes};
+
+/// `engram-ingestor`: records agent sessions as tapes, keeps memories.
+#[derive(Debug, Parser)]
+#[command(name = "engram-ingestor", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Read new content of every harness log into the tapes and extract memories.
+    Scan(ScanArgs),
+    /// Add, change, list and show memories.
+    Memory {
+        /// What to do.
+        #[command(subcommand)]
+        command: MemoryCommand,
+    },
+    /// Rebuild the database from the tapes alone.
+    Replay,
+    /// List segments (default), show events, verify checksums.
+    Tapes(TapesArgs),
+    /// Seal, remove forgotten memories' text from the tapes, rebuild the database.
+    Compact,
+}
+
+/// `scan` options.
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Only this harness (claude, codex, gemini, opencode); repeatable.
+    #[arg(long = "harness", value_name = "NAME", value_parser = parse_harness)]
+    pub harnesses: Vec<Harness>,
+    /// Only logs modified since DATE (2026-01-31, an RFC 3339 time, or 7d, 12h, 30m ago).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Scan this file or directory instead of the standard locations; repeatable.
+    #[arg(long = "path", value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+/// `memory` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// Add a memory; prints its id.
+    Add {
+        /// The text.
+        text: String,
+        /// Type: fact, decision, preference, pattern, issue, context, correction, convention, gotcha, struggle.
+        #[arg(long = "type", default_value = "fact")]
+        memory_type: String,
+        /// 0..=1.
+        #[arg(long, default_value_t = 0.7)]
+        importance: f32,
+        /// Project it belongs to.
+        #[arg(long)]
+        project: Option<String>,
+        /// A tag; repeatable.
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        /// Pin it: always a candidate.
+        #[arg(long)]
+        pin: bool,
+    },
+    /// Change a memory's text, type, importance, tags or project.
+    Update {
+        /// Memory id.
+        id: String,
+        /// New text.
+        #[arg(long)]
+        text: Option<String>,
+        /// New type.
+        #[arg(long = "type")]
+        memory_type: Option<String>,
+        /// New importance.
+        #[arg(long)]
+        importance: Option<f32>,
+        /// Replace the tags with these; repeatable.
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        /// New project.
+        #[arg(long)]
+        project: Option<String>,
+    },
+    /// Pin a memory.
+    Pin {
+        /// Memory id.
+        id: String,
+    },
+    /// Unpin a memory.
+    Unpin {
+        /// Memory id.
+        id: String,
+    },
+    /// Mark a memory outdated.
+    Deprecate {
+        /// Memory id.
+        id: String,
+        /// Why.
+        #[arg(long)]
+        reason: Option<String>,
+        /// The memory that replaces it.
+        #[arg(long, value_name = "ID")]
+        superseded_by: Option<String>,
+    },
+    /// Forget a memory: hidden at once, its text removed by the next `compact`.
+    Forget {
+        /// Memory id.
+        id: String,
+        /// Why (never the memory's text).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Say how relevant a memory was (0..=1).
+    Feedback {
+        /// Memory id.
+        id: String,
+        /// 0 (useless) ..= 1 (exactly what was needed).
+        relevance: f32,
+        /// Why.
+        #[arg(long)]
+        reason: Option<String>,
+        /// The session it concerns (harness:id).
+        #[arg(long, value_name = "KEY")]
+        session: Option<String>,
+    },
+    /// List live memories, pinned first, then newest.
+    List {
+        /// Only this project.
+        #[arg(long)]
+        project: Option<String>,
+        /// Only this type.
+        #[arg(long = "type")]
+        memory_type: Option<String>,
+        /// At most this many (0: all).
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one memory with its sessions and feedback.
+    Show {
+        /// Memory id.
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `tapes` arguments.
+#[derive(Debug, Args)]
+pub struct TapesArgs {
+    /// What to do (default: list).
+    #[command(subcommand)]
+    pub command: Option<TapesCommand>,
+    /// Print the listing as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `tapes` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum TapesCommand {
+    /// List segments: name, size, events, time span, sealed or active.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the events of a segment (name, prefix or number) or of a session (harness:id).
+    Show {
+        /// Segment or session key.
+        target: String,
+        /// Print each event as stored, one JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check every checksum; print each problem as file:offset: what.
+    Verify,
+}
+
+fn parse_harness(s: &str) -> Result<Harness, String> {
+    Harness::from_name(&s.to_lowercase())
+        .ok_or_else(|| format!("unknown harness {s:?}; one of: claude, codex, gemini, opencode"))
+}
+
+/// Reads `--since`: a date or time, or an age (`7d`, `12h`, `30m`) before `now`.
+pub fn parse_since(text: &str, now: Ts) -> Result<Ts, Error> {
+    let t = text.trim();
+    if let Some((num, unit)) = t.char_indices().last().map(|(i, c)| (&t[..i], c))
+        && let Ok(n) = num.parse::<i64>()
+        && let Some(ms) = match unit {
+            'd' => Some(86_400_000),
+            'h' => Some(3_600_000),
+            'm' => Some(60_000),
+            _ => None,
+        }
+    {
+        return Ok(Ts(now.0.saturating_sub(n.saturating_mul(ms))));
+    }
+    Ts::parse(t).ok_or_else(|| Error::InvalidArgument(format!("--since {t:?}: not a date, a time or an age like 7d")))
+}
+
+/// Where output goes and what time it is.
+pub struct Env<'w> {
+    /// The data home.
+    pub paths: Paths,
+    /// Now.
+    pub now: Ts,
+    /// Requested output (stdout).
+    pub out: &'w mut dyn Write,
+    /// Draw progress bars (stderr is a terminal).
+    pub progress: bool,
+}
+
+impl std::fmt::Debug for Env<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Env")
+            .field("paths", &self.paths)
+            .field("now", &self.now)
+            .field("progress", &self.progress)
+            .finish()
+    }
+}
+
+impl Env<'_> {
+    fn write(&mut self, text: &str) -> Result<(), Error> {
+        self.out.write_all(text.as_bytes()).map_err(Error::Output)
+    }
+
+    fn line(&mut self, text: &str) -> Result<(), Error> {
+        self.write(text)?;
+        self.write("\n")
+    }
+
+    fn json(&mut self, value: &impl serde::Serialize) -> Result<(), Error> {
+        let text = serde_json::to_string_pretty(value)
+            .map_err(|e| Error::Output(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
+        self.line(&text)
+    }
+}
+
+/// Runs a command with the real environment (stdout, `ENGRAM_HOME`, the
+/// clock); returns the exit code.
+pub fn run(cli: Cli, shutdown: &Shutdown) -> Result<u8, Error> {
+    let paths = Paths::from_env().context("find the data home")?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let code = {
+        let mut env = Env { paths, now: Ts::now(), out: &mut out, progress: std::io::stderr().is_terminal() };
+        execute(cli.command, &mut env, shutdown)?
+    };
+    out.flush().map_err(Error::Output)?;
+    Ok(code)
+}
+
+fn bar(enabled: bool, template: &str) -> ProgressBar {
+    if !enabled {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(0);
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb
+}
+
+/// Runs one command in `env`; returns the exit code.
+pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Result<u8, Error> {
+    match command {
+        Command::Scan(args) => scan(args, env, shutdown),
+        Command::Memory { command } => memory(command, env),
+        Command::Replay => {
+            let pb = bar(env.progress, "replay {bar:40} {pos}/{len} events {per_sec} {eta}");
+            let started = Instant::now();
+            let report = tapes::replay(&env.paths, &mut |p| {
+                pb.set_length(p.total);
+                pb.set_position(p.done);
+            })?;
+            pb.finish_and_clear();
+            let secs = started.elapsed().as_secs_f64();
+            let s = report.stats;
+            env.line(&format!(
+                "replayed {} event(s) in {secs:.2} s ({:.0} events/s): {} applied, {} duplicate(s), {} unknown, {} not applicable",
+                report.events,
+                report.events as f64 / secs.max(1e-9),
+                s.applied,
+                s.duplicates,
+                s.unknown,
+                s.errors
+            ))?;
+            env.line(&format!("database: {}", report.generation.display()))?;
+            Ok(0)
+        }
+        Command::Tapes(args) => match args.command {
+            None => tapes_list(env, args.json),
+            Some(TapesCommand::List { json }) => tapes_list(env, json || args.json),
+            Some(TapesCommand::Show { target, json }) => {
+                let paths = env.paths.clone();
+                let target = tapes::target(&paths, &target)?;
+                let with_session = matches!(target, tapes::Target::Segment(_));
+                let n = tapes::show(&paths, &target, &mut |lsn, raw, event| {
+                    if shutdown.requested() {
+                        return Err(Error::Interrupted);
+                    }
+                    if json {
+                        env.out.write_all(raw).map_err(Error::Output)?;
+                        env.write("\n")
+                    } else {
+                        env.line(&render::event_line(lsn, event, with_session))
+                    }
+                })?;
+                if n == 0
+                    && let tapes::Target::Session(key) = &target
+                {
+                    return Err(Error::InvalidArgument(format!("no events of session {key} in the tapes")));
+                }
+                Ok(0)
+            }
+            Some(TapesCommand::Verify) => {
+                let report = tapes::verify(&env.paths)?;
+                for p in &report.problems {
+                    env.line(&format!("{}:{}: {}", p.file.display(), p.offset, p.what))?;
+                }
+                if !report.problems.is_empty() {
+                    return Err(Error::Damaged { problems: report.problems.len() });
+                }
+                env.line(&format!(
+                    "ok: {} segment(s), {} frame(s), every checksum verified",
+                    report.segments, report.frames
+                ))?;
+                Ok(0)
+            }
+        },
+        Command::Compact => {
+            let report = tapes::compact(&env.paths)?;
+            env.line(&format!(
+                "sealed the active segment; {} forgotten memor{} removed from {} event(s) in {} rewritten segment(s); database rebuilt",
+                report.forgotten,
+                if report.forgotten == 1 { "y's text" } else { "ies' text" },
+                report.events_scrubbed,
+                report.segments_rewritten
+            ))?;
+            Ok(0)
+        }
+    }
+}
+
+fn tapes_list(env: &mut Env<'_>, json: bool) -> Result<u8, Error> {
+    let segs = tapes::segments(&env.paths)?;
+    if json {
+        let rows: Vec<serde_json::Value> = segs
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "name": s.name, "seq": s.seq, "sealed": s.sealed, "generation": s.generation,
+                    "bytes": s.bytes, "raw_bytes": s.raw_bytes, "events": s.events,
+                    "first_lsn": s.first_lsn, "last_lsn": s.last_lsn,
+                    "first_ts": s.min_ts.map(|t| Ts(t).to_rfc3339()), "last_ts": s.max_ts.map(|t| Ts(t).to_rfc3339()),
+                })
+            })
+            .collect();
+        env.json(&rows)?;
+    } else {
+        env.write(&render::segments(&segs))?;
+    }
+    Ok(0)
+}
+
+fn scan(args: ScanArgs, env: &mut Env<'_>, shutdown: &Shutdown) -> Result<u8, Error> {
+    let config = Config::load(&env.paths.config()).context("read the configuration")?;
+    let mut opts = ScanOptions::new(env.now);
+    opts.harnesses = args.harnesses;
+    opts.paths = args.paths;
+    opts.since = args.since.as_deref().map(|s| parse_since(s, env.now)).transpose()?;
+    let pb = bar(env.progress, "scan {bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} {msg}");
+    let summary = scan::run(&env.paths, &config, &opts, shutdown, &mut |p| {
+        pb.set_length(p.bytes_total.max(p.bytes_done));
+        pb.set_position(p.bytes_done);
+        pb.set_message(format!("{}/{} files", p.files_done, p.files_total));
+    })?;
+    pb.finish_and_clear();
+    if args.json {
+        env.json(&summary)?;
+    } else {
+        env.write(&render::scan_summary(&summary))?;
+    }
+    Ok(if summary.interrupted { 130 } else { 0 })
+}
+
+fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
+    let now = env.now;
+    let mut journal = shared::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
+    let j = &mut journal;
+    match command {
+        MemoryCommand::Add { text, memory_type, importance, project, tags, pin } => {
+            let id = memories::add(j, NewMemory { text, memory_type, importance, project, tags, pinned: pin }, now)?;
+            env.line(id.as_str())?;
+        }
+        MemoryCommand::Update { id, text, memory_type, importance, tags, project } => {
+            let tags = (!tags.is_empty()).then_some(tags);
+            memories::update(j, &id, MemoryChange { text, memory_type, importance, tags, project }, now)?;
+            env.line(&format!("updated {id}"))?;
+        }
+        MemoryCommand::Pin { id } => {
+            memories::set_pinned(j, &id, true, now)?;
+            env.line(&format!("pinned {id}"))?;
+        }
+        MemoryCommand::Unpin { id } => {
+            memories::set_pinned(j, &id, false, now)?;
+            env.line(&format!("unpinned {id}"))?;
+        }
+        MemoryCommand::Deprecate { id, reason, superseded_by } => {
+            memories::deprecate(j, &id, reason, superseded_by, now)?;
+            env.line(&format!("deprecated {id}"))?;
+        }
+        MemoryCommand::Forget { id, reason } => {
+            if memories::forget(j, &id, reason, now)? {
+                env.line(&format!("forgot {id}; run `engram-ingestor compact` to remove its text from the tapes"))?;
+            } else {
+                env.line(&format!("{id} was already forgotten"))?;
+            }
+        }
+        MemoryCommand::Feedback { id, relevance, reason, session } => {
+            memories::feedback(j, &id, relevance, reason, session, now)?;
+            env.line(&format!("recorded feedback {relevance} on {id}"))?;
+        }
+        MemoryCommand::List { project, memory_type, limit, json } => {
+            let filter = MemoryFilter { project, memory_type, limit, include_forgotten: false };
+            let list = memories::list(j.store(), &filter)?;
+            if json {
+                env.json(&list)?;
+            } else {
+                for m in &list {
+                    env.line(&render::memory_line(m))?;
+                }
+            }
+        }
+        MemoryCommand::Show { id, json } => {
+            let d = memories::show(j.store(), &id)?;
+            if json {
+                env.json(&d)?;
+            } else {
+                env.write(&render::memory_details(&d))?;
+            }
+        }
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn since_accepts_dates_times_and_ages() {
+        let now = Ts(10 * 86_400_000);
+        assert_eq!(parse_since("2d", now).expect("age"), Ts(8 * 86_400_000));
+        assert_eq!(parse_since("90m", now).expect("age"), Ts(now.0 - 90 * 60_000));
+        assert_eq!(parse_since("1970-01-02", now).expect("date"), Ts(86_400_000));
+        assert_eq!(parse_since("1970-01-01T00:00:01Z", now).expect("time"), Ts(1_000));
+        assert!(parse_since("yesterday", now).is_err());
+    }
+
+    #[test]
+    fn harness_names() {
+        assert_eq!(parse_harness("Claude"), Ok(Harness::Claude));
+        assert!(parse_harness("cursor").is_err());
+    }
+}

@@ -1,0 +1,95 @@
+//! [`MemoryLookup`] over the projection: the memory with the asked id (even
+//! forgotten, so that re-extraction never re-adds it), a handful of live
+//! memories that full-text search finds for the candidate's words, and the
+//! memories added earlier in the same batch (not yet in the projection).
+//! The 0.70 word-overlap / 0.85 cosine rule is applied by the caller
+//! ([`crate::dedup::best_duplicate`]).
+
+use std::cell::RefCell;
+
+use shared::event::{Body, Event};
+use shared::ids::MemoryId;
+use shared::store::Store;
+use shared::store::ingest::MemoryRecord;
+
+use crate::dedup::{ExistingMemory, MemoryLookup, words};
+
+/// FTS candidates fetched per lookup.
+pub const FTS_CANDIDATES: usize = 8;
+/// Most query words (the longest are kept).
+const MAX_WORDS: usize = 24;
+
+/// Existing memories from a store plus those pending in the current batch.
+#[derive(Debug)]
+pub struct StoreLookup<'s> {
+    store: &'s Store,
+    pending: RefCell<Vec<ExistingMemory>>,
+}
+
+impl<'s> StoreLookup<'s> {
+    /// A lookup over `store`.
+    pub fn new(store: &'s Store) -> StoreLookup<'s> {
+        StoreLookup { store, pending: RefCell::new(Vec::new()) }
+    }
+
+    /// Records memory events produced but not yet applied, so later lookups
+    /// of the same batch see them.
+    pub fn note(&self, events: &[Event]) {
+        let mut pending = self.pending.borrow_mut();
+        for e in events {
+            match &e.body {
+                Body::MemoryAdded(m) => pending.push(ExistingMemory {
+                    id: m.memory_id.clone(),
+                    text: m.content.clone(),
+                    embedding: None,
+                    sessions: m.source_session.iter().cloned().collect(),
+                }),
+                Body::MemoryUpdated(u) => {
+                    if let (Some(p), Some(s)) = (pending.iter_mut().find(|p| p.id == u.memory_id), &u.seen_in) {
+                        p.sessions.push(s.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn existing(&self, record: MemoryRecord) -> ExistingMemory {
+        let sessions = self.store.memory_sessions(&record.id).unwrap_or_else(|e| {
+            tracing::warn!(memory = %record.id, error = %e, "cannot list a memory's sessions");
+            Vec::new()
+        });
+        let embedding = self.store.memory_embedding(&record.id).ok().flatten();
+        ExistingMemory { id: MemoryId(record.id), text: record.content, embedding, sessions }
+    }
+}
+
+impl MemoryLookup for StoreLookup<'_> {
+    fn candidates(&self, text: &str, id: &MemoryId) -> Vec<ExistingMemory> {
+        let mut out: Vec<ExistingMemory> = Vec::new();
+        match self.store.memory(id.as_str()) {
+            Ok(Some(m)) => out.push(self.existing(m)),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(memory = %id, error = %e, "cannot look a memory up"),
+        }
+        let mut ws: Vec<String> = words(text).into_iter().collect();
+        ws.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        ws.truncate(MAX_WORDS);
+        match self.store.memories_matching(&ws, FTS_CANDIDATES) {
+            Ok(found) => {
+                for m in found {
+                    if !out.iter().any(|o| o.id.as_str() == m.id) {
+                        out.push(self.existing(m));
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "memory search failed; dedup sees fewer candidates"),
+        }
+        for p in self.pending.borrow().iter() {
+            if !out.iter().any(|o| o.id == p.id) {
+                out.push(p.clone());
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,960 @@
+//! `engram-ingestor scan`: every harness log found becomes tape events, and
+//! the new content of each session touched becomes memories.
+//!
+//! One scan, under an exclusive `scan.lock` in the data home:
+//!
+//! 1. Find the sources: the harnesses' standard locations (environment and
+//!    `config.toml`), or the paths given; keep the harnesses asked for and,
+//!    with `since`, the files changed since then.
+//! 2. For each source, read only what is new since its cursor (see
+//!    [`source`] for file identity, rotation and rewrites), parse it with the
+//!    adapter, and drop events the projection (or the current batch) already
+//!    holds: event ids are derived from the records, so reading a record
+//!    again yields the same id.
+//! 3. Every few megabytes, flush one batch to the journal: the new events,
+//!    then the memories extracted from the touched sessions' parsed events
+//!    (with the last events of a session that was already known, from the
+//!    tapes, as context), then each file's `source.cursor`. A crash can only
+//!    leave a prefix of a batch: the cursors, last, are then missing, the
+//!    files are read again from the old cursors, and what the prefix already
+//!    recorded is recognised by its ids, so nothing is lost or duplicated.
+//!    The optional external extractor runs per session here; its failures are
+//!    logged and counted, never fatal.
+//! 4. Sessions with no content for `scan.idle_end_minutes` get a
+//!    `session.ended` (reason `idle`) at the time of their last event.
+//!
+//! The shutdown flag is checked between files and between chunks of a file;
+//! work already read is flushed with its cursors before returning.
+
+pub mod lookup;
+pub mod source;
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+use shared::config::Config;
+use shared::event::{Body, Event, SCHEMA_VERSION, SessionEnded, SourceCursor};
+use shared::fsutil::FileLock;
+use shared::ids::{EventId, SessionKey};
+use shared::journal::{Journal, decode};
+use shared::paths::Paths;
+use shared::shutdown::Shutdown;
+use shared::store::ingest::IngestCursor;
+use shared::tape::{Lsn, Snapshot};
+use shared::time::Ts;
+
+use crate::adapter::{Diagnostic, DiagnosticKind, HEAD_BYTES, ParseContext, ParseOutput, WRITER};
+use crate::adapters::{self, Harness};
+use crate::discover::{self, Roots, Source, SourceKind};
+use crate::error::{EngramContext, Error};
+use crate::redact::{DEFAULT_EXCLUDES, Privacy};
+use crate::{external, extract, runner};
+use lookup::StoreLookup;
+use source::{
+    FileIdent, Fingerprint, Resume, decide, fingerprint_bytes, fingerprint_stat, head_of, mtime_ms, version_ids,
+};
+
+/// Sizes that bound memory use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of a JSONL file parsed at once.
+    pub chunk_bytes: usize,
+    /// Longest line read; a longer one is skipped with a diagnostic.
+    pub max_line_bytes: usize,
+    /// A batch is flushed once it holds this many parsed events…
+    pub flush_events: usize,
+    /// …or this many bytes of input.
+    pub flush_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { chunk_bytes: 8 << 20, max_line_bytes: 64 << 20, flush_events: 16_384, flush_bytes: 16 << 20 }
+    }
+}
+/// Events of an already known session read back from the tapes as context
+/// for extraction.
+const CONTEXT_EVENTS: usize = 40;
+/// Turn text sent to the external extractor, per session.
+const EXTERNAL_BYTES: usize = 48 * 1024;
+/// Memories the external extractor may return per session.
+const EXTERNAL_MAX: u32 = 8;
+
+/// What to scan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScanOptions {
+    /// Only these harnesses (all when empty).
+    pub harnesses: Vec<Harness>,
+    /// Only sources modified at or after this time.
+    pub since: Option<Ts>,
+    /// Scan these files and directories instead of the standard locations.
+    pub paths: Vec<PathBuf>,
+    /// The standard locations (`None`: from the environment and the config).
+    pub roots: Option<Roots>,
+    /// The time idle sessions are measured against.
+    pub now: Ts,
+    /// Chunk, line and batch sizes.
+    pub limits: Limits,
+}
+
+impl ScanOptions {
+    /// Everything at the standard locations, measured against `now`.
+    pub fn new(now: Ts) -> ScanOptions {
+        ScanOptions {
+            harnesses: Vec::new(),
+            since: None,
+            paths: Vec::new(),
+            roots: None,
+            now,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Progress, reported after each file and each chunk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanProgress {
+    /// Sources done.
+    pub files_done: u64,
+    /// Sources to look at.
+    pub files_total: u64,
+    /// Bytes read so far.
+    pub bytes_done: u64,
+    /// Bytes expected to be read (new bytes of each source).
+    pub bytes_total: u64,
+}
+
+/// Counts for one harness.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct HarnessSummary {
+    /// Sources found.
+    pub files: u64,
+    /// Sources with something new read.
+    pub files_read: u64,
+    /// Sources read again from the start (rewritten, truncated, replaced).
+    pub files_reread: u64,
+    /// Sources that could not be read (each logged).
+    pub files_failed: u64,
+    /// Bytes of input parsed.
+    pub bytes: u64,
+    /// New sessions (`session.started` appended).
+    pub sessions: u64,
+    /// Sessions given new events.
+    pub sessions_touched: u64,
+    /// Sessions ended for being idle.
+    pub sessions_ended: u64,
+    /// Transcript events appended.
+    pub events: u64,
+    /// Transcript events appended, by kind.
+    pub kinds: BTreeMap<String, u64>,
+    /// Events parsed again that the projection already held (not appended).
+    pub known: u64,
+    /// Memories added.
+    pub memories_added: u64,
+    /// Memories merged into an existing near-duplicate.
+    pub memories_merged: u64,
+    /// Problems in the logs (malformed lines, bad timestamps, …).
+    pub diagnostics: u64,
+    /// Record types kept as opaque events, by type.
+    pub unknown_types: BTreeMap<String, u64>,
+}
+
+impl HarnessSummary {
+    fn add(&mut self, o: &HarnessSummary) {
+        self.files += o.files;
+        self.files_read += o.files_read;
+        self.files_reread += o.files_reread;
+        self.files_failed += o.files_failed;
+        self.bytes += o.bytes;
+        self.sessions += o.sessions;
+        self.sessions_touched += o.sessions_touched;
+        self.sessions_ended += o.sessions_ended;
+        self.events += o.events;
+        for (k, v) in &o.kinds {
+            *self.kinds.entry(k.clone()).or_insert(0) += v;
+        }
+        self.known += o.known;
+        self.memories_added += o.memories_added;
+        self.memories_merged += o.memories_merged;
+        self.diagnostics += o.diagnostics;
+        for (k, v) in &o.unknown_types {
+            *self.unknown_types.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+}
+
+/// Where the time of a scan went (milliseconds).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Timings {
+    /// Finding sources and planning.
+    pub discover_ms: f64,
+    /// Reading files and fingerprinting.
+    pub read_ms: f64,
+    /// Adapters (parsing, redaction).
+    pub parse_ms: f64,
+    /// Checking events against the projection.
+    pub filter_ms: f64,
+    /// Memory extraction, dedup lookups and the external extractor.
+    pub extract_ms: f64,
+    /// Journal appends (tape write, fsync, projection).
+    pub append_ms: f64,
+    /// Ending idle sessions.
+    pub idle_ms: f64,
+}
+
+/// What a scan did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ScanSummary {
+    /// Per harness.
+    pub harnesses: BTreeMap<String, HarnessSummary>,
+    /// All events appended (transcript, memories, cursors, session ends).
+    pub events_appended: u64,
+    /// `source.cursor` events appended.
+    pub cursors: u64,
+    /// Last log position after the scan.
+    pub last_lsn: Lsn,
+    /// External extractor runs.
+    pub extractor_runs: u64,
+    /// External extractor runs that failed (each logged).
+    pub extractor_failures: u64,
+    /// Paths given that are not a known log.
+    pub unrecognised: Vec<String>,
+    /// Stopped early by a shutdown request (what was read is recorded).
+    pub interrupted: bool,
+    /// Wall time.
+    pub elapsed_ms: f64,
+    /// Where it went.
+    pub timings: Timings,
+}
+
+impl ScanSummary {
+    /// Sums over harnesses.
+    pub fn total(&self) -> HarnessSummary {
+        let mut t = HarnessSummary::default();
+        for h in self.harnesses.values() {
+            t.add(h);
+        }
+        t
+    }
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1e3
+}
+
+/// Runs one scan. See the module docs.
+pub fn run(
+    paths: &Paths,
+    config: &Config,
+    opts: &ScanOptions,
+    shutdown: &Shutdown,
+    progress: &mut dyn FnMut(&ScanProgress),
+) -> Result<ScanSummary, Error> {
+    let started = Instant::now();
+    std::fs::create_dir_all(paths.home()).map_err(|e| Error::io(paths.home(), e))?;
+    let lock_path = paths.home().join("scan.lock");
+    let _lock = match FileLock::try_exclusive(&lock_path).map_err(|e| Error::io(&lock_path, e))? {
+        Some(lock) => lock,
+        None => {
+            tracing::info!("another scan is running; waiting for it");
+            FileLock::exclusive(&lock_path).map_err(|e| Error::io(&lock_path, e))?
+        }
+    };
+    let journal = Journal::open(paths, WRITER).context("open the journal")?;
+    // Batches rewrite the same index pages again and again: checkpoint the
+    // WAL every ~64 MB rather than every 4 MB (this connection only).
+    if let Err(e) = journal.store().conn().pragma_update(None, "wal_autocheckpoint", 16_384) {
+        tracing::debug!(error = %e, "cannot widen the WAL checkpoint interval");
+    }
+    let cursors: HashMap<String, IngestCursor> = journal
+        .store()
+        .ingest_cursors()
+        .context("read ingest cursors")?
+        .into_iter()
+        .map(|c| (c.path.clone(), c))
+        .collect();
+    let mut privacy = Privacy { exclude: DEFAULT_EXCLUDES.iter().map(|s| (*s).to_owned()).collect() };
+    privacy.exclude.extend(config.privacy.exclude.iter().cloned());
+    let mut scanner = Scanner {
+        journal,
+        config,
+        privacy: Rc::new(privacy),
+        now: opts.now,
+        limits: opts.limits,
+        cursors,
+        session_state: HashMap::new(),
+        touched: HashSet::new(),
+        pending: Pending::default(),
+        summary: ScanSummary::default(),
+        progress: ScanProgress::default(),
+    };
+
+    let t = Instant::now();
+    let (sources, unrecognised) = if opts.paths.is_empty() {
+        let roots = match &opts.roots {
+            Some(r) => r.clone(),
+            None => Roots::from_process_env().with_config(&config.scan),
+        };
+        (discover::discover(&roots.only(&opts.harnesses))?, Vec::new())
+    } else {
+        let absolute: Vec<PathBuf> =
+            opts.paths.iter().map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())).collect();
+        discover::discover_paths(&absolute)?
+    };
+    for u in &unrecognised {
+        tracing::warn!(file = %u.display(), "not a harness log this build recognises; skipped");
+    }
+    scanner.summary.unrecognised = unrecognised.iter().map(|p| p.display().to_string()).collect();
+    let plans = scanner.plan(sources, opts);
+    scanner.summary.timings.discover_ms = ms(t);
+    progress(&scanner.progress);
+
+    for plan in plans {
+        if shutdown.requested() {
+            scanner.summary.interrupted = true;
+            break;
+        }
+        let harness = plan.source.kind.harness();
+        match scanner.source(&plan, shutdown, progress) {
+            Ok(true) => scanner.harness(harness).files_read += 1,
+            Ok(false) => {}
+            Err(e @ (Error::Engram { .. } | Error::Output(_))) => return Err(e),
+            Err(e) => {
+                tracing::warn!(file = %plan.source.path.display(), error = %e, "cannot ingest this source; skipped");
+                scanner.harness(harness).files_failed += 1;
+            }
+        }
+        scanner.progress.files_done += 1;
+        progress(&scanner.progress);
+    }
+    scanner.summary.interrupted |= shutdown.requested();
+    scanner.flush()?;
+    if !scanner.summary.interrupted {
+        let t = Instant::now();
+        let harnesses = if opts.harnesses.is_empty() { Harness::ALL.to_vec() } else { opts.harnesses.clone() };
+        scanner.end_idle(&harnesses)?;
+        scanner.summary.timings.idle_ms = ms(t);
+    }
+    for key in &scanner.touched {
+        if let Some(h) = Harness::from_name(key.harness()) {
+            scanner.summary.harnesses.entry(h.name().to_owned()).or_default().sessions_touched += 1;
+        }
+    }
+    let mut summary = scanner.summary;
+    summary.last_lsn = scanner.journal.tape().lock().context("read the log position")?.last_lsn();
+    summary.elapsed_ms = ms(started);
+    Ok(summary)
+}
+
+/// A source to look at.
+struct Plan {
+    source: Source,
+    /// The fingerprint of an OpenCode storage directory, taken while planning.
+    fingerprint: Option<Fingerprint>,
+}
+
+/// Parsed events waiting to be appended.
+#[derive(Default)]
+struct Pending {
+    /// Every parsed event, in input order.
+    events: Vec<Event>,
+    /// Whether each is new (else the projection or this batch has it).
+    fresh: Vec<bool>,
+    /// Ids of the new ones.
+    ids: HashSet<EventId>,
+    /// The latest cursor of each file read, by path.
+    cursors: Vec<(String, Event)>,
+    /// Sessions read in full (from whole-file sources).
+    whole: HashSet<SessionKey>,
+    /// Input bytes.
+    bytes: u64,
+}
+
+struct Scanner<'c> {
+    journal: Journal,
+    config: &'c Config,
+    privacy: Rc<Privacy>,
+    now: Ts,
+    limits: Limits,
+    cursors: HashMap<String, IngestCursor>,
+    /// Sessions looked up: `true` when the projection holds them.
+    session_state: HashMap<String, bool>,
+    /// Sessions given new events.
+    touched: HashSet<SessionKey>,
+    pending: Pending,
+    summary: ScanSummary,
+    progress: ScanProgress,
+}
+
+impl Scanner<'_> {
+    fn harness(&mut self, h: Harness) -> &mut HarnessSummary {
+        self.summary.harnesses.entry(h.name().to_owned()).or_default()
+    }
+
+    fn path_text(p: &Path) -> String {
+        p.display().to_string()
+    }
+
+    /// Counts the sources, drops those older than `since`, estimates bytes.
+    fn plan(&mut self, sources: Vec<Source>, opts: &ScanOptions) -> Vec<Plan> {
+        let mut plans = Vec::new();
+        for source in sources {
+            if !opts.harnesses.is_empty() && !opts.harnesses.contains(&source.kind.harness()) {
+                continue;
+            }
+            self.harness(source.kind.harness()).files += 1;
+            let mut fingerprint = None;
+            let (size, mtime) = match source.kind {
+                SourceKind::OpenCodeStorage => match fingerprint_stat(&[&source.path], &source.path) {
+                    Ok(fp) => {
+                        let sm = (fp.size, fp.mtime_ms);
+                        fingerprint = Some(fp);
+                        sm
+                    }
+                    Err(_) => (0, i64::MAX),
+                },
+                _ => match std::fs::metadata(&source.path) {
+                    Ok(m) => (m.len(), mtime_ms(&m)),
+                    Err(_) => (0, i64::MAX),
+                },
+            };
+            if opts.since.is_some_and(|since| mtime < since.0) {
+                continue;
+            }
+            let cursor = self.cursors.get(&Self::path_text(&source.path));
+            let estimate = match cursor {
+                Some(c) if source.kind.is_jsonl() && size >= c.offset => size - c.offset,
+                Some(c) if !source.kind.is_jsonl() && c.size == size && c.mtime_ms == mtime => 0,
+                _ => size,
+            };
+            self.progress.bytes_total += estimate;
+            plans.push(Plan { source, fingerprint });
+        }
+        self.progress.files_total = plans.len() as u64;
+        plans
+    }
+
+    /// Reads one source; `true` when anything new was read.
+    fn source(
+        &mut self,
+        plan: &Plan,
+        shutdown: &Shutdown,
+        progress: &mut dyn FnMut(&ScanProgress),
+    ) -> Result<bool, Error> {
+        let src = &plan.source;
+        if src.kind.is_jsonl() {
+            self.jsonl(src, shutdown, progress)
+        } else {
+            self.whole(src, plan.fingerprint.clone())
+        }
+    }
+
+    /// A `source.cursor` event (fresh id: a cursor is a fact of this scan).
+    fn cursor_event(&self, cursor: SourceCursor) -> Event {
+        Event {
+            v: SCHEMA_VERSION,
+            id: EventId::generate(self.now),
+            ts: self.now,
+            writer: WRITER.to_owned(),
+            session: None,
+            body: Body::SourceCursor(cursor),
+        }
+    }
+
+    /// An append-only JSONL log, from its cursor.
+    fn jsonl(
+        &mut self,
+        src: &Source,
+        shutdown: &Shutdown,
+        progress: &mut dyn FnMut(&ScanProgress),
+    ) -> Result<bool, Error> {
+        let harness = src.kind.harness();
+        let path = Self::path_text(&src.path);
+        let t = Instant::now();
+        if let Some(c) = self.cursors.get(&path)
+            && let Ok(meta) = std::fs::metadata(&src.path)
+            && source::untouched(c, &meta)
+        {
+            // Same inode, size and time as when it was read to the end: no need to open it.
+            self.summary.timings.read_ms += ms(t);
+            return Ok(false);
+        }
+        let file = File::open(&src.path).map_err(|e| Error::io(&src.path, e))?;
+        let meta = file.metadata().map_err(|e| Error::io(&src.path, e))?;
+        let size = meta.len();
+        let mtime = mtime_ms(&meta);
+        let ident = FileIdent::of(&file, &meta, &src.path)?;
+        let resume = decide(self.cursors.get(&path), &ident, size, mtime, head_of(&file, &src.path))?;
+        self.summary.timings.read_ms += ms(t);
+        let (mut pos, mut state, mut restarted) = match resume {
+            Resume::Unchanged => return Ok(false),
+            Resume::Fresh => (0, Value::Null, false),
+            Resume::Append { offset, state } => (offset, state, false),
+            Resume::Restart { reason } => {
+                tracing::info!(file = %path, reason, "reading the file again from the start");
+                self.harness(harness).files_reread += 1;
+                (0, Value::Null, true)
+            }
+        };
+        let sidecar: Option<Value> =
+            src.sidecar.as_ref().and_then(|p| std::fs::read(p).ok()).and_then(|b| serde_json::from_slice(&b).ok());
+        let privacy = Rc::clone(&self.privacy);
+        let mut ctx = ParseContext::new(&path, Ts(mtime), &privacy);
+        ctx.sidecar = sidecar.as_ref();
+        ctx.redact = self.config.privacy.redact;
+        let fresh_state = |pos: &mut u64, state: &mut Value| -> Result<(), Error> {
+            let mut head = vec![0u8; (size as usize).min(HEAD_BYTES)];
+            source::read_exact_at(&file, &mut head, 0, &src.path)?;
+            *state = adapters::initial_state(src.kind, &ctx, &head).unwrap_or(Value::Null);
+            *pos = 0;
+            Ok(())
+        };
+        if state.is_null() {
+            fresh_state(&mut pos, &mut state)?;
+        }
+        let mut chunk = self.limits.chunk_bytes;
+        let mut buf: Vec<u8> = Vec::new();
+        let mut added = false;
+        let mut retried_state = false;
+        while pos < size {
+            if shutdown.requested() {
+                break;
+            }
+            let t = Instant::now();
+            let want = ((size - pos) as usize).min(chunk);
+            buf.resize(want, 0);
+            source::read_exact_at(&file, &mut buf, pos, &src.path)?;
+            self.summary.timings.read_ms += ms(t);
+            let t = Instant::now();
+            let parsed = adapters::parse_chunk(src.kind, &ctx, &buf, pos, &state);
+            self.summary.timings.parse_ms += ms(t);
+            let mut out = match parsed {
+                Ok(out) => out,
+                Err(e @ Error::ResumeState { .. }) if !retried_state => {
+                    tracing::warn!(file = %path, error = %e, "reading the file again from the start");
+                    retried_state = true;
+                    if !restarted {
+                        restarted = true;
+                        self.harness(harness).files_reread += 1;
+                    }
+                    fresh_state(&mut pos, &mut state)?;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if out.consumed == 0 {
+                if pos + want as u64 == size {
+                    // A last line still being written: left for the next scan.
+                    break;
+                }
+                if chunk < self.limits.max_line_bytes {
+                    chunk = (chunk * 2).min(self.limits.max_line_bytes);
+                    continue;
+                }
+                // A complete line longer than the limit: skip it, say so.
+                let Some(end) = self.find_newline(&file, &src.path, pos + want as u64, size)? else {
+                    break;
+                };
+                let skipped = end + 1 - pos;
+                out.diagnostics.push(Diagnostic {
+                    file: path.clone(),
+                    line: None,
+                    offset: Some(pos),
+                    kind: DiagnosticKind::BadRecord,
+                    message: format!(
+                        "a line of {skipped} bytes exceeds the {}-byte limit; skipped",
+                        self.limits.max_line_bytes
+                    ),
+                });
+                out.consumed = skipped;
+                out.state = state.clone();
+            }
+            chunk = self.limits.chunk_bytes;
+            pos += out.consumed;
+            state = out.state.clone();
+            if src.kind == SourceKind::GeminiJsonl {
+                version_ids(&mut out.events);
+            }
+            let cursor = self.cursor_event(SourceCursor {
+                harness: harness.name().to_owned(),
+                path: path.clone(),
+                file_id: ident.encode(),
+                offset: pos,
+                size,
+                mtime_ms: mtime,
+                state: state.clone(),
+            });
+            let consumed = out.consumed;
+            self.add(harness, out, cursor, consumed, false)?;
+            added = true;
+            self.progress.bytes_done += consumed;
+            progress(&self.progress);
+        }
+        if restarted && !added {
+            // Record the new identity, so the next scan does not start over again.
+            let cursor = self.cursor_event(SourceCursor {
+                harness: harness.name().to_owned(),
+                path: path.clone(),
+                file_id: ident.encode(),
+                offset: pos,
+                size,
+                mtime_ms: mtime,
+                state,
+            });
+            self.add(harness, ParseOutput::default(), cursor, 0, false)?;
+            added = true;
+        }
+        Ok(added)
+    }
+
+    /// Position of the first `\n` at or after `from`, if any before `size`.
+    fn find_newline(&self, file: &File, path: &Path, from: u64, size: u64) -> Result<Option<u64>, Error> {
+        let mut buf = vec![0u8; 1 << 20];
+        let mut at = from;
+        while at < size {
+            let n = ((size - at) as usize).min(buf.len());
+            source::read_exact_at(file, &mut buf[..n], at, path)?;
+            if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
+                return Ok(Some(at + i as u64));
+            }
+            at += n as u64;
+        }
+        Ok(None)
+    }
+
+    /// A whole-file source, re-parsed when its fingerprint changed.
+    fn whole(&mut self, src: &Source, planned: Option<Fingerprint>) -> Result<bool, Error> {
+        let harness = src.kind.harness();
+        let path = Self::path_text(&src.path);
+        let unchanged = |cursors: &HashMap<String, IngestCursor>, hash: &str| {
+            cursors.get(&path).and_then(|c| c.state.get("fingerprint")).and_then(Value::as_str) == Some(hash)
+        };
+        let t = Instant::now();
+        let privacy = Rc::clone(&self.privacy);
+        let (fp, parsed) = match src.kind {
+            SourceKind::GeminiLegacy => {
+                let bytes = std::fs::read(&src.path).map_err(|e| Error::io(&src.path, e))?;
+                let meta = std::fs::metadata(&src.path).map_err(|e| Error::io(&src.path, e))?;
+                let fp = fingerprint_bytes(&bytes, &meta);
+                self.summary.timings.read_ms += ms(t);
+                if unchanged(&self.cursors, &fp.hash) {
+                    return Ok(false);
+                }
+                let t = Instant::now();
+                let mut ctx = ParseContext::new(&path, Ts(fp.mtime_ms), &privacy);
+                ctx.redact = self.config.privacy.redact;
+                let out = adapters::parse_file_bytes(src.kind, &ctx, &bytes);
+                self.summary.timings.parse_ms += ms(t);
+                (fp, out)
+            }
+            _ => {
+                let fp = match planned {
+                    Some(fp) => fp,
+                    None if src.kind == SourceKind::OpenCodeDb => {
+                        let wal = PathBuf::from(format!("{path}-wal"));
+                        fingerprint_stat(&[&src.path, &wal], &src.path)?
+                    }
+                    None => fingerprint_stat(&[&src.path], &src.path)?,
+                };
+                self.summary.timings.read_ms += ms(t);
+                if unchanged(&self.cursors, &fp.hash) {
+                    return Ok(false);
+                }
+                let t = Instant::now();
+                let mut ctx = ParseContext::new(&path, Ts(fp.mtime_ms), &privacy);
+                ctx.redact = self.config.privacy.redact;
+                let out = adapters::parse_whole(src.kind, &ctx);
+                self.summary.timings.parse_ms += ms(t);
+                (fp, out)
+            }
+        };
+        let mut out = parsed?;
+        version_ids(&mut out.events);
+        let state = serde_json::json!({ "fingerprint": fp.hash });
+        let cursor = self.cursor_event(SourceCursor {
+            harness: harness.name().to_owned(),
+            path: path.clone(),
+            file_id: fp.file_id.clone(),
+            offset: fp.size,
+            size: fp.size,
+            mtime_ms: fp.mtime_ms,
+            state,
+        });
+        // A whole-file source holds each of its sessions in full.
+        self.add(harness, out, cursor, fp.size, true)?;
+        self.progress.bytes_done += fp.size;
+        Ok(true)
+    }
+
+    /// Takes one parse output: counts its diagnostics, marks which events are
+    /// new, queues them with the file's cursor, and flushes when the batch is
+    /// full. `whole`: the output holds its sessions from their start (no
+    /// context from the tapes is needed to extract from them).
+    fn add(&mut self, harness: Harness, out: ParseOutput, cursor: Event, bytes: u64, whole: bool) -> Result<(), Error> {
+        let h = self.harness(harness);
+        h.bytes += bytes;
+        h.diagnostics += out.diagnostics.len() as u64;
+        for (k, v) in &out.unknown_types {
+            *h.unknown_types.entry(k.clone()).or_insert(0) += v;
+        }
+        for d in &out.diagnostics {
+            tracing::debug!(file = %d.file, line = ?d.line, offset = ?d.offset, kind = ?d.kind, "{}", d.message);
+        }
+        let t = Instant::now();
+        let unseen: BTreeSet<&str> = out
+            .events
+            .iter()
+            .filter_map(|e| e.session.as_ref())
+            .map(SessionKey::as_str)
+            .filter(|s| !self.session_state.contains_key(*s))
+            .collect();
+        if !unseen.is_empty() {
+            let stored = self.journal.store().known_sessions(unseen.iter().copied()).context("look sessions up")?;
+            for s in unseen {
+                self.session_state.insert(s.to_owned(), stored.contains(s));
+            }
+        }
+        // Only events of sessions the projection holds can be known to it.
+        let to_check: Vec<&str> = out
+            .events
+            .iter()
+            .filter(|e| e.session.as_ref().is_none_or(|s| self.session_state.get(s.as_str()) == Some(&true)))
+            .map(|e| e.id.as_str())
+            .collect();
+        let known = if to_check.is_empty() {
+            HashSet::new()
+        } else {
+            self.journal.store().known_event_ids(to_check).context("look events up")?
+        };
+        let mut already = 0u64;
+        if whole {
+            self.pending.whole.extend(out.events.iter().filter_map(|e| e.session.clone()));
+        }
+        for e in out.events {
+            let fresh = !known.contains(e.id.as_str()) && self.pending.ids.insert(e.id.clone());
+            already += u64::from(!fresh);
+            self.pending.events.push(e);
+            self.pending.fresh.push(fresh);
+        }
+        self.harness(harness).known += already;
+        self.summary.timings.filter_ms += ms(t);
+        let path = match &cursor.body {
+            Body::SourceCursor(c) => c.path.clone(),
+            _ => String::new(),
+        };
+        match self.pending.cursors.iter_mut().find(|(p, _)| *p == path) {
+            Some(slot) => slot.1 = cursor,
+            None => self.pending.cursors.push((path, cursor)),
+        }
+        self.pending.bytes += bytes;
+        if self.pending.events.len() >= self.limits.flush_events || self.pending.bytes >= self.limits.flush_bytes {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Appends the pending batch: new events, extracted memories, cursors.
+    fn flush(&mut self) -> Result<(), Error> {
+        if self.pending.events.is_empty() && self.pending.cursors.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let t = Instant::now();
+        let memories = self.extract(&pending)?;
+        self.summary.timings.extract_ms += ms(t);
+        let mut sessions: BTreeSet<String> = BTreeSet::new();
+        let mut batch: Vec<Event> = Vec::with_capacity(pending.ids.len() + memories.len() + pending.cursors.len());
+        for (e, fresh) in pending.events.into_iter().zip(pending.fresh) {
+            if let Some(s) = &e.session {
+                sessions.insert(s.as_str().to_owned());
+            }
+            if !fresh {
+                continue;
+            }
+            if let Some(h) = e.session.as_ref().and_then(|s| Harness::from_name(s.harness())) {
+                let hs = self.harness(h);
+                hs.events += 1;
+                *hs.kinds.entry(e.kind().to_owned()).or_insert(0) += 1;
+                if matches!(e.body, Body::SessionStarted(_)) {
+                    hs.sessions += 1;
+                }
+            }
+            if let Some(s) = &e.session {
+                self.touched.insert(s.clone());
+            }
+            batch.push(e);
+        }
+        for m in &memories {
+            if let Some(h) = m.session.as_ref().and_then(|s| Harness::from_name(s.harness())) {
+                let hs = self.harness(h);
+                match m.body {
+                    Body::MemoryAdded(_) => hs.memories_added += 1,
+                    Body::MemoryUpdated(_) => hs.memories_merged += 1,
+                    _ => {}
+                }
+            }
+        }
+        batch.extend(memories);
+        self.summary.cursors += pending.cursors.len() as u64;
+        batch.extend(pending.cursors.into_iter().map(|(_, c)| c));
+        let t = Instant::now();
+        let receipt = self.journal.append(&batch).context("append to the tape log")?;
+        self.summary.timings.append_ms += ms(t);
+        if !receipt.applied {
+            tracing::warn!(
+                first = receipt.first_lsn,
+                last = receipt.last_lsn,
+                "events are on tape but not yet projected"
+            );
+        }
+        self.summary.events_appended += batch.len() as u64;
+        for s in sessions {
+            self.session_state.insert(s, true);
+        }
+        Ok(())
+    }
+
+    /// Memory events from the sessions of a batch: deterministic extraction
+    /// over each session's parsed events (after up to [`CONTEXT_EVENTS`] of
+    /// its earlier events when the projection already held it), then the
+    /// external extractor when configured.
+    fn extract(&mut self, pending: &Pending) -> Result<Vec<Event>, Error> {
+        let mut groups: BTreeMap<&SessionKey, Vec<usize>> = BTreeMap::new();
+        for (i, e) in pending.events.iter().enumerate() {
+            if let Some(s) = &e.session {
+                groups.entry(s).or_default().push(i);
+            }
+        }
+        let lookup = StoreLookup::new(self.journal.store());
+        let mut snapshot: Option<Snapshot> = None;
+        let mut out = Vec::new();
+        let (mut runs, mut failures) = (0u64, 0u64);
+        for (session, idx) in groups {
+            let known_before =
+                self.session_state.get(session.as_str()) == Some(&true) && !pending.whole.contains(session);
+            let (first, last) = (idx[0], idx[idx.len() - 1]);
+            let contiguous = last - first + 1 == idx.len();
+            let events: Cow<'_, [Event]> = if !known_before && contiguous {
+                Cow::Borrowed(&pending.events[first..=last])
+            } else {
+                let mut v = Vec::with_capacity(idx.len() + CONTEXT_EVENTS);
+                if known_before {
+                    let ids: HashSet<&EventId> = idx.iter().map(|&i| &pending.events[i].id).collect();
+                    v.extend(context(&self.journal, &mut snapshot, session, &ids));
+                }
+                v.extend(idx.iter().map(|&i| pending.events[i].clone()));
+                Cow::Owned(v)
+            };
+            let ex = extract::extract(&events, &lookup);
+            lookup.note(&ex.events);
+            out.extend(ex.events);
+            if self.config.extractor.enabled() && idx.iter().any(|&i| pending.fresh[i]) {
+                let req = external::build_request(&events, EXTERNAL_BYTES, EXTERNAL_MAX);
+                if req.turns.is_empty() {
+                    continue;
+                }
+                runs += 1;
+                match runner::run_extractor(&self.config.extractor, &req) {
+                    Ok(cands) => {
+                        let ex = extract::resolve(cands, &lookup);
+                        lookup.note(&ex.events);
+                        out.extend(ex.events);
+                    }
+                    Err(e) => {
+                        failures += 1;
+                        tracing::warn!(session = %session, error = %e, "external extractor failed; continuing without it");
+                    }
+                }
+            }
+        }
+        self.summary.extractor_runs += runs;
+        self.summary.extractor_failures += failures;
+        Ok(out)
+    }
+
+    /// Appends `session.ended` (reason `idle`) for sessions of `harnesses`
+    /// quiet for `scan.idle_end_minutes` (0 turns this off).
+    fn end_idle(&mut self, harnesses: &[Harness]) -> Result<(), Error> {
+        let minutes = self.config.scan.idle_end_minutes;
+        if minutes == 0 {
+            return Ok(());
+        }
+        let cutoff = self.now.0.saturating_sub(i64::try_from(minutes.saturating_mul(60_000)).unwrap_or(i64::MAX));
+        let idle = self.journal.store().idle_sessions(cutoff).context("list idle sessions")?;
+        let mut events = Vec::new();
+        for s in idle {
+            let Some(h) = Harness::from_name(s.key.harness()).filter(|h| harnesses.contains(h)) else {
+                continue;
+            };
+            self.harness(h).sessions_ended += 1;
+            let stamp = s.last_event_ms.to_string();
+            events.push(Event {
+                v: SCHEMA_VERSION,
+                id: EventId::derived(&[s.key.as_str(), "session.ended", "idle", &stamp]),
+                ts: Ts(s.last_event_ms),
+                writer: WRITER.to_owned(),
+                session: Some(s.key),
+                body: Body::SessionEnded(SessionEnded { reason: "idle".to_owned() }),
+            });
+        }
+        for chunk in events.chunks(self.limits.flush_events.max(1)) {
+            self.journal.append(chunk).context("append session ends")?;
+            self.summary.events_appended += chunk.len() as u64;
+        }
+        Ok(())
+    }
+}
+
+/// The latest events of an already known session, read back from the tapes
+/// (those in `exclude` left out). A damaged log only costs the context.
+fn context(
+    journal: &Journal,
+    snapshot: &mut Option<Snapshot>,
+    session: &SessionKey,
+    exclude: &HashSet<&EventId>,
+) -> Vec<Event> {
+    let lsns = match journal.store().recent_session_lsns(session.as_str(), CONTEXT_EVENTS) {
+        Ok(l) if !l.is_empty() => l,
+        Ok(_) => return Vec::new(),
+        Err(e) => {
+            tracing::warn!(session = %session, error = %e, "cannot list a session's recent events");
+            return Vec::new();
+        }
+    };
+    if snapshot.is_none() {
+        match journal.tape().snapshot() {
+            Ok(s) => *snapshot = Some(s),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the tapes for extraction context");
+                return Vec::new();
+            }
+        }
+    }
+    let Some(snap) = snapshot.as_ref() else { return Vec::new() };
+    let want: HashSet<Lsn> = lsns.iter().copied().collect();
+    let (lo, hi) = (lsns[0], lsns[lsns.len() - 1]);
+    let mut out = Vec::new();
+    for frame in snap.frames_after(lo - 1) {
+        match frame {
+            Ok(f) if f.lsn > hi => break,
+            Ok(f) if want.contains(&f.lsn) => {
+                let e = decode(f.lsn, &f.payload);
+                if !exclude.contains(&e.id) {
+                    out.push(e);
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the tapes for extraction context");
+                break;
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,183 @@
+//! Helpers of the end-to-end tests: the built binaries, and a temporary
+//! world (data home plus harness directories) to run them in.
+
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// The `engram-ingestor` binary of the profile these tests were built with,
+/// built (or brought up to date) once per test process.
+pub fn ingestor_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        // <target>/<profile>/deps/<test binary>
+        let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+        let target_dir = profile_dir.parent().unwrap();
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--quiet", "-p", "ingestor", "--bin", "engram-ingestor", "--target-dir"]).arg(target_dir);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "building engram-ingestor failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        profile_dir.join("engram-ingestor")
+    })
+}
+
+/// The ingestor's own test fixtures (written by this project).
+pub fn ingestor_data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../ingestor/tests/data").join(name)
+}
+
+/// A temporary world: `ENGRAM_HOME`, `HOME` and every harness directory
+/// point inside it, so nothing outside is read or written.
+pub struct World {
+    pub dir: tempfile::TempDir,
+}
+
+impl World {
+    pub fn new() -> World {
+        World { dir: tempfile::tempdir().unwrap() }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.root().join("engram")
+    }
+
+    pub fn claude_projects(&self) -> PathBuf {
+        self.root().join("claude/projects")
+    }
+
+    pub fn codex_sessions(&self) -> PathBuf {
+        self.root().join("codex/sessions")
+    }
+
+    pub fn gemini_tmp(&self) -> PathBuf {
+        self.root().join("gemini/tmp")
+    }
+
+    pub fn opencode(&self) -> PathBuf {
+        self.root().join("xdg/opencode")
+    }
+
+    /// A command with the world's environment.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(ingestor_bin());
+        c.args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.root())
+            .env("ENGRAM_HOME", self.home())
+            .env("CLAUDE_CONFIG_DIR", self.root().join("claude"))
+            .env("CODEX_HOME", self.root().join("codex"))
+            .env("GEMINI_DIR", self.root().join("gemini"))
+            .env("XDG_DATA_HOME", self.root().join("xdg"))
+            .stdin(Stdio::null());
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    /// Runs and expects success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "{args:?} failed ({}):\nstdout: {}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    pub fn json(&self, args: &[&str]) -> Value {
+        let text = self.ok(args);
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}):\n{text}"))
+    }
+
+    pub fn scan(&self) -> Value {
+        self.json(&["scan", "--json"])
+    }
+
+    /// The tape log's last position (0 when empty).
+    pub fn last_lsn(&self) -> u64 {
+        let segs = self.json(&["tapes", "--json"]);
+        segs.as_array().unwrap().iter().map(|s| s["last_lsn"].as_u64().unwrap()).max().unwrap_or(0)
+    }
+
+    /// Every stored event as JSON lines, from `tapes show <segment> --json`.
+    pub fn tape_dump(&self) -> String {
+        let segs = self.json(&["tapes", "--json"]);
+        let mut out = String::new();
+        for s in segs.as_array().unwrap() {
+            if s["events"].as_u64().unwrap() > 0 {
+                out.push_str(&self.ok(&["tapes", "show", s["name"].as_str().unwrap(), "--json"]));
+            }
+        }
+        out
+    }
+
+    /// Every stored event, decoded as JSON.
+    pub fn tape_events(&self) -> Vec<Value> {
+        self.tape_dump().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    pub fn write(&self, path: &Path, bytes: &[u8]) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    pub fn append(&self, path: &Path, bytes: &[u8]) {
+        use std::io::Write;
+        std::fs::OpenOptions::new().append(true).open(path).unwrap().write_all(bytes).unwrap();
+    }
+
+    /// Copies a file or a directory tree (made writable).
+    pub fn copy(&self, from: &Path, to: &Path) {
+        if from.is_dir() {
+            for entry in std::fs::read_dir(from).unwrap() {
+                let entry = entry.unwrap();
+                self.copy(&entry.path(), &to.join(entry.file_name()));
+            }
+        } else {
+            self.write(to, &std::fs::read(from).unwrap());
+        }
+    }
+
+    /// All bytes of the projection files (every generation, WAL included).
+    pub fn database_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(self.home().join("db")).unwrap() {
+            out.extend(std::fs::read(entry.unwrap().path()).unwrap());
+        }
+        out
+    }
+}
+
+/// Sum of `summary.harnesses.<h>.<field>` (0 when missing).
+pub fn count(summary: &Value, harness: &str, field: &str) -> u64 {
+    summary["harnesses"][harness][field].as_u64().unwrap_or(0)
+}
+
+/// `summary.harnesses.<h>.kinds.<kind>`.
+pub fn kind(summary: &Value, harness: &str, kind: &str) -> u64 {
+    summary["harnesses"][harness]["kinds"][kind].as_u64().unwrap_or(0)
+}
+
+/// Whether `hay` contains `needle`, ASCII case-insensitively.
+pub fn contains_ignore_case(hay: &[u8], needle: &str) -> bool {
+    let n = needle.as_bytes();
+    hay.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+}

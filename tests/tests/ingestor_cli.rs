@@ -1,0 +1,434 @@
+//! `engram-ingestor` end to end: the real binary as a subprocess, real tape
+//! logs and SQLite files in a temporary data home, harness logs in temporary
+//! `CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `GEMINI_DIR` and `XDG_DATA_HOME`.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::{BTreeSet, HashSet};
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use common::{World, contains_ignore_case, count, ingestor_data, kind};
+use serde_json::Value;
+
+/// Per fixture file: (harness, path under ../shared/fixtures, where it goes
+/// in the world, [sessions, msg.in, msg.out, tool.call, tool.result,
+/// code.read, code.edit, diagnostics]). The numbers are those of
+/// `ingestor/tests/conformance.rs`, derived from the raw files by
+/// `ingestor/tests/data/derive_counts.py` (never by the parser).
+const FIXTURES: &[(&str, &str, &str, [u64; 8])] = &[
+    ("claude", "claude/ah-2.1.152-redacted.jsonl", "claude/projects/p/ah.jsonl", [1, 1, 1, 0, 0, 0, 0, 0]),
+    ("claude", "claude/as-2.1-record-catalogue.jsonl", "claude/projects/p/cat.jsonl", [4, 13, 12, 3, 3, 0, 0, 46]),
+    ("claude", "claude/as-schema-drift.jsonl", "claude/projects/p/drift.jsonl", [1, 2, 1, 1, 1, 0, 0, 0]),
+    ("claude", "claude/ccv-1.0.108.jsonl", "claude/projects/p/ccv108.jsonl", [3, 4, 7, 21, 21, 3, 3, 0]),
+    ("claude", "claude/ccv-1.0.98-sidechains.jsonl", "claude/projects/p/side.jsonl", [6, 8, 95, 167, 167, 27, 35, 0]),
+    ("claude", "claude/ccv-1.0.98-small.jsonl", "claude/projects/p/small.jsonl", [1, 2, 3, 12, 12, 0, 0, 0]),
+    (
+        "claude",
+        "claude/as-subagent-layout/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f.jsonl",
+        "claude/projects/q/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f.jsonl",
+        [1, 1, 1, 1, 0, 0, 0, 0],
+    ),
+    (
+        "claude",
+        "claude/as-subagent-layout/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f/subagents/agent-a0ad4f44468bdf20d.jsonl",
+        "claude/projects/q/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f/subagents/agent-a0ad4f44468bdf20d.jsonl",
+        [1, 1, 1, 1, 1, 0, 0, 0],
+    ),
+    (
+        "codex",
+        "codex/ah-0.135.0-redacted.jsonl",
+        "codex/sessions/2026/06/05/rollout-2026-06-05T04-58-20-019e9625-802f-7e91-840a-cfe88d14117a.jsonl",
+        [1, 3, 1, 0, 0, 0, 0, 0],
+    ),
+    (
+        "codex",
+        "codex/as-0.146-record-catalogue.jsonl",
+        "codex/sessions/2026/01/01/rollout-2026-01-01T00-00-00-catalogue.jsonl",
+        [2, 9, 2, 8, 6, 1, 1, 95],
+    ),
+    (
+        "codex",
+        "codex/as-schema-drift.jsonl",
+        "codex/sessions/2026/01/01/rollout-2026-01-01T00-00-01-drift.jsonl",
+        [1, 1, 1, 1, 1, 0, 0, 0],
+    ),
+    (
+        "gemini",
+        "gemini/as-jsonl-v040.jsonl",
+        "gemini/tmp/h/chats/session-2026-04-29T21-39-gemini_s.jsonl",
+        [1, 1, 1, 1, 1, 0, 0, 0],
+    ),
+    (
+        "gemini",
+        "gemini/as-legacy-small.json",
+        "gemini/tmp/h/chats/session-2026-01-16T18-34-3739ef95.json",
+        [1, 1, 2, 0, 0, 0, 0, 0],
+    ),
+    ("opencode", "opencode/as-storage-v2", "xdg/opencode/storage", [2, 3, 4, 2, 2, 0, 0, 0]),
+];
+
+const KINDS: [&str; 7] = ["session.started", "msg.in", "msg.out", "tool.call", "tool.result", "code.read", "code.edit"];
+
+#[test]
+fn a_scan_of_the_fixtures_matches_conformance_and_a_second_appends_nothing() {
+    let Some(fixtures) = shared::testing::shared_data("fixtures") else {
+        return;
+    };
+    let w = World::new();
+    for (_, from, to, _) in FIXTURES {
+        w.copy(&fixtures.join(from), &w.root().join(to));
+    }
+    // The subagent's sidecar sits next to it.
+    let meta =
+        "claude/as-subagent-layout/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f/subagents/agent-a0ad4f44468bdf20d.meta.json";
+    w.copy(
+        &fixtures.join(meta),
+        &w.root()
+            .join("claude/projects/q/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f/subagents/agent-a0ad4f44468bdf20d.meta.json"),
+    );
+
+    let first = w.scan();
+    for harness in ["claude", "codex", "gemini", "opencode"] {
+        let mut want = [0u64; 8];
+        let mut files = 0;
+        for (_, _, _, counts) in FIXTURES.iter().filter(|f| f.0 == harness) {
+            files += 1;
+            for (w, c) in want.iter_mut().zip(counts) {
+                *w += c;
+            }
+        }
+        let got: Vec<u64> = KINDS.iter().map(|k| kind(&first, harness, k)).collect();
+        assert_eq!(got, want[..7].to_vec(), "{harness}: {KINDS:?}");
+        assert_eq!(count(&first, harness, "sessions"), want[0], "{harness}: sessions");
+        assert_eq!(count(&first, harness, "diagnostics"), want[7], "{harness}: diagnostics");
+        assert_eq!(
+            (count(&first, harness, "files"), count(&first, harness, "files_read")),
+            (files, files),
+            "{harness}"
+        );
+    }
+    let lsn = w.last_lsn();
+    assert_eq!(first["last_lsn"].as_u64(), Some(lsn));
+    // Every subagent and sidechain is linked to its parent.
+    let events = w.tape_events();
+    let started: Vec<&Value> = events.iter().filter(|e| e["k"] == "session.started").map(|e| &e["b"]).collect();
+    let keys: HashSet<String> = started
+        .iter()
+        .map(|b| format!("{}:{}", b["harness"].as_str().unwrap(), b["harness_session_id"].as_str().unwrap()))
+        .collect();
+    for b in started.iter().filter(|b| b["harness_session_id"].as_str().unwrap().contains("/")) {
+        let parent = b["parent"].as_str().unwrap_or_else(|| panic!("no parent: {b}"));
+        assert!(keys.contains(parent), "parent {parent} of {b} was not ingested");
+    }
+
+    let second = w.scan();
+    assert_eq!(second["events_appended"], 0, "{second:#}");
+    assert_eq!(w.last_lsn(), lsn);
+
+    // The projection rebuilt from the tapes alone keeps the cursors: still nothing new.
+    w.ok(&["replay"]);
+    assert_eq!(w.scan()["events_appended"], 0);
+    assert_eq!(w.last_lsn(), lsn);
+}
+
+fn claude_file(w: &World) -> std::path::PathBuf {
+    w.claude_projects().join("-home-dev-webapp/11111111-1111-4111-8111-111111111111.jsonl")
+}
+
+fn session_ids(w: &World, session: &str) -> Vec<String> {
+    let out = w.ok(&["tapes", "show", session, "--json"]);
+    out.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_str().unwrap().to_owned()).collect()
+}
+
+const SESSION: &str = "claude:11111111-1111-4111-8111-111111111111";
+
+#[test]
+fn lines_appended_between_scans_are_read_and_a_partial_line_waits() {
+    let all = std::fs::read(ingestor_data("claude_session.jsonl")).unwrap();
+    let lines: Vec<&[u8]> = all.split_inclusive(|&b| b == b'\n').collect();
+    let w = World::new();
+    let file = claude_file(&w);
+    w.write(&file, &[lines[..12].concat().as_slice(), &lines[12][..50]].concat());
+    let first = w.scan();
+    assert_eq!(count(&first, "claude", "diagnostics"), 0, "the partial line was left alone");
+    let after_first = w.last_lsn();
+    w.append(&file, &lines[12][50..]);
+    w.append(&file, &lines[13..20].concat());
+    let second = w.scan();
+    assert!(count(&second, "claude", "events") > 0);
+    assert_eq!(count(&second, "claude", "files_reread"), 0);
+    assert!(w.last_lsn() > after_first);
+    w.append(&file, &lines[20..].concat());
+    w.scan();
+    assert_eq!(w.scan()["events_appended"], 0);
+
+    // The same events as one scan of the whole file.
+    let once = World::new();
+    once.write(&claude_file(&once), &all);
+    once.scan();
+    let got = session_ids(&w, SESSION);
+    let unique: HashSet<&String> = got.iter().collect();
+    assert_eq!(unique.len(), got.len(), "no event twice");
+    // Idle ends are stamped with the session's last event, whose time for the
+    // untimed title record is the file's; compare everything else.
+    let content = |w: &World| -> BTreeSet<String> {
+        w.tape_events()
+            .iter()
+            .filter(|e| e["s"] == SESSION && e["k"] != "session.ended")
+            .map(|e| e["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(content(&w), content(&once));
+}
+
+#[test]
+fn rotated_and_rewritten_files_are_read_again_without_duplicates() {
+    let all = std::fs::read(ingestor_data("claude_session.jsonl")).unwrap();
+    let lines: Vec<&[u8]> = all.split_inclusive(|&b| b == b'\n').collect();
+    let w = World::new();
+    let file = claude_file(&w);
+    w.write(&file, &lines[..15].concat());
+    w.scan();
+    // Rotation: the file moves aside, a new file at the path holds everything.
+    std::fs::rename(&file, file.with_file_name("11111111-1111-4111-8111-111111111111.1.jsonl")).unwrap();
+    w.write(&file, &all);
+    let rotated = w.scan();
+    assert_eq!(count(&rotated, "claude", "files_reread"), 1, "{rotated:#}");
+    assert!(count(&rotated, "claude", "known") > 0);
+    assert!(count(&rotated, "claude", "events") > 0, "the new lines were recorded");
+    let ids = session_ids(&w, SESSION);
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len(), "no event twice after rotation");
+
+    // Rewritten in place with another session's content.
+    let other = std::fs::read(ingestor_data("claude_session_2.jsonl")).unwrap();
+    std::fs::write(&file, &other).unwrap();
+    let rewritten = w.scan();
+    assert_eq!(count(&rewritten, "claude", "files_reread"), 1);
+    assert_eq!(count(&rewritten, "claude", "sessions"), 1, "the new session was recorded");
+    let all_ids: Vec<String> = w.tape_events().iter().map(|e| e["id"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(all_ids.iter().collect::<HashSet<_>>().len(), all_ids.len(), "no event twice in the log");
+    assert_eq!(w.scan()["events_appended"], 0);
+
+    // Truncated: read again from the start, nothing new, and settled afterwards.
+    std::fs::write(&file, &other[..other.len() / 2]).unwrap();
+    let truncated = w.scan();
+    assert_eq!(count(&truncated, "claude", "files_reread"), 1);
+    assert_eq!(count(&truncated, "claude", "events"), 0);
+    assert_eq!(w.scan()["events_appended"], 0);
+}
+
+#[test]
+fn planted_secrets_never_reach_the_tapes_or_the_database() {
+    let w = World::new();
+    w.copy(&ingestor_data("claude_session.jsonl"), &claude_file(&w));
+    w.copy(
+        &ingestor_data("claude_session_2.jsonl"),
+        &w.claude_projects().join("-home-dev-api/22222222-2222-4222-8222-222222222222.jsonl"),
+    );
+    let rollout = "rollout-2026-01-02T05-00-00-33333333-3333-4333-8333-333333333333.jsonl";
+    w.copy(&ingestor_data(rollout), &w.codex_sessions().join("2026/01/02").join(rollout));
+    let gemini = "gemini-session-2026-01-02T06-00-aaaaaaaa.jsonl";
+    w.copy(&ingestor_data(gemini), &w.gemini_tmp().join("h/chats").join(gemini));
+    w.copy(&ingestor_data("gemini-session-legacy.json"), &w.gemini_tmp().join("h/chats/session-legacy.json"));
+    w.copy(&ingestor_data("opencode/storage"), &w.opencode().join("storage"));
+    let summary = w.scan();
+    for h in ["claude", "codex", "gemini", "opencode"] {
+        assert!(count(&summary, h, "events") > 0, "{h} ingested");
+    }
+    w.ok(&["memory", "add", "Deploy with token ghp_PLANTEDabcdefghijklmnopqrstuvwxyz0123", "--type", "fact"]);
+
+    let dump = w.tape_dump();
+    for secret in ["PLANTED", "ENVCONTENT"] {
+        let line = dump.lines().find(|l| l.contains(secret));
+        assert!(line.is_none(), "{secret} reached a tape: {}", line.unwrap_or(""));
+    }
+    assert!(dump.contains("[REDACTED:"), "redaction markers are there");
+    let db = w.database_bytes();
+    assert!(!db.is_empty());
+    for secret in ["planted", "envcontent"] {
+        assert!(!contains_ignore_case(&db, secret), "{secret} reached the database");
+    }
+}
+
+#[test]
+fn memory_commands_round_trip_and_compact_removes_forgotten_text() {
+    let w = World::new();
+    let id = w.ok(&[
+        "memory",
+        "add",
+        "Always run the migrations with sqlx before tests.",
+        "--type",
+        "convention",
+        "--project",
+        "api",
+        "--tag",
+        "sqlx",
+        "--importance",
+        "0.8",
+    ]);
+    let id = id.trim().to_owned();
+    assert!(id.starts_with("mem_"), "{id}");
+    let other = w.ok(&["memory", "add", "The staging database is reset every night."]).trim().to_owned();
+
+    let list = w.json(&["memory", "list", "--json"]);
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    let text = w.ok(&["memory", "list", "--project", "api"]);
+    assert!(text.contains(&id) && !text.contains(&other), "{text}");
+
+    w.ok(&["memory", "update", &id, "--importance", "0.9", "--tag", "sqlx", "--tag", "migrations"]);
+    w.ok(&["memory", "pin", &id]);
+    w.ok(&["memory", "feedback", &id, "1", "--reason", "saved a rerun", "--session", "claude:s1"]);
+    w.ok(&["memory", "deprecate", &other, "--reason", "replaced", "--superseded-by", &id]);
+    let shown = w.json(&["memory", "show", &id, "--json"]);
+    assert_eq!(shown["importance"], 0.9);
+    assert_eq!(shown["pinned"], true);
+    assert_eq!(shown["tags"], serde_json::json!(["migrations", "sqlx"]));
+    assert_eq!(shown["feedback"][0]["reason"], "saved a rerun");
+    let text = w.ok(&["memory", "show", &other]);
+    assert!(text.contains("deprecated") && text.contains(&id), "{text}");
+
+    // Unknown ids: an error, and nothing appended.
+    let lsn = w.last_lsn();
+    for args in [
+        vec!["memory", "pin", "mem_NOPE"],
+        vec!["memory", "forget", "mem_NOPE"],
+        vec!["memory", "update", "mem_NOPE", "--text", "x y z"],
+        vec!["memory", "feedback", "mem_NOPE", "0.5"],
+        vec!["memory", "deprecate", &id, "--superseded-by", "mem_NOPE"],
+        vec!["memory", "show", "mem_NOPE"],
+    ] {
+        let out = w.run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("no memory with id mem_NOPE") && err.lines().count() == 1, "{args:?}: {err}");
+    }
+    assert_eq!(w.last_lsn(), lsn);
+
+    w.ok(&["memory", "forget", &id, "--reason", "wrong"]);
+    let list = w.json(&["memory", "list", "--json"]);
+    assert!(list.as_array().unwrap().iter().all(|m| m["id"] != id.as_str()), "forgotten memories are hidden");
+    assert!(w.tape_dump().contains("Always run the migrations"), "still on tape before compaction");
+    let report = w.ok(&["compact"]);
+    assert!(report.contains("1 forgotten"), "{report}");
+    let dump = w.tape_dump();
+    assert!(!dump.contains("Always run the migrations"), "the text is gone from the tapes");
+    assert!(dump.contains(&other), "other memories are kept");
+    assert!(!contains_ignore_case(&w.database_bytes(), "always run the migrations"), "and from the database");
+    assert_eq!(w.ok(&["tapes", "verify"]).lines().count(), 1);
+}
+
+#[test]
+fn a_flipped_byte_is_named_by_verify_and_replay_refuses_changing_nothing() {
+    let w = World::new();
+    w.copy(&ingestor_data("claude_session.jsonl"), &claude_file(&w));
+    w.scan();
+    w.ok(&["compact"]); // seals the active segment
+    let segs = w.json(&["tapes", "--json"]);
+    let sealed = segs.as_array().unwrap().iter().find(|s| s["sealed"] == true).unwrap();
+    let path = w.home().join("tapes").join(sealed["name"].as_str().unwrap());
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x20;
+    std::fs::write(&path, &bytes).unwrap();
+
+    let out = w.run(&["tapes", "verify"]);
+    assert_eq!(out.status.code(), Some(3));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let prefix = format!("{}:", path.display());
+    assert!(stdout.lines().count() >= 1 && stdout.lines().all(|l| l.starts_with(&prefix)), "{stdout}");
+    assert!(stdout.contains("checksum mismatch"), "{stdout}");
+    let offsets: Vec<u64> =
+        stdout.lines().map(|l| l[prefix.len()..].split(':').next().unwrap().parse().unwrap()).collect();
+    assert!(offsets.iter().any(|&o| o > 0 && o <= at as u64), "the damaged chunk's offset: {stdout}");
+
+    let db_link = std::fs::read_link(w.home().join("engram.db")).unwrap();
+    let db_files = || {
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(w.home().join("db"))
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+            .collect();
+        v.sort();
+        v
+    };
+    let before = db_files();
+    let out = w.run(&["replay"]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("replay refused") && err.contains(&path.display().to_string()), "{err}");
+    assert_eq!(std::fs::read_link(w.home().join("engram.db")).unwrap(), db_link);
+    assert_eq!(db_files(), before, "the database is unchanged");
+}
+
+#[test]
+fn paths_harness_filter_and_external_extractor() {
+    let w = World::new();
+    let file = w.root().join("elsewhere/11111111-1111-4111-8111-111111111111.jsonl");
+    w.copy(&ingestor_data("claude_session.jsonl"), &file);
+    let rollout = "rollout-2026-01-02T05-00-00-33333333-3333-4333-8333-333333333333.jsonl";
+    w.copy(&ingestor_data(rollout), &w.codex_sessions().join("2026/01/02").join(rollout));
+    // The external extractor answers with one memory about the last turn,
+    // and a second run times out: neither blocks ingest.
+    let script = w.root().join("extractor.sh");
+    w.write(
+        &script,
+        br#"#!/bin/sh
+cat > /dev/null
+if [ -e "$0.done" ]; then sleep 30; fi
+touch "$0.done"
+echo '{"memories":[{"text":"Deploys of the webapp happen from the main branch only.","type":"fact","importance":0.6,"tags":["deploy"]}]}'
+"#,
+    );
+    let config = format!("[extractor]\ncommand = [\"sh\", \"{}\"]\ntimeout_ms = 1000\n", script.display());
+    w.write(&w.home().join("config.toml"), config.as_bytes());
+
+    let s = w.json(&["scan", "--json", "--harness", "claude", "--path", file.to_str().unwrap()]);
+    assert_eq!(count(&s, "claude", "files_read"), 1);
+    assert_eq!(count(&s, "codex", "files"), 0, "--path replaces the standard locations");
+    assert_eq!(s["extractor_runs"], 2, "the main session and its sidechain");
+    assert_eq!(s["extractor_failures"], 1, "{s:#}");
+    let list = w.json(&["memory", "list", "--json"]);
+    let external: Vec<&Value> = list.as_array().unwrap().iter().filter(|m| m["source"] == "external").collect();
+    assert_eq!(external.len(), 1, "{list:#}");
+    assert!(external[0]["content"].as_str().unwrap().contains("main branch"));
+    assert!(list.as_array().unwrap().iter().any(|m| m["source"] == "extracted"), "deterministic ones too");
+
+    // Standard locations, codex only.
+    std::fs::remove_file(w.home().join("config.toml")).unwrap();
+    let s = w.json(&["scan", "--json", "--harness", "codex"]);
+    assert_eq!(count(&s, "codex", "files_read"), 1);
+    assert_eq!(count(&s, "claude", "files"), 0);
+    let out = w.run(&["scan", "--harness", "cursor"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_closed_stdout_pipe_is_not_an_error_and_pipes_get_no_progress() {
+    let w = World::new();
+    w.copy(&ingestor_data("claude_session.jsonl"), &claude_file(&w));
+    let out = w.run(&["scan"]);
+    assert!(out.status.success());
+    assert!(out.stderr.is_empty(), "quiet in pipes: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("harness") && text.contains("total"), "{text}");
+    // More output than a pipe holds, read one line, then hang up.
+    let mut big = String::new();
+    for i in 0..2000 {
+        big.push_str(&format!(
+            "{{\"type\":\"user\",\"uuid\":\"b{i}\",\"sessionId\":\"big\",\"timestamp\":\"2026-01-02T03:00:00.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"Line {i} of a long session that fills the pipe.\"}}}}\n"
+        ));
+    }
+    w.write(&w.claude_projects().join("p/big.jsonl"), big.as_bytes());
+    w.ok(&["scan"]);
+    let mut child =
+        w.cmd(&["tapes", "show", "1", "--json"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(first.starts_with('{'));
+    assert!(out.status.success(), "{:?}", out.status);
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
