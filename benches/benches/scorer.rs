@@ -18,7 +18,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::LazyLock;
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use benches::memory_events;
@@ -87,7 +87,7 @@ impl Gen {
 /// The `score` request Signet's daemon sends for `n` candidates.
 fn daemon_score_request(n: usize, id: &str) -> Vec<u8> {
     let mut g = Gen(0x9e37_79b9 + n as u64);
-    let mut vec = |g: &mut Gen| -> String {
+    let vec = |g: &mut Gen| -> String {
         let v: Vec<String> = (0..768).map(|_| js(g.unit() * 0.2 - 0.1)).collect();
         format!("[{}]", v.join(","))
     };
@@ -120,12 +120,13 @@ fn daemon_score_request(n: usize, id: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-static SCORE_SERVER: LazyLock<Served> = LazyLock::new(|| served(None, tempfile::tempdir().unwrap()));
+static SCORE_SERVER: LazyLock<Mutex<Served>> = LazyLock::new(|| Mutex::new(served(None, tempfile::tempdir().unwrap())));
 
 #[divan::bench(args = [50, 100])]
 fn score_inline(bencher: Bencher, n: usize) {
     let line = daemon_score_request(n, "req-1");
-    let client = &SCORE_SERVER.client;
+    let server = SCORE_SERVER.lock().unwrap();
+    let client = &server.client;
     let r: Value = serde_json::from_slice(&call(client, &line)).unwrap();
     assert_eq!(r["result"]["scores"].as_array().unwrap().len(), n, "{r}");
     eprintln!("score request with {n} candidates: {} bytes", line.len());
@@ -149,8 +150,8 @@ fn store(n: usize) -> Served {
     served(Some(paths), dir)
 }
 
-static SMALL: LazyLock<Served> = LazyLock::new(|| store(10_000));
-static LARGE: LazyLock<Served> = LazyLock::new(|| store(100_000));
+static SMALL: LazyLock<Mutex<Served>> = LazyLock::new(|| Mutex::new(store(10_000)));
+static LARGE: LazyLock<Mutex<Served>> = LazyLock::new(|| Mutex::new(store(100_000)));
 
 static QUERIES: LazyLock<Vec<Vec<u8>>> = LazyLock::new(|| {
     use rand::SeedableRng;
@@ -169,7 +170,7 @@ static QUERIES: LazyLock<Vec<Vec<u8>>> = LazyLock::new(|| {
 
 #[divan::bench(args = ["10k", "100k"], sample_count = 30)]
 fn rank_rpc(bencher: Bencher, size: &str) {
-    let s = if size == "10k" { &*SMALL } else { &*LARGE };
+    let s = if size == "10k" { SMALL.lock().unwrap() } else { LARGE.lock().unwrap() };
     let r: Value = serde_json::from_slice(&call(&s.client, &QUERIES[0])).unwrap();
     assert!(r["result"]["recorded"].as_bool().unwrap(), "{r}");
     let mut i = 0;
