@@ -208,8 +208,11 @@ fn percentiles_while_training() {
     for _ in 0..20 {
         call(&s.client, &line);
     }
+    // One request every 5 ms (a daemon scores once per prompt, not in a tight loop).
+    let pause = Duration::from_millis(5);
     let idle: Vec<Duration> = (0..300)
         .map(|_| {
+            std::thread::sleep(pause);
             let t = Instant::now();
             call(&s.client, &line);
             t.elapsed()
@@ -224,6 +227,7 @@ fn percentiles_while_training() {
     let mut during = Vec::new();
     let mut train_done = None;
     while train_done.is_none() {
+        std::thread::sleep(pause);
         let t = Instant::now();
         s.client.send_line(&line);
         loop {

@@ -200,11 +200,7 @@ pub fn read_lists(
         access = col(&mem, "access_count", "COALESCE(m.access_count, 0)", "0"),
         deleted = col(&mem, "is_deleted", "COALESCE(m.is_deleted, 0)", "0"),
         pinned = col(&mem, "pinned", "COALESCE(m.pinned, 0)", "0"),
-        vector = if has_embeddings {
-            "(SELECT e.vector FROM embeddings e WHERE e.source_id = m.id AND e.source_type = 'memory' LIMIT 1)"
-        } else {
-            "NULL"
-        },
+        vector = "NULL",
         entity = col(&sm, "entity_slot", "sm.entity_slot", "NULL"),
         aspect = col(&sm, "aspect_slot", "sm.aspect_slot", "NULL"),
         constraint = col(&sm, "is_constraint", "COALESCE(sm.is_constraint, 0)", "NULL"),
@@ -232,7 +228,7 @@ pub fn read_lists(
         None
     };
 
-    let mut samples = Vec::new();
+    let mut per_session: Vec<(&Session, Vec<Row>)> = Vec::with_capacity(sessions.len());
     for s in &sessions {
         let rows: Vec<Row> = cand_stmt
             .query_map([&s.key], |r| {
@@ -264,9 +260,35 @@ pub fn read_lists(
             })
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<Row>>>())
             .map_err(err("read candidates"))?;
-        if rows.is_empty() {
-            continue;
+        if !rows.is_empty() {
+            per_session.push((s, rows));
         }
+    }
+    // One pass over the embeddings: Signet indexes them by content hash only,
+    // and a lookup per candidate would scan the table (and its blobs) each time.
+    if has_embeddings {
+        let wanted: BTreeSet<&str> =
+            per_session.iter().flat_map(|(_, rows)| rows.iter().map(|r| r.memory_id.as_str())).collect();
+        let mut vectors: std::collections::HashMap<String, Vec<u8>> = std::collections::HashMap::new();
+        let mut stmt = conn
+            .prepare("SELECT source_id, vector FROM embeddings WHERE source_type = 'memory'")
+            .map_err(err("prepare embeddings"))?;
+        let mut q = stmt.query([]).map_err(err("read embeddings"))?;
+        while let Some(r) = q.next().map_err(err("read embeddings"))? {
+            let id: String = r.get(0).map_err(err("read embeddings"))?;
+            if wanted.contains(id.as_str()) && !vectors.contains_key(&id) {
+                vectors.insert(id, r.get(1).map_err(err("read embeddings"))?);
+            }
+        }
+        for (_, rows) in &mut per_session {
+            for r in rows.iter_mut() {
+                r.vector = vectors.get(&r.memory_id).cloned();
+            }
+        }
+    }
+
+    let mut samples = Vec::new();
+    for (s, rows) in per_session {
         // The session began with its first served candidate (FTS-only rows come later).
         let start_text = rows
             .iter()

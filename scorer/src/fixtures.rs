@@ -32,7 +32,7 @@ impl Default for SignetDbSpec {
     }
 }
 
-/// Signet's tables (reference §12; the columns `train_from_db` reads and the daemon writes).
+/// Signet's tables and indexes (reference §12; the columns `train_from_db` reads and the daemon writes).
 pub const SIGNET_SCHEMA: &str = "
 CREATE TABLE memories (id TEXT PRIMARY KEY, content TEXT NOT NULL, type TEXT NOT NULL DEFAULT 'fact',
   importance REAL DEFAULT 0.5, tags TEXT, pinned INTEGER DEFAULT 0, project TEXT, created_at TEXT NOT NULL,
@@ -50,6 +50,10 @@ CREATE TABLE session_memories (id TEXT PRIMARY KEY, session_key TEXT NOT NULL, m
   entity_slot INTEGER, aspect_slot INTEGER, is_constraint INTEGER NOT NULL DEFAULT 0, structural_density INTEGER,
   predictor_rank INTEGER, agent_relevance_score REAL, agent_feedback_count INTEGER DEFAULT 0,
   UNIQUE(session_key, memory_id));
+CREATE INDEX idx_session_scores_project ON session_scores(project, created_at);
+CREATE INDEX idx_session_scores_session ON session_scores(session_key);
+CREATE INDEX idx_session_memories_session ON session_memories(session_key);
+CREATE INDEX idx_session_memories_memory ON session_memories(memory_id);
 ";
 
 /// A small deterministic generator (xorshift64*).
