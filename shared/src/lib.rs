@@ -12,6 +12,7 @@ pub mod logging;
 pub mod models;
 pub mod paths;
 pub mod rank;
+pub mod rpc;
 pub mod shutdown;
 pub mod store;
 pub mod tape;

@@ -1,0 +1,184 @@
+//! Engram's own methods against the data home: `rank` (the whole pipeline,
+//! recorded as a `ranking.served` event) and the configuration `reload` reads.
+//!
+//! The journal is opened on the first `rank`, not at start: a sidecar that
+//! only answers Signet's methods never touches the data home's store. Before
+//! every ranking the store is reopened if a replay swapped in a new
+//! projection generation.
+
+use shared::config::Config;
+use shared::event::{Body, trigger};
+use shared::ids::SessionKey;
+use shared::journal::Journal;
+use shared::paths::Paths;
+use shared::rank::{self, RankRequest, ServingModel};
+use shared::time::Ts;
+
+use crate::error::{Error, Result};
+use crate::protocol::{RankParams, RankResult, RankedItem};
+use crate::serving::Serving;
+
+/// The name stamped on the events this process writes.
+pub fn writer_name() -> String {
+    format!("engram-scorer/{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The data home, its configuration and (once opened) its journal.
+#[derive(Debug)]
+pub struct Native {
+    paths: Option<Paths>,
+    config: Config,
+    tz: jiff::tz::TimeZone,
+    journal: Option<Journal>,
+}
+
+/// Reads `config.toml` of `paths`, or the defaults (an invalid file is an error).
+pub fn load_config(paths: Option<&Paths>) -> Result<Config> {
+    match paths {
+        Some(p) => Ok(Config::load(&p.config())?),
+        None => Ok(Config::default()),
+    }
+}
+
+impl Native {
+    /// The state for `paths` (none when no data home could be found).
+    pub fn new(paths: Option<Paths>) -> Native {
+        let config = load_config(paths.as_ref()).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "invalid configuration; using the defaults");
+            Config::default()
+        });
+        let tz = config.time.zone();
+        Native { paths, config, tz, journal: None }
+    }
+
+    /// The data home.
+    pub fn paths(&self) -> Option<&Paths> {
+        self.paths.as_ref()
+    }
+
+    /// The configured time zone.
+    pub fn tz(&self) -> &jiff::tz::TimeZone {
+        &self.tz
+    }
+
+    /// Re-reads the configuration; on an invalid file the old one stays.
+    pub fn reload_config(&mut self) -> Result<()> {
+        let config = load_config(self.paths.as_ref())?;
+        self.tz = config.time.zone();
+        self.config = config;
+        Ok(())
+    }
+
+    /// Closes the journal (it is reopened on the next `rank`), e.g. after a
+    /// handler panicked while using it.
+    pub fn reset(&mut self) {
+        self.journal = None;
+    }
+
+    fn journal(&mut self) -> Result<&mut Journal> {
+        if self.journal.is_none() {
+            let Some(paths) = &self.paths else {
+                return Err(Error::params("rank", "no data home: set ENGRAM_HOME (or HOME)"));
+            };
+            let span = tracing::info_span!("open journal", home = %paths.home().display()).entered();
+            self.journal = Some(Journal::open(paths, &writer_name())?);
+            drop(span);
+        }
+        match self.journal.as_mut() {
+            Some(j) => Ok(j),
+            None => unreachable!("opened above"),
+        }
+    }
+
+    /// `rank` (see `docs/protocol.md`).
+    pub fn rank(&mut self, p: RankParams, serving: &Serving) -> Result<RankResult> {
+        let trigger = p.trigger.unwrap_or_else(|| trigger::RPC.to_owned());
+        if trigger.is_empty() {
+            return Err(Error::params("trigger", "must not be empty"));
+        }
+        let session = match p.session_key {
+            Some(s) if s.is_empty() => return Err(Error::params("session_key", "must not be empty")),
+            Some(s) => Some(SessionKey(s)),
+            None => None,
+        };
+        if let Some(e) = &p.embedding
+            && let Some(i) = e.iter().position(|v| !v.is_finite())
+        {
+            return Err(Error::params(format!("embedding[{i}]"), "not a finite number"));
+        }
+        let inj = &self.config.injection;
+        let k = match p.k {
+            Some(k) => usize::try_from(k).unwrap_or(usize::MAX),
+            None => match trigger.as_str() {
+                trigger::SESSION_START => inj.session_start_k,
+                trigger::TOOL => inj.tool_k,
+                _ => inj.prompt_k,
+            },
+        };
+        let budget =
+            p.budget_chars.map_or(inj.budget_chars, |b| usize::try_from(b).unwrap_or(usize::MAX)).min(inj.max_chars);
+        let require_match = p.require_match.unwrap_or(trigger != trigger::SESSION_START);
+        let now = p.now_ms.map_or_else(Ts::now, Ts);
+        let model = serving.trained.then_some(ServingModel { model: &serving.model, version: serving.version });
+        let config = self.config.clone();
+        let tz = self.tz.clone();
+        let journal = self.journal()?;
+        journal.reopen_if_replaced()?;
+        let req = RankRequest {
+            query: &p.query,
+            query_embedding: p.embedding.as_deref(),
+            session: session.as_ref(),
+            project: p.project.as_deref(),
+            trigger: &trigger,
+            now,
+            tz: &tz,
+            k,
+            budget_chars: budget,
+            require_match,
+            explore_draw: rand::random::<f32>(),
+        };
+        let ranking = rank::rank(journal.store(), &config, model, &req)?;
+        let status_line = ranking.state.status_line();
+        let model_version = ranking.served.model_version;
+        let event = journal.event(now, session, Body::RankingServed(ranking.served));
+        let recorded = match journal.append(&[event]) {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::error!(error = %e, "could not record the served ranking");
+                false
+            }
+        };
+        let memories: Vec<RankedItem> = ranking
+            .items
+            .into_iter()
+            .map(|it| RankedItem {
+                id: it.memory.id.0,
+                text: it.memory.content,
+                memory_type: it.memory.memory_type,
+                project: it.memory.project,
+                pinned: it.memory.pinned,
+                score: it.final_score,
+                rank: it.rank,
+                baseline_score: it.baseline_score,
+                baseline_rank: it.baseline_rank,
+                predictor_score: it.predictor_score,
+                predictor_rank: it.predictor_rank,
+                sources: it.memory.sources.iter().map(|s| (*s).to_owned()).collect(),
+                reasons: it.reasons,
+                injected: it.injected,
+                explored: it.explored,
+            })
+            .collect();
+        Ok(RankResult {
+            ranking_id: ranking.ranking_id,
+            injected: memories.iter().filter(|m| m.injected).map(|m| m.id.clone()).collect(),
+            memories,
+            alpha: ranking.alpha,
+            cold_start: ranking.alpha >= 1.0,
+            model_version,
+            status_line,
+            fts_query: ranking.fts_query,
+            recorded,
+        })
+    }
+}

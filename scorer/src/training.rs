@@ -1,0 +1,461 @@
+//! Training off the serving path: `train` and `train_from_db` run in order on
+//! one thread, on a *clone* of the serving weights, and publish the result by
+//! swapping the slot's `Arc` (see [`crate::serving`]). Scoring never waits.
+//!
+//! `train_from_db` then applies the trainer's validation gates on a held-out
+//! canary split (Signet's: the 10 newest sessions, or every session when
+//! there are 10 or fewer): the last epoch's loss is finite, the canary score
+//! variance is above zero and, when trained weights were serving, the canary
+//! top-5 overlap with them is at least 60% and the canary NDCG@10 is not
+//! lower than theirs by more than 0.15. Weights that fail a gate are
+//! discarded: the old ones keep serving and no checkpoint is written (the
+//! peer serves them anyway). A run stops early at shutdown or when it
+//! exceeds its time budget (25 s by default, inside the daemon's 30 s RPC
+//! timeout); the epochs done so far are kept and gated.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use predictor::checkpoint::{self, Flags};
+use predictor::metrics::ndcg_at_k;
+use predictor::model::Model;
+use predictor::train::{AdamParams, AdamState, Sample, TrainConfig, clip_gradients};
+use shared::rpc::{Id, encode_error, encode_result};
+use shared::time::Ts;
+
+use crate::error::{Error, Result};
+use crate::protocol::{TrainFromDbParams, TrainFromDbResult, TrainParams, TrainResult};
+use crate::serving::{Origin, Serving, Slot};
+use crate::signet::{List, SignetInputs, order_desc, softmax};
+
+/// Sessions held out as the canary (Signet's choice).
+pub const CANARY_SESSIONS: usize = 10;
+/// Minimum canary top-5 overlap with the serving weights.
+pub const MIN_TOP5_OVERLAP: f64 = 0.6;
+/// Largest canary NDCG@10 drop allowed against the serving weights.
+pub const MAX_NDCG_DROP: f64 = 0.15;
+/// Gradient norm clip of a single `train` step.
+const CLIP_NORM: f32 = 5.0;
+
+/// What the training thread needs.
+#[derive(Debug, Clone)]
+pub struct TrainingContext {
+    /// The serving weights.
+    pub slot: Arc<Slot>,
+    /// Where responses go.
+    pub out: Sender<Vec<u8>>,
+    /// The protocol's embedding size (`--native-dim`).
+    pub native_dim: usize,
+    /// Longest a `train_from_db` run may take.
+    pub budget: Duration,
+    /// Time zone for session signals.
+    pub tz: jiff::tz::TimeZone,
+    /// Set at shutdown: the job in hand stops, queued ones are refused.
+    pub cancel: Arc<AtomicBool>,
+    /// A job is running.
+    pub busy: Arc<AtomicBool>,
+    /// Optimizer steps taken in this process.
+    pub steps: Arc<AtomicU64>,
+}
+
+/// A queued training request.
+#[derive(Debug)]
+pub enum Job {
+    /// `train`.
+    Train {
+        /// Request id.
+        id: Id,
+        /// Params.
+        params: TrainParams,
+    },
+    /// `train_from_db`.
+    TrainFromDb {
+        /// Request id.
+        id: Id,
+        /// Params.
+        params: TrainFromDbParams,
+    },
+}
+
+/// The training thread.
+#[derive(Debug)]
+pub struct Trainer {
+    tx: Option<Sender<Job>>,
+    handle: Option<JoinHandle<()>>,
+    ctx: TrainingContext,
+}
+
+impl Trainer {
+    /// Starts the thread.
+    pub fn spawn(ctx: TrainingContext) -> Trainer {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let thread_ctx = ctx.clone();
+        let handle = std::thread::Builder::new()
+            .name("scorer-train".into())
+            .spawn(move || {
+                for job in rx {
+                    thread_ctx.busy.store(true, Ordering::SeqCst);
+                    let line = run_job(&thread_ctx, job);
+                    thread_ctx.busy.store(false, Ordering::SeqCst);
+                    if thread_ctx.out.send(line).is_err() {
+                        break;
+                    }
+                }
+            })
+            .expect("spawn the training thread");
+        Trainer { tx: Some(tx), handle: Some(handle), ctx }
+    }
+
+    /// Queues a job; gives it back if the thread is gone.
+    pub fn submit(&self, job: Job) -> std::result::Result<(), Box<Job>> {
+        match &self.tx {
+            Some(tx) => tx.send(job).map_err(|e| Box::new(e.0)),
+            None => Err(Box::new(job)),
+        }
+    }
+
+    /// A job is running.
+    pub fn busy(&self) -> bool {
+        self.ctx.busy.load(Ordering::SeqCst)
+    }
+
+    /// Stops the job in hand at its next check and refuses queued ones.
+    pub fn cancel(&self) {
+        self.ctx.cancel.store(true, Ordering::SeqCst);
+    }
+
+    /// Lets queued jobs finish (cancelling them if `stop` turns true meanwhile), then joins.
+    pub fn finish(mut self, stop: &dyn Fn() -> bool) {
+        self.tx = None;
+        if let Some(handle) = self.handle.take() {
+            while !handle.is_finished() {
+                if stop() {
+                    self.cancel();
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if handle.join().is_err() {
+                tracing::error!("the training thread panicked");
+            }
+        }
+    }
+}
+
+fn run_job(ctx: &TrainingContext, job: Job) -> Vec<u8> {
+    let (id, result) = match job {
+        Job::Train { id, params } => {
+            let r = guarded(|| train(ctx, params)).map(|r| encode_result(&id, &r));
+            (id, r)
+        }
+        Job::TrainFromDb { id, params } => {
+            let span = tracing::info_span!("train_from_db", db = %params.db_path).entered();
+            let r = guarded(|| train_from_db(ctx, params)).map(|r| encode_result(&id, &r));
+            drop(span);
+            (id, r)
+        }
+    };
+    match result {
+        Ok(line) => line,
+        Err(e) => {
+            tracing::warn!(%id, error = %e, "training request failed");
+            encode_error(&id, &e.to_rpc())
+        }
+    }
+}
+
+/// Runs `f`, turning a panic into [`Error::Panicked`].
+pub fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => Err(Error::Panicked(panic_message(payload.as_ref()))),
+    }
+}
+
+/// The text of a panic payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_owned()
+    }
+}
+
+/// The weights training starts from: the serving ones when they fit the
+/// protocol's embedding size, else fresh ones (with their lineage reset).
+fn starting_point(ctx: &TrainingContext, serving: &Serving) -> Result<Serving> {
+    if serving.model.config().native_dim == ctx.native_dim {
+        Ok(serving.clone())
+    } else {
+        tracing::info!(
+            serving = serving.model.config().native_dim,
+            native_dim = ctx.native_dim,
+            "the serving weights use another embedding size; training fresh weights"
+        );
+        Serving::fresh(ctx.native_dim)
+    }
+}
+
+fn temperature(t: Option<f64>) -> Result<f32> {
+    let t = t.unwrap_or(0.5);
+    if !(t.is_finite() && t > 0.0) {
+        return Err(Error::params("temperature", format!("must be finite and > 0, got {t}")));
+    }
+    Ok(t as f32)
+}
+
+/// `train`: one listwise Adam step on one list, published at once.
+pub fn train(ctx: &TrainingContext, p: TrainParams) -> Result<TrainResult> {
+    if ctx.cancel.load(Ordering::SeqCst) {
+        return Err(Error::Cancelled);
+    }
+    let n = p.candidate_embeddings.len();
+    if n == 0 {
+        return Err(Error::params("candidate_embeddings", "cannot train on an empty list"));
+    }
+    if p.labels.len() != n {
+        return Err(Error::params("labels", format!("{} labels for {n} candidates", p.labels.len())));
+    }
+    if let Some(i) = p.labels.iter().position(|l| !l.is_finite()) {
+        return Err(Error::params(format!("labels[{i}]"), "not a finite number"));
+    }
+    let t = temperature(p.temperature)?;
+    let serving = ctx.slot.load();
+    let mut next = starting_point(ctx, &serving)?;
+    let list = List::build(
+        &next.model,
+        ctx.native_dim,
+        SignetInputs {
+            context_embedding: p.context_embedding,
+            context_text: p.context_text,
+            n,
+            embeddings: p.candidate_embeddings,
+            texts: p.candidate_texts.unwrap_or_default(),
+            features: p.candidate_features.unwrap_or_default(),
+            project_slot: p.project_slot.unwrap_or(0),
+        },
+        Ts::now(),
+        &ctx.tz,
+    )?;
+    let (loss, mut grads) = next.model.loss_and_gradients(&list.query(), &list.candidates(), &p.labels, t, 1.0)?;
+    let norm = clip_gradients(&mut grads, CLIP_NORM);
+    if loss.is_finite() && norm.is_finite() {
+        if next.optimizer.is_none() {
+            next.optimizer = Some(AdamState::new(&next.model));
+        }
+        if let Some(opt) = next.optimizer.as_mut() {
+            opt.apply(&mut next.model, &grads, &AdamParams::default());
+        }
+        let step = ctx.steps.fetch_add(1, Ordering::SeqCst) + 1;
+        next.version += 1;
+        next.trained = true;
+        next.training_pairs += 1;
+        next.steps += 1;
+        next.last_trained_ms = Some(Ts::now().millis());
+        next.origin = Origin::Trained;
+        if ctx.slot.publish_if(serving.generation, next).is_err() {
+            tracing::warn!("new weights arrived during the step; the step is discarded");
+        }
+        Ok(TrainResult { loss: f64::from(loss), step })
+    } else {
+        tracing::warn!(loss, "the loss is not finite: no step taken");
+        Ok(TrainResult { loss: f64::from(loss), step: ctx.steps.load(Ordering::SeqCst) })
+    }
+}
+
+/// Canary metrics of one model.
+struct CanaryScores {
+    /// Softmax scores per list.
+    probs: Vec<Vec<f64>>,
+}
+
+fn canary_scores(model: &Model, canary: &[Sample]) -> Result<CanaryScores> {
+    let mut probs = Vec::with_capacity(canary.len());
+    for s in canary {
+        let cands: Vec<_> = s.candidates.iter().map(predictor::model::OwnedCandidate::as_candidate).collect();
+        probs.push(softmax(&model.score(&s.query.as_query(), &cands)?));
+    }
+    Ok(CanaryScores { probs })
+}
+
+fn top5_overlap(before: &CanaryScores, after: &CanaryScores) -> f64 {
+    let mut sum = 0.0;
+    let mut count = 0usize;
+    for (a, b) in before.probs.iter().zip(&after.probs) {
+        let k = a.len().min(5);
+        if k == 0 {
+            continue;
+        }
+        let ta: Vec<usize> = order_desc(a).into_iter().take(k).collect();
+        let tb: Vec<usize> = order_desc(b).into_iter().take(k).collect();
+        sum += ta.iter().filter(|i| tb.contains(i)).count() as f64 / k as f64;
+        count += 1;
+    }
+    if count == 0 { 1.0 } else { sum / count as f64 }
+}
+
+fn pooled_variance(scores: &CanaryScores) -> f64 {
+    let all: Vec<f64> = scores.probs.iter().flatten().copied().collect();
+    if all.is_empty() {
+        return 0.0;
+    }
+    let mean = all.iter().sum::<f64>() / all.len() as f64;
+    all.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / all.len() as f64
+}
+
+fn mean_ndcg(scores: &CanaryScores, canary: &[Sample]) -> Option<f64> {
+    let mut sum = 0.0;
+    let mut count = 0usize;
+    for (p, s) in scores.probs.iter().zip(canary) {
+        if s.labels.iter().any(|&l| l > 0.0) {
+            sum += f64::from(ndcg_at_k(&order_desc(p), &s.labels, 10));
+            count += 1;
+        }
+    }
+    (count > 0).then(|| sum / count as f64)
+}
+
+/// `train_from_db` (see the module documentation).
+pub fn train_from_db(ctx: &TrainingContext, p: TrainFromDbParams) -> Result<TrainFromDbResult> {
+    let started = Instant::now();
+    if ctx.cancel.load(Ordering::SeqCst) {
+        return Err(Error::Cancelled);
+    }
+    let t = temperature(p.temperature)?;
+    let min_confidence = p.min_confidence.unwrap_or(0.6);
+    if !min_confidence.is_finite() {
+        return Err(Error::params("min_confidence", "must be a finite number"));
+    }
+    let epochs = usize::try_from(p.epochs.unwrap_or(3)).unwrap_or(usize::MAX).min(1000);
+    let limit = p.limit.unwrap_or(5000);
+    let serving = ctx.slot.load();
+    let mut next = starting_point(ctx, &serving)?;
+    let before_trained = next.trained;
+    let lists =
+        crate::db::read_lists(Path::new(&p.db_path), &next.model, ctx.native_dim, limit, min_confidence, &ctx.tz)?;
+    let mut samples = lists.samples;
+    let (canary, train): (Vec<Sample>, Vec<Sample>) = if samples.len() <= CANARY_SESSIONS {
+        (samples.clone(), samples)
+    } else {
+        let rest = samples.split_off(CANARY_SESSIONS);
+        (samples, rest)
+    };
+    let mut result = TrainFromDbResult {
+        loss: 0.0,
+        step: ctx.steps.load(Ordering::SeqCst),
+        samples_used: train.len() as u64,
+        samples_skipped: lists.skipped,
+        duration_ms: 0,
+        canary_score_variance: 0.0,
+        canary_topk_stability: 1.0,
+        checkpoint_saved: false,
+        gates_passed: false,
+        published: false,
+        failure: None,
+        canary_sessions: canary.len() as u64,
+        canary_ndcg: None,
+        canary_ndcg_before: None,
+        model_version: serving.version,
+    };
+    if train.is_empty() {
+        result.failure = Some("no qualifying session with candidates".into());
+        result.duration_ms = started.elapsed().as_millis() as u64;
+        return Ok(result);
+    }
+    let before = canary_scores(&next.model, &canary)?;
+    let mut opt = next.optimizer.take().unwrap_or_else(|| AdamState::new(&next.model));
+    let cfg = TrainConfig { epochs, temperature: t, seed: 0x5eed, ..TrainConfig::default() };
+    let budget = ctx.budget;
+    let cancel = Arc::clone(&ctx.cancel);
+    let report = predictor::train::train(&mut next.model, &mut opt, &train, &[], &cfg, &mut || {
+        cancel.load(Ordering::SeqCst) || started.elapsed() > budget
+    })?;
+    if ctx.cancel.load(Ordering::SeqCst) {
+        return Err(Error::Cancelled);
+    }
+    result.step = ctx.steps.fetch_add(report.steps, Ordering::SeqCst) + report.steps;
+    result.loss = report.epochs.last().map_or(0.0, |e| f64::from(e.train_loss));
+    let after = canary_scores(&next.model, &canary)?;
+    result.canary_score_variance = pooled_variance(&after);
+    result.canary_topk_stability = top5_overlap(&before, &after);
+    result.canary_ndcg = mean_ndcg(&after, &canary);
+    result.canary_ndcg_before = mean_ndcg(&before, &canary);
+
+    let mut failures = Vec::new();
+    if report.steps == 0 {
+        failures.push(format!("no training step was taken ({:?})", report.stop));
+    }
+    if !result.loss.is_finite() {
+        failures.push("the training loss is not finite".to_owned());
+    }
+    if result.canary_score_variance.is_nan() || result.canary_score_variance <= 0.0 {
+        failures.push("the canary score variance is 0".to_owned());
+    }
+    if before_trained {
+        if result.canary_topk_stability < MIN_TOP5_OVERLAP {
+            failures.push(format!(
+                "canary top-5 overlap with the serving weights is {:.2}, below {MIN_TOP5_OVERLAP}",
+                result.canary_topk_stability
+            ));
+        }
+        if let (Some(a), Some(b)) = (result.canary_ndcg, result.canary_ndcg_before)
+            && a < b - MAX_NDCG_DROP
+        {
+            failures.push(format!("canary NDCG@10 fell from {b:.3} to {a:.3}"));
+        }
+    }
+    result.gates_passed = failures.is_empty();
+    if !result.gates_passed {
+        let why = failures.join("; ");
+        tracing::warn!(failure = %why, "the new weights failed a gate; the serving weights stay");
+        result.failure = Some(why);
+        result.duration_ms = started.elapsed().as_millis() as u64;
+        return Ok(result);
+    }
+    next.optimizer = Some(opt);
+    next.version += 1;
+    next.trained = true;
+    next.training_pairs += report.trained_lists;
+    next.steps += report.steps;
+    next.last_trained_ms = Some(Ts::now().millis());
+    next.origin = Origin::Trained;
+    match ctx.slot.publish_if(serving.generation, next) {
+        Ok(published) => {
+            result.published = true;
+            result.model_version = published.version;
+            tracing::info!(version = published.version, steps = report.steps, "published newly trained weights");
+            if let Some(path) = p.checkpoint_path.as_deref() {
+                match save(&published, Path::new(path), Flags { pretrained_base: false, fine_tuned: true }) {
+                    Ok(_) => result.checkpoint_saved = true,
+                    Err(e) => {
+                        tracing::error!(error = %e, "could not write the checkpoint");
+                        result.failure = Some(format!("checkpoint not written: {e}"));
+                    }
+                }
+            }
+        }
+        Err(_) => {
+            result.failure = Some("other weights were promoted during training; these are discarded".into());
+        }
+    }
+    result.duration_ms = started.elapsed().as_millis() as u64;
+    Ok(result)
+}
+
+/// Writes `serving` as an Engram checkpoint at `path`, atomically (temporary
+/// file in the same directory, fsync, rename, directory fsync). Returns the size.
+pub fn save(serving: &Serving, path: &Path, flags: Flags) -> Result<u64> {
+    let bytes = checkpoint::encode(&serving.to_checkpoint(flags));
+    shared::fsutil::atomic_write(path, &bytes).map_err(|e| Error::io("write checkpoint", path, e))?;
+    Ok(bytes.len() as u64)
+}
+
+/// Signet's `flags` word as Engram flags (bit 0 pretrained base, bit 1 fine-tuned).
+pub fn flags_from_signet(bits: u32) -> Flags {
+    Flags { pretrained_base: bits & 1 != 0, fine_tuned: bits & 2 != 0 }
+}

@@ -1,0 +1,456 @@
+//! End-to-end tests of `engram-scorer serve`, driven as a daemon drives it:
+//! spawn the real binary, pipe JSON lines, read answers, kill, restart.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use predictor::checkpoint::{self, Checkpoint, Flags, TrainingMeta};
+use predictor::model::{Model, ModelConfig};
+use serde_json::{Value, json};
+use shared::event::{Body, MemoryAdded};
+use shared::ids::{MemoryId, SessionKey};
+use shared::journal::Journal;
+use shared::paths::Paths;
+use shared::time::Ts;
+
+/// The `engram-scorer` binary of this test profile, built once.
+fn scorer_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+        let target_dir = profile_dir.parent().unwrap();
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--quiet", "-p", "scorer", "--bin", "engram-scorer", "--target-dir"]).arg(target_dir);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "building engram-scorer failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        profile_dir.join("engram-scorer")
+    })
+}
+
+/// A running scorer with a line reader on its stdout.
+struct Sidecar {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Value>,
+}
+
+impl Sidecar {
+    fn spawn(home: &Path, args: &[&str]) -> Sidecar {
+        let mut child = Command::new(scorer_bin())
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home)
+            .env("ENGRAM_HOME", home.join("engram"))
+            .env("ENGRAM_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let v: Value =
+                    serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {line}"));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        Sidecar { stdin: child.stdin.take(), child, lines: rx }
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, v: &Value) {
+        let mut line = v.to_string().into_bytes();
+        line.push(b'\n');
+        self.write(&line);
+    }
+
+    fn recv_within(&self, timeout: Duration) -> Value {
+        self.lines.recv_timeout(timeout).unwrap_or_else(|e| panic!("no answer within {timeout:?}: {e}"))
+    }
+
+    fn call(&mut self, id: &str, method: &str, params: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let r = self.recv_within(Duration::from_secs(60));
+        assert_eq!(r["id"], id, "{r}");
+        r
+    }
+
+    fn close_and_wait(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        wait_with_timeout(&mut self.child, Duration::from_secs(30))
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill").args([sig, &self.child.id().to_string()]).status().unwrap();
+        assert!(ok.success());
+    }
+}
+
+impl Drop for Sidecar {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_with_timeout(child: &mut Child, timeout: Duration) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(start.elapsed() < timeout, "the scorer did not exit within {timeout:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn vector(seed: u64, dim: usize) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..dim)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 40) as f32 / (1u64 << 24) as f32) * 0.2 - 0.1
+        })
+        .collect()
+}
+
+/// Signet's 17 features, as `buildCandidateFeatures` makes them at serving time.
+fn signet_features(i: usize) -> Vec<f32> {
+    scorer::signet::FeatureRow {
+        age_days: i as f64 * 1.5,
+        importance: 0.4 + (i % 5) as f64 * 0.1,
+        access_count: (i % 4) as f64,
+        hour: 9.75,
+        dow_sunday0: 2.0,
+        month0: 2.0,
+        gap_days: 1.25,
+        is_embedded: i % 3 != 2,
+        entity_slot: 17.0,
+        is_constraint: i == 0,
+        ka_traversal: i == 4,
+        ..Default::default()
+    }
+    .values()
+}
+
+/// The request Signet's daemon sends (reference §11.2): `agent_id`, a
+/// context embedding, `null` for memories without an embedding, 17-d features.
+fn daemon_score(id: &str, n: usize) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "score", "params": {
+        "agent_id": "default",
+        "context_embedding": vector(1, 768),
+        "candidate_ids": (0..n).map(|i| format!("mem-{i}")).collect::<Vec<_>>(),
+        "candidate_embeddings": (0..n).map(|i| if i % 3 == 2 { Value::Null } else { json!(vector(100 + i as u64, 768)) }).collect::<Vec<_>>(),
+        "candidate_features": (0..n).map(signet_features).collect::<Vec<_>>(),
+    }})
+}
+
+fn check_status_shape(s: &Value) {
+    assert!(s["trained"].is_boolean(), "{s}");
+    assert!(s["training_pairs"].is_u64(), "{s}");
+    assert!(s["model_version"].is_u64(), "{s}");
+    assert!(s["last_trained"].is_null() || s["last_trained"].is_string(), "{s}");
+    assert!(s["native_dimensions"].is_u64(), "{s}");
+    assert_eq!(s["feature_dimensions"], 17, "{s}");
+}
+
+fn check_scores(r: &Value, n: usize) -> Vec<(String, f64)> {
+    assert_eq!(r["jsonrpc"], "2.0");
+    assert!(r.get("error").is_none(), "{r}");
+    let scores = r["result"]["scores"].as_array().unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(scores.len(), n);
+    let out: Vec<(String, f64)> = scores
+        .iter()
+        .map(|e| {
+            assert_eq!(e.as_object().unwrap().len(), 2, "{e}");
+            (e["id"].as_str().unwrap().to_owned(), e["score"].as_f64().unwrap())
+        })
+        .collect();
+    assert!(out.windows(2).all(|w| w[0].1 >= w[1].1), "sorted descending: {out:?}");
+    assert!((out.iter().map(|e| e.1).sum::<f64>() - 1.0).abs() < 1e-9);
+    let mut ids: Vec<&str> = out.iter().map(|e| e.0.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), n);
+    out
+}
+
+#[test]
+fn signet_daemon_session_train_save_kill_restart() {
+    let home = tempfile::tempdir().unwrap();
+    let ckpt = home.path().join("predictor/model.bin");
+    let ckpt_arg = ckpt.to_str().unwrap().to_owned();
+    // Spawned exactly as predictor-client.ts does: `--native-dim 768 --checkpoint PATH`.
+    let args = ["--native-dim", "768", "--checkpoint", ckpt_arg.as_str()];
+    let mut s = Sidecar::spawn(home.path(), &args);
+    // start(): the status probe, answered well within its 5 s timeout.
+    let started = Instant::now();
+    s.send(&json!({"jsonrpc": "2.0", "id": "req-1", "method": "status"}));
+    let r = s.recv_within(Duration::from_secs(5));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(r["id"], "req-1");
+    check_status_shape(&r["result"]);
+    assert_eq!((r["result"]["trained"].clone(), r["result"]["native_dimensions"].clone()), (json!(false), json!(768)));
+
+    // score with null embedding rows: Signet's own sidecar refuses this (-32602).
+    s.send(&daemon_score("req-2", 30));
+    let before = check_scores(&s.recv_within(Duration::from_secs(60)), 30);
+
+    // train_from_db as the session-end worker sends it: db_path and agent_id only.
+    let db = home.path().join("memories.db");
+    scorer::fixtures::signet_db(&db, &scorer::fixtures::SignetDbSpec { dim: 768, ..Default::default() }).unwrap();
+    let r = s.call("req-3", "train_from_db", json!({"agent_id": "default", "db_path": db}));
+    let t = &r["result"];
+    for f in ["loss", "canary_score_variance", "canary_topk_stability"] {
+        assert!(t[f].is_number(), "{f}: {t}");
+    }
+    for f in ["step", "samples_used", "samples_skipped", "duration_ms"] {
+        assert!(t[f].is_u64(), "{f}: {t}");
+    }
+    assert!(t["checkpoint_saved"].is_boolean());
+    assert_eq!(t["published"], true, "{t}");
+    let status = s.call("req-4", "status", json!({}))["result"].clone();
+    check_status_shape(&status);
+    assert_eq!((status["trained"].clone(), status["model_version"].clone()), (json!(true), json!(2)));
+    // The manual POST /api/predictor/train path: save_checkpoint {path, flags: 0}.
+    let r = s.call("req-5", "save_checkpoint", json!({"path": ckpt, "flags": 0}));
+    assert_eq!(r["result"]["saved"], true, "{r}");
+    s.send(&daemon_score("req-6", 30));
+    let trained = check_scores(&s.recv_within(Duration::from_secs(60)), 30);
+    assert_ne!(before, trained, "training changed the scores");
+
+    // SIGKILL, then restart: the checkpoint serves at once, trained, same version, same scores.
+    s.signal("-KILL");
+    drop(s);
+    let mut s = Sidecar::spawn(home.path(), &args);
+    let status = s.call("req-1", "status", json!({}))["result"].clone();
+    assert_eq!((status["trained"].clone(), status["model_version"].clone()), (json!(true), json!(2)), "{status}");
+    assert!(status["last_trained"].is_string());
+    s.send(&daemon_score("req-2", 30));
+    assert_eq!(check_scores(&s.recv_within(Duration::from_secs(60)), 30), trained);
+    assert!(s.close_and_wait().success(), "end of stdin exits 0");
+}
+
+#[test]
+fn malformed_and_oversized_lines_never_end_the_process() {
+    let home = tempfile::tempdir().unwrap();
+    let mut s = Sidecar::spawn(home.path(), &["serve", "--native-dim", "16"]);
+    s.write(b"this is not json\n");
+    let r = s.recv_within(Duration::from_secs(30));
+    assert_eq!((r["id"].clone(), r["error"]["code"].clone()), (Value::Null, json!(-32700)), "{r}");
+    s.write(b"{\"jsonrpc\":\"2.0\",\"id\":\"n1\"}\n");
+    assert_eq!(s.recv_within(Duration::from_secs(30))["error"]["code"], -32600);
+    let r = s.call("n2", "nope", json!({}));
+    assert_eq!(r["error"]["code"], -32601);
+    let r = s.call("n3", "score", json!({"candidate_ids": ["a", "b"], "candidate_features": [null, [1, 2, 3]]}));
+    assert_eq!(r["error"]["code"], -32602);
+    assert!(r["error"]["message"].as_str().unwrap().contains("candidate_features[1]"), "{r}");
+    // A 65 MiB line: refused (its id recovered from its head), never buffered whole.
+    let mut big =
+        br#"{"jsonrpc":"2.0","id":"huge","method":"score","params":{"candidate_ids":["a"],"candidate_texts":[""#
+            .to_vec();
+    big.resize(big.len() + (65 << 20), b'x');
+    big.extend_from_slice(b"\"]}}\n");
+    s.write(&big);
+    drop(big);
+    let r = s.recv_within(Duration::from_secs(60));
+    assert_eq!((r["id"].clone(), r["error"]["code"].clone()), (json!("huge"), json!(-32600)), "{r}");
+    // Still serving.
+    let r = s.call(
+        "n4",
+        "score",
+        json!({"candidate_ids": ["a", "b"], "candidate_texts": ["alpha beta", "gamma"], "context_text": "beta"}),
+    );
+    check_scores(&r, 2);
+    assert!(s.close_and_wait().success());
+}
+
+#[test]
+fn sigterm_finishes_and_exits_zero() {
+    let home = tempfile::tempdir().unwrap();
+    let mut s = Sidecar::spawn(home.path(), &["serve", "--native-dim", "16"]);
+    assert_eq!(s.call("a", "status", json!({}))["result"]["native_dimensions"], 16);
+    s.signal("-TERM");
+    let status = wait_with_timeout(&mut s.child, Duration::from_secs(10));
+    assert!(status.success(), "{status:?}");
+}
+
+fn add_memories(home: &Path, n: usize) {
+    let paths = Paths::at(home.join("engram"));
+    let mut journal = Journal::open(&paths, "test").unwrap();
+    let topics = [
+        "sqlite wal checkpoint tuning",
+        "tokio runtime shutdown order",
+        "clippy lint configuration",
+        "docker compose networking",
+    ];
+    let events: Vec<_> = (0..n)
+        .map(|i| {
+            journal.event(
+                Ts(1_780_000_000_000 - i as i64 * 3_600_000),
+                Some(SessionKey::new("claude", &format!("src{}", i / 10))),
+                Body::MemoryAdded(MemoryAdded {
+                    memory_id: MemoryId(format!("mem_{i:04}")),
+                    content: format!("{} note {i}: remember detail{}", topics[i % topics.len()], i % 13),
+                    memory_type: "fact".into(),
+                    importance: 0.5,
+                    project: Some("engram".into()),
+                    ..Default::default()
+                }),
+            )
+        })
+        .collect();
+    journal.append(&events).unwrap();
+}
+
+fn promote(home: &Path, version: u64, native_dim: usize, seed: u64) -> String {
+    let paths = Paths::at(home.join("engram"));
+    let model = Model::new(ModelConfig { native_dim, ..ModelConfig::default() }, seed).unwrap();
+    let bytes = checkpoint::encode(&Checkpoint {
+        flags: Flags::default(),
+        model,
+        optimizer: None,
+        meta: TrainingMeta {
+            model_version: version,
+            trained_lists: 50,
+            timestamp_ms: 1_780_000_000_000,
+            ..TrainingMeta::default()
+        },
+    });
+    let hash = shared::models::write_checkpoint(&paths, &bytes).unwrap();
+    shared::models::promote(&paths, &hash).unwrap();
+    hash
+}
+
+fn rank(s: &mut Sidecar, id: &str, session: &str, query: &str) -> Value {
+    let r = s.call(
+        id,
+        "rank",
+        json!({"query": query, "session_key": session, "project": "engram", "trigger": "prompt", "k": 3}),
+    );
+    assert!(r.get("error").is_none(), "{r}");
+    r["result"].clone()
+}
+
+#[test]
+fn a_promotion_while_serving_changes_scores_without_restart() {
+    let home = tempfile::tempdir().unwrap();
+    add_memories(home.path(), 60);
+    let mut s = Sidecar::spawn(home.path(), &["serve", "--native-dim", "768"]);
+    let r = rank(&mut s, "r1", "claude:p1", "how do we tune the sqlite wal checkpoint?");
+    assert!(r["recorded"].as_bool().unwrap());
+    assert!(r["model_version"].is_null(), "no trained model yet: {r}");
+    assert!(r["status_line"].as_str().unwrap().starts_with("[predictor:"), "{r}");
+    let m = &r["memories"][0];
+    for f in ["id", "text", "score", "rank", "baseline_rank", "sources", "reasons", "injected"] {
+        assert!(!m[f].is_null(), "{f}: {m}");
+    }
+    assert!(r["injected"].as_array().unwrap().len() <= 3);
+    s.send(&daemon_score("s1", 20));
+    let fresh = check_scores(&s.recv_within(Duration::from_secs(60)), 20);
+
+    let hash = promote(home.path(), 7, 768, 99);
+    let status = s.call("st", "status", json!({}))["result"].clone();
+    assert_eq!((status["model_version"].clone(), status["checkpoint"].clone()), (json!(7), json!(hash)), "{status}");
+    s.send(&daemon_score("s2", 20));
+    let promoted = check_scores(&s.recv_within(Duration::from_secs(60)), 20);
+    assert_ne!(fresh, promoted, "the promoted weights score differently");
+    let r = rank(&mut s, "r2", "claude:p1", "tokio runtime shutdown order");
+    assert_eq!(r["model_version"], 7, "{r}");
+    assert!(r["memories"].as_array().unwrap().iter().any(|m| m["predictor_rank"].is_u64()), "{r}");
+    // A half-written or damaged promotion never replaces the serving weights.
+    let paths = Paths::at(home.path().join("engram"));
+    std::fs::write(paths.models().join(format!("{}.ckpt", "f".repeat(64))), b"ENGRMPRD truncated").unwrap();
+    shared::fsutil::atomic_write(&paths.current_model(), format!("{}\n", "f".repeat(64)).as_bytes()).unwrap();
+    s.send(&daemon_score("s3", 20));
+    assert_eq!(check_scores(&s.recv_within(Duration::from_secs(60)), 20), promoted);
+    assert!(s.close_and_wait().success());
+}
+
+#[test]
+fn two_scorers_rank_and_record_into_one_store_and_survive_kill_and_replay() {
+    let home = tempfile::tempdir().unwrap();
+    add_memories(home.path(), 80);
+    let per = 12;
+    let run = |tag: &'static str, home: PathBuf| {
+        std::thread::spawn(move || {
+            let mut s = Sidecar::spawn(&home, &["serve"]);
+            for i in 0..per {
+                let r = rank(
+                    &mut s,
+                    &format!("{tag}{i}"),
+                    &format!("claude:{tag}{}", i % 3),
+                    "sqlite wal checkpoint docker",
+                );
+                assert!(r["recorded"].as_bool().unwrap(), "{r}");
+            }
+            s
+        })
+    };
+    let a = run("a", home.path().to_path_buf());
+    let b = run("b", home.path().to_path_buf());
+    let mut a = a.join().unwrap();
+    let b = b.join().unwrap();
+    let paths = Paths::at(home.path().join("engram"));
+    let count = |paths: &Paths| -> i64 {
+        let j = Journal::open(paths, "check").unwrap();
+        j.store().conn().query_row("SELECT COUNT(*) FROM rankings", [], |r| r.get(0)).unwrap()
+    };
+    assert_eq!(count(&paths), 2 * per as i64, "nothing lost");
+    // Kill one mid-life; rebuild the projection from the tapes while the other serves.
+    b.signal("-KILL");
+    drop(b);
+    shared::journal::replay(&paths, &mut |_| {}).unwrap();
+    let r = rank(&mut a, "after-replay", "claude:z", "tokio runtime");
+    assert!(r["recorded"].as_bool().unwrap());
+    let mut c = Sidecar::spawn(home.path(), &["serve"]);
+    let r = rank(&mut c, "restarted", "claude:a0", "sqlite wal checkpoint docker");
+    assert!(r["recorded"].as_bool().unwrap());
+    assert!(a.close_and_wait().success());
+    assert!(c.close_and_wait().success());
+    assert_eq!(count(&paths), 2 * per as i64 + 2);
+}
+
+#[test]
+fn scoring_never_waits_behind_training() {
+    let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("memories.db");
+    let spec =
+        scorer::fixtures::SignetDbSpec { memories: 600, sessions: 120, candidates: 40, dim: 64, topics: 10, seed: 5 };
+    scorer::fixtures::signet_db(&db, &spec).unwrap();
+    let mut s = Sidecar::spawn(home.path(), &["serve", "--native-dim", "64"]);
+    s.call("warm", "status", json!({}));
+    s.send(&json!({"jsonrpc": "2.0", "id": "train", "method": "train_from_db", "params": {"db_path": db, "epochs": 10, "limit": 80}}));
+    std::thread::sleep(Duration::from_millis(20));
+    let params =
+        json!({"candidate_ids": ["a", "b", "c"], "candidate_embeddings": [vector(1, 64), vector(2, 64), null]});
+    s.send(&json!({"jsonrpc": "2.0", "id": "score", "method": "score", "params": params}));
+    let first = s.recv_within(Duration::from_secs(120));
+    assert_eq!(first["id"], "score", "the score was answered while training ran: {first}");
+    let done = s.recv_within(Duration::from_secs(120));
+    assert_eq!(done["id"], "train", "{done}");
+    assert!(s.close_and_wait().success());
+}
