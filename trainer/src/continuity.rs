@@ -6,9 +6,12 @@
 //!
 //! Each memory's text gives distinctive [`terms`](crate::terms) — paths (×2.0),
 //! identifiers (×1.5), quantities (×1.2), words (×1.0) and the words inside
-//! identifiers (×0.5) — each further weighted by its normalised IDF over the
-//! live memories, `idf(df) / idf(1)` with BM25's IDF (a term only this memory
-//! has weighs 1; terms below 0.15 are dropped as too common).
+//! identifiers and paths (×0.5) — each further weighted by the square of its
+//! normalised IDF over the live memories, `(idf(df) / idf(1))²` with BM25's
+//! IDF: a term only this memory has weighs 1, a term a quarter of the
+//! memories share about 0.15; terms whose normalised IDF is below 0.15 are
+//! dropped. Words inside identifiers only count when a whole term of the same
+//! memory matched too (they corroborate, never suffice).
 //!
 //! The session is read in time order. A memory counts as *used* when one of
 //! its terms appears, **after it was injected**, in something the agent did:
@@ -21,20 +24,21 @@
 //! | the assistant's reasoning | 0.4 |
 //!
 //! and only when the agent could not have had the term from elsewhere: a term
-//! already present in the session before the injection, or supplied by the
-//! user (prompts), by a tool result, a compaction summary or system text
-//! before the event, is not evidence. Engram's own injected context is
-//! ignored entirely. The strength of use is
+//! already present in the session before the injection, or supplied before
+//! the event by the user (prompts), a compaction summary, system text, the
+//! rankers' query, or a tool result, is not evidence. Engram's own injected
+//! context is ignored entirely. The strength of use is
 //! `S = Σ_terms weight · best channel · (1 + 0.25 · min(3, uses − 1))` and the
-//! textual relevance is `1 − exp(−S / 2)` (one identifier reused in an edit ≈
-//! 0.7; one rare word in prose ≈ 0.25).
+//! textual relevance is `1 − exp(−S / 2)` (one unique identifier reused in an
+//! edit ≈ 0.7; one rare word in prose ≈ 0.25).
 //!
 //! # Evidence of need (memories not injected)
 //!
-//! The same matching over the whole session, where tool results *do* count (the
-//! agent had to go and find what the memory held) but terms supplied by the
-//! user or by an injected memory do not; strengths below 0.5 are noise. Need
-//! relevance is `0.6 · (1 − exp(−S / 2))`, at most the "missed" label.
+//! The same matching over the whole session, except that what tool results
+//! returned *does* count (the agent had to go and find what the memory held),
+//! while terms supplied by the user or by an injected memory do not; strengths
+//! below 0.5 are noise. Need relevance is `0.6 · (1 − exp(−S / 2))`, at most
+//! the "missed" label.
 //!
 //! # Labels
 //!
@@ -259,8 +263,10 @@ pub struct Assessment {
 enum Channel {
     /// Something the agent did, with its weight.
     Work(f32),
-    /// Text the agent received from elsewhere (user, tools, summaries).
+    /// Text the agent received from the user (prompts, summaries, system text, the rankers' query).
     Supplied,
+    /// Text a tool returned: what the agent found by itself.
+    Found,
     /// Not read (Engram's own injected context, metadata).
     Ignored,
 }
@@ -286,39 +292,29 @@ fn json_strings(value: &serde_json::Value, out: &mut String) {
 
 /// The channel and text of a content event.
 fn classify(event: &Event, edit_calls: &HashSet<&str>) -> (Channel, String) {
-    let text = match &event.body {
-        Body::MsgIn(m) => {
-            let channel = if m.origin == origin::ENGRAM || m.origin == origin::HOOK {
-                Channel::Ignored
-            } else {
-                Channel::Supplied
-            };
-            return (channel, m.text.clone());
-        }
-        Body::MsgOut(m) => {
-            let w = if m.part == "reasoning" { 0.4 } else { 0.6 };
-            return (Channel::Work(w), m.text.clone());
-        }
+    match &event.body {
+        Body::MsgIn(m) if m.origin == origin::ENGRAM || m.origin == origin::HOOK => (Channel::Ignored, String::new()),
+        Body::MsgIn(m) => (Channel::Supplied, m.text.clone()),
+        Body::MsgOut(m) => (Channel::Work(if m.part == "reasoning" { 0.4 } else { 0.6 }), m.text.clone()),
         Body::ToolCall(t) => {
             let name = t.tool.to_lowercase();
             let edit = edit_calls.contains(t.call_id.as_str()) || EDIT_TOOL_WORDS.iter().any(|w| name.contains(w));
             let mut text = String::new();
             json_strings(&t.args, &mut text);
-            return (Channel::Work(if edit { 1.0 } else { 0.8 }), text);
+            (Channel::Work(if edit { 1.0 } else { 0.8 }), text)
         }
-        Body::ToolResult(t) => format!("{} {}", t.stdout, t.stderr),
-        Body::CodeRead(c) => return (Channel::Work(0.8), c.file.clone()),
+        Body::ToolResult(t) => (Channel::Found, format!("{} {}", t.stdout, t.stderr)),
+        Body::CodeRead(c) => (Channel::Work(0.8), c.file.clone()),
         Body::CodeEdit(c) => {
             let mut text = c.file.clone();
             if let Some(to) = &c.move_to {
                 text.push(' ');
                 text.push_str(to);
             }
-            return (Channel::Work(1.0), text);
+            (Channel::Work(1.0), text)
         }
-        _ => return (Channel::Ignored, String::new()),
-    };
-    (Channel::Supplied, text)
+        _ => (Channel::Ignored, String::new()),
+    }
 }
 
 fn cut(text: &str) -> &str {
@@ -363,7 +359,7 @@ pub fn gather(record: &SessionRecord) -> Evidence {
                 .filter_map(|t| {
                     let idf = record.corpus.idf_norm(&t.text);
                     (idf >= MIN_IDF).then(|| {
-                        let w = t.kind.weight() * idf;
+                        let w = t.kind.weight() * idf * idf;
                         (t, w)
                     })
                 })
@@ -410,6 +406,7 @@ pub fn gather(record: &SessionRecord) -> Evidence {
     let mut counts = EvidenceCounts::default();
     let mut first_seen: HashMap<String, i64> = HashMap::new();
     let mut supplied: HashSet<String> = HashSet::new();
+    let mut found: HashSet<String> = HashSet::new();
     let mut injected_terms: HashSet<String> = HashSet::new();
     let mut next_injection = 0usize;
     for (ts, _, channel, text, prompt) in timeline {
@@ -437,7 +434,9 @@ pub fn gather(record: &SessionRecord) -> Evidence {
                         let m = &tracked[mi];
                         let counts_as_evidence = match &m.injected {
                             Some((at, _)) if ts >= *at => {
-                                first_seen.get(token).is_none_or(|&s| s >= *at) && !supplied.contains(token)
+                                first_seen.get(token).is_none_or(|&s| s >= *at)
+                                    && !supplied.contains(token)
+                                    && !found.contains(token)
                             }
                             Some(_) => false,
                             None => !supplied.contains(token) && !injected_terms.contains(token),
@@ -451,6 +450,7 @@ pub fn gather(record: &SessionRecord) -> Evidence {
                 }
             }
             Channel::Supplied => supplied.extend(index.tokens().map(str::to_owned)),
+            Channel::Found => found.extend(index.tokens().map(str::to_owned)),
             Channel::Ignored => {}
         }
         for token in index.tokens() {
@@ -464,8 +464,13 @@ pub fn gather(record: &SessionRecord) -> Evidence {
     for m in tracked {
         let mut matched: Vec<(String, Kind, f32)> = Vec::new();
         let mut strength = 0.0f32;
+        // Words inside identifiers and paths only corroborate a match of a whole term.
+        let corroborated = m.hits.keys().any(|&ti| m.terms[ti].0.kind != Kind::Part);
         for (&ti, &(channel, uses)) in &m.hits {
             let (term, weight) = &m.terms[ti];
+            if term.kind == Kind::Part && !corroborated {
+                continue;
+            }
             let repeat = 1.0 + 0.25 * (uses.saturating_sub(1).min(3)) as f32;
             let s = weight * channel * repeat;
             strength += s;

@@ -12,8 +12,11 @@
 //! "Concept Drift Detection") and starts from fresh weights.
 //!
 //! **Start.** The serving model and its optimizer state (`models/<hash>.adam`,
-//! when its shapes match) continue training; the first model starts fresh, or
-//! from `--base-weights` (seed 002 "Pre-Trained Model Path").
+//! when its shapes match) continue training for 3 epochs at 0.3× the learning
+//! rate (small steps, so that its rankings stay stable); the first model starts fresh, or from
+//! `--base-weights` (seed 002 "Pre-Trained Model Path"), and trains for 10
+//! epochs, as does a drift retrain. Early stopping on the validation split
+//! (patience 3) and the time budget can end any of them sooner.
 //!
 //! **Gates**, all required: every training loss finite (no skipped non-finite
 //! batch); at least one optimizer step; at least [`canary::MIN_LISTS`]
@@ -64,6 +67,13 @@ pub const MIN_TOP5_OVERLAP: f32 = 0.6;
 pub const MAX_NDCG_DROP: f32 = 0.15;
 /// Trainable sessions before a validation split is held out.
 pub const VALIDATION_FROM: usize = 20;
+/// Epochs of a model's first training (and of a drift retrain).
+pub const FRESH_EPOCHS: usize = 10;
+/// Epochs when continuing the serving model: small steps keep its rankings
+/// stable enough for the top-5 overlap gate.
+pub const CONTINUE_EPOCHS: usize = 3;
+/// Learning-rate factor when continuing the serving model.
+pub const CONTINUE_LR_FACTOR: f32 = 0.3;
 /// Checkpoints of this many newest promoted versions are kept (plus `current`).
 pub const KEEP_VERSIONS: usize = 3;
 
@@ -330,7 +340,12 @@ pub fn train_and_gate(journal: &mut Journal, config: &Config, req: &TrainRequest
     );
 
     // Train.
-    let train_config = TrainConfig { seed: version, ..TrainConfig::default() };
+    let continuing = serving.is_some() && !req.drift;
+    let epochs = if continuing { CONTINUE_EPOCHS } else { FRESH_EPOCHS };
+    let mut train_config = TrainConfig { seed: version, epochs, ..TrainConfig::default() };
+    if continuing {
+        train_config.adam.lr *= CONTINUE_LR_FACTOR;
+    }
     let samples: Vec<_> = train_lists.iter().map(|l| l.sample.clone()).collect();
     let valid: Vec<_> = valid_lists.iter().map(|l| l.sample.clone()).collect();
     let budget = req.budget;
