@@ -36,7 +36,7 @@ enum Command {
         /// Start the first model from these weights (an Engram checkpoint).
         #[arg(long, value_name = "PATH")]
         base_weights: Option<PathBuf>,
-        /// Log to <home>/logs/trainer.log instead of stderr.
+        /// Log to `logs/trainer.log` in the data home instead of stderr.
         #[arg(long)]
         log_file: bool,
         /// The time stamped on events (RFC 3339 or Unix milliseconds; default: the clock).

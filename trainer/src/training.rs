@@ -352,34 +352,63 @@ pub fn train_and_gate(journal: &mut Journal, config: &Config, req: &TrainRequest
     let shutdown = req.shutdown;
     let clock = Instant::now();
     let mut should_stop = || clock.elapsed() >= budget || shutdown.requested();
-    let report = train::train(&mut model, &mut opt, &samples, &valid, &train_config, &mut should_stop)
-        .map_err(|e| Error::predictor("train", e))?;
+    let serving_version = serving.as_ref().map(|s| s.version);
+    let report = match train::train(&mut model, &mut opt, &samples, &valid, &train_config, &mut should_stop) {
+        Ok(r) => r,
+        Err(e) => {
+            // The predictor refused the data: a failed run, recorded like a gate failure.
+            let run = TrainingRun {
+                run_id,
+                model_version: version,
+                loss: -1.0,
+                sample_count: u32::try_from(samples.len()).unwrap_or(u32::MAX),
+                duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                failure: Some(format!("training failed: {e}")),
+                drift_retrain: req.drift,
+                ..TrainingRun::default()
+            };
+            tracing::error!(error = %e, "training failed; the serving model keeps serving");
+            journal.append(&[journal.event(req.now, None, Body::TrainingRun(run.clone()))])?;
+            return Ok(TrainOutcome { run, promoted: None, serving_version });
+        }
+    };
     for e in &report.epochs {
         tracing::info!(epoch = e.epoch, train_loss = e.train_loss, valid_loss = ?e.valid_loss, valid_ndcg10 = ?e.valid_ndcg10, steps = e.steps, "epoch");
     }
 
     // Canary.
-    let candidate_scores = canary::score_lists(&model, &canary_lists)?;
     let compare_to_serving = serving.is_some() && !req.drift;
-    let serving_eval = match &serving {
-        Some(s) => {
-            let lists = if s.model.config() == &model_config {
-                canary_lists.clone()
-            } else {
-                canary::session_lists(store, &frozen, false, &canary::options_for(s.model.config(), &tz))?
-            };
-            let scores = canary::score_lists(&s.model, &lists)?;
-            Some((lists, scores))
+    let evaluated = (|| -> Result<(CanaryMetrics, bool)> {
+        let candidate_scores = canary::score_lists(&model, &canary_lists)?;
+        let serving_eval = match &serving {
+            Some(s) => {
+                let lists = if s.model.config() == &model_config {
+                    canary_lists.clone()
+                } else {
+                    canary::session_lists(store, &frozen, false, &canary::options_for(s.model.config(), &tz))?
+                };
+                let scores = canary::score_lists(&s.model, &lists)?;
+                Some((lists, scores))
+            }
+            None => None,
+        };
+        let metrics = canary::metrics(
+            &canary_lists,
+            &candidate_scores,
+            serving_eval.as_ref().map(|(l, s)| (l.as_slice(), s.as_slice())),
+        );
+        Ok((metrics, candidate_scores.iter().flatten().all(|x| x.is_finite())))
+    })();
+    let (metrics, scores_finite, mut verdict) = match evaluated {
+        Ok((metrics, finite)) => {
+            let verdict = gates(&report, &metrics, canary::evaluable(&canary_lists), compare_to_serving);
+            (metrics, finite, verdict)
         }
-        None => None,
+        Err(Error::Predictor { source, .. }) => {
+            (CanaryMetrics::default(), true, Err(format!("the canary set could not be scored: {source}")))
+        }
+        Err(e) => return Err(e),
     };
-    let metrics = canary::metrics(
-        &canary_lists,
-        &candidate_scores,
-        serving_eval.as_ref().map(|(l, s)| (l.as_slice(), s.as_slice())),
-    );
-    let scores_finite = candidate_scores.iter().flatten().all(|x| x.is_finite());
-    let mut verdict = gates(&report, &metrics, canary::evaluable(&canary_lists), compare_to_serving);
     if !scores_finite {
         verdict = Err(match verdict {
             Ok(()) => "non-finite canary scores".to_owned(),
@@ -406,7 +435,6 @@ pub fn train_and_gate(journal: &mut Journal, config: &Config, req: &TrainRequest
         checkpoint: None,
         drift_retrain: req.drift,
     };
-    let serving_version = serving.as_ref().map(|s| s.version);
     let Ok(()) = verdict else {
         tracing::warn!(version, failure = ?run.failure, "validation gates failed; the serving model keeps serving");
         journal.append(&[journal.event(req.now, None, Body::TrainingRun(run.clone()))])?;

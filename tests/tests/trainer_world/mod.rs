@@ -206,6 +206,9 @@ pub struct World {
     pub sessions: u32,
     pub base_weights: PathBuf,
     pub tz: jiff::tz::TimeZone,
+    /// The user's work changed: atlas sessions now need the generic memories
+    /// (the ones the baseline prefers) at any hour.
+    pub drifted: bool,
 }
 
 impl World {
@@ -258,6 +261,7 @@ impl World {
             sessions: 0,
             base_weights,
             tz: jiff::tz::TimeZone::UTC,
+            drifted: false,
         }
     }
 
@@ -398,6 +402,8 @@ impl World {
         self.sessions += 1;
         let day = i64::from(n / 3);
         let (project, hour, group, count) = match kind {
+            Kind::Morning if self.drifted => ("atlas", 9, "generic", 2),
+            Kind::Evening if self.drifted => ("atlas", 19, "generic", 2),
             Kind::Morning => ("atlas", 9, "deploy", 2),
             Kind::Evening => ("atlas", 19, "billing", 2),
             Kind::North => ("borealis", 14, "north", 1),
