@@ -18,6 +18,27 @@
 //! | [`evaluate`] | `engram-trainer canary` |
 //! | [`report`] | `engram-trainer report --html` |
 //!
+//! # Decisions
+//!
+//! * **Labels** come from a deterministic scorer of the session's tape, see
+//!   [`continuity`] for exactly how evidence is weighed; an external judge is
+//!   optional and blended in at most half ([`judge`]).
+//! * **Time.** Outcome events (`session.scored`, `comparison.recorded`,
+//!   `drift.reset`, `training.run`, `model.promoted`) are stamped with the
+//!   moment the trainer decided them (`run --now` for simulations), strictly
+//!   increasing and never before an earlier outcome, so "the latest
+//!   comparison" that serving reads is well defined.
+//! * **No leak.** Training lists use the rankings' recorded queries, outcome
+//!   labels, and signals as of the moment each ranking was served
+//!   ([`shared::train_data`]).
+//! * **Canary** sessions are one in six by a hash of the session key, never
+//!   trained on; the evaluated set is frozen per week ([`canary`]).
+//! * **Gates and promotion**: [`training`]. **α, cold start, drift**: [`tracker`].
+//! * **Training is due** when at least `train_interval_sessions` trainable
+//!   (non-canary, confidence ≥ 0.6) sessions were scored since the last
+//!   training run, when no model exists and new data does, or after a drift
+//!   reset that has not been followed by a retrain.
+//!
 //! **Architecture Invariant:** the trainer changes state only by appending
 //! events through [`shared::journal::Journal`] and by writing model files
 //! under `models/` (checkpoints first, then events, then the `current`

@@ -320,3 +320,20 @@ fn a_judge_verdict_is_blended_in() {
     assert_eq!(judged.novel_context_count, 2);
     assert!(judged.reasoning.contains("deploy was discussed"));
 }
+
+#[test]
+fn common_words_weigh_little_and_parts_never_suffice() {
+    let mut s = S::new(&[("m_deploy", DEPLOY)]);
+    s.record.corpus.df = [("deploy".to_owned(), 50), ("scripts".to_owned(), 60), ("production".to_owned(), 40)].into();
+    s.user("hi").rank("r1", "hi", &["m_deploy"], &["m_deploy"]).say("I will deploy to production now.").busywork(6);
+    let common = label(&s.score(), "m_deploy");
+    assert!(common > 0.0 && common < 0.15, "two words a quarter of the memories share: {common}");
+
+    let mut s = S::new(&[("m_deploy", DEPLOY)]);
+    s.user("hi").rank("r1", "hi", &["m_deploy"], &["m_deploy"]).edit("scripts/release_notes.md", "canary").busywork(6);
+    assert_eq!(label(&s.score(), "m_deploy"), 0.0, "words inside a path only corroborate");
+
+    let mut s = S::new(&[("m_deploy", DEPLOY)]);
+    s.user("hi").rank("r1", "hi", &["m_deploy"], &["m_deploy"]).edit("scripts/release_canary.sh", "set -e").busywork(6);
+    assert!(label(&s.score(), "m_deploy") > 0.7, "the whole path, then its parts too");
+}
