@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use shared::fsutil::FileLock;
 use trainer_world::{HOUR, World, small_config};
 
-const CONFIG: &str = "[predictor]\ntrain_interval_sessions = 5\nmin_training_sessions = 10\nmax_training_seconds = 4\n\
+const CONFIG: &str = "[predictor]\ntrain_interval_sessions = 5\nmin_training_sessions = 10\nmax_training_seconds = 120\n\
                       candidate_pool_size = 40\nexploration_rate = 0.0\n[time]\ntimezone = \"UTC\"\n";
 
 fn trained_world(config: &str) -> World {

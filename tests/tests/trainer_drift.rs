@@ -10,7 +10,7 @@ mod trainer_world;
 
 use trainer_world::{World, small_config};
 
-const CONFIG: &str = "[predictor]\ntrain_interval_sessions = 5\nmin_training_sessions = 10\nmax_training_seconds = 4\n\
+const CONFIG: &str = "[predictor]\ntrain_interval_sessions = 5\nmin_training_sessions = 10\nmax_training_seconds = 120\n\
                       drift_reset_window = 3\ncandidate_pool_size = 40\nexploration_rate = 0.0\n[time]\ntimezone = \"UTC\"\n";
 
 #[test]

@@ -17,7 +17,7 @@ use shared::ids::MemoryId;
 use shared::time::Ts;
 use trainer_world::{HOUR, Rng, World, small_config};
 
-const CONFIG: &str = "[predictor]\ntrain_interval_sessions = 5\nmin_training_sessions = 10\nmax_training_seconds = 4\n\
+const CONFIG: &str = "[predictor]\ntrain_interval_sessions = 5\nmin_training_sessions = 10\nmax_training_seconds = 120\n\
                       candidate_pool_size = 40\nexploration_rate = 0.0\n[time]\ntimezone = \"UTC\"\n";
 
 /// A world with a promoted model: rounds of five sessions and a run until one is.
@@ -140,10 +140,12 @@ fn assert_current_is_readable(w: &World, context: &str) {
 
 #[test]
 fn sigkill_during_a_run_never_leaves_an_unreadable_current_model() {
-    // Full-size weights make the checkpoint writes long enough to be hit.
-    let config = CONFIG.replace("max_training_seconds = 4", "max_training_seconds = 1");
-    let big = ModelConfig { native_dim: 0, ..ModelConfig::default() };
-    let mut w = trained_world(&config, big);
+    // Full-size hash tables make the checkpoint writes long enough to be hit.
+    // (CONFIG's training budget never cuts training short, so every run's
+    // outcome is independent of the machine's load.)
+    let config = CONFIG;
+    let big = ModelConfig { native_dim: 0, dim: 32, value_dim: 16, ..ModelConfig::default() };
+    let mut w = trained_world(config, big);
     let models_dir = w.paths.models();
     let now = w.now().0.to_string();
     let run = ["run", "--force", "--now", now.as_str()];
@@ -156,14 +158,18 @@ fn sigkill_during_a_run_never_leaves_an_unreadable_current_model() {
     assert_current_is_readable(&w, "after an uninterrupted run");
 
     let mut rng = Rng(5);
-    let mut during_write = 0;
-    for i in 0..6 {
+    let (mut during_write, mut random) = (0, 0);
+    let mut i = 0;
+    while (during_write < 2 || random < 3) && i < 14 {
         let mut child =
             w.cmd(&run).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
         let t0 = Instant::now();
         if i % 2 == 0 {
             // Targeted: the moment a temporary checkpoint or pointer file appears.
-            while temp_files(&models_dir) == 0 && t0.elapsed() < full * 3 && child.try_wait().unwrap().is_none() {
+            while temp_files(&models_dir) == 0
+                && t0.elapsed() < Duration::from_secs(60)
+                && child.try_wait().unwrap().is_none()
+            {
                 std::hint::spin_loop();
             }
             if temp_files(&models_dir) > 0 {
@@ -175,11 +181,18 @@ fn sigkill_during_a_run_never_leaves_an_unreadable_current_model() {
             while t0.elapsed() < at && child.try_wait().unwrap().is_none() {
                 std::thread::sleep(Duration::from_millis(1));
             }
+            random += 1;
         }
         let _ = child.kill(); // SIGKILL
-        let status = child.wait().unwrap();
-        eprintln!("kill {i} after {:?} ({status})", t0.elapsed());
+        let out = child.wait_with_output().unwrap();
+        eprintln!(
+            "kill {i} after {:?} ({}): {}",
+            t0.elapsed(),
+            out.status,
+            String::from_utf8_lossy(&out.stdout).trim()
+        );
         assert_current_is_readable(&w, &format!("after kill {i}"));
+        i += 1;
     }
     assert!(during_write >= 1, "no kill landed while a model file was being written");
 
