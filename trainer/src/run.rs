@@ -76,13 +76,11 @@ pub struct RunSummary {
     pub drift_resets: u32,
     /// The training run, if one ran.
     pub training: Option<TrainOutcome>,
-    /// Why training was skipped, when it was due but could not run.
-    pub training_skipped: Option<String>,
     /// The tracker after the run.
     pub tracker: Tracker,
     /// α after the run.
     pub alpha: f32,
-    /// Sessions scored in total.
+    /// Sessions scored in total (any confidence).
     pub total_scored: u64,
     /// The serving version after the run.
     pub model_version: Option<u64>,
@@ -101,7 +99,10 @@ impl fmt::Display for RunSummary {
             if self.tracker.cold_start_exited { "" } else { " (cold start)" },
             self.model_version.map_or("none".to_owned(), |v| format!("v{v}")),
         );
-        if self.scored == 0 && self.training.is_none() && self.training_skipped.is_none() {
+        if self.scored == 0 && self.training.is_none() {
+            if self.interrupted {
+                return write!(f, "interrupted before any work: {} sessions scored; {state}", self.total_scored);
+            }
             return write!(f, "nothing new: {} sessions scored; {state}", self.total_scored);
         }
         write!(
@@ -136,8 +137,6 @@ impl fmt::Display for RunSummary {
                 )?,
                 (None, None) => {}
             }
-        } else if let Some(why) = &self.training_skipped {
-            write!(f, "; not trained: {why}")?;
         }
         if self.interrupted {
             write!(f, "; interrupted")?;
@@ -411,7 +410,12 @@ pub fn run(paths: &Paths, config: &Config, opts: &RunOptions, shutdown: &Shutdow
     summary.tracker = tracker;
     let state = shared::rank::state::PredictorState::load(journal.store(), &config.predictor)?;
     summary.alpha = state.alpha;
-    summary.total_scored = state.scored_sessions;
+    let total: i64 = journal
+        .store()
+        .conn()
+        .query_row("SELECT COUNT(DISTINCT session_key) FROM session_scores", [], |r| r.get(0))
+        .sql("count scored sessions")?;
+    summary.total_scored = total.max(0) as u64;
     summary.model_version = state.model_version;
     Ok(RunOutcome::Done(Box::new(summary)))
 }
