@@ -88,6 +88,8 @@ pub struct RunSummary {
     pub reconciled: Option<String>,
     /// Stopped early by a shutdown request.
     pub interrupted: bool,
+    /// Sessions that could not be read (left pending).
+    pub unreadable: u32,
 }
 
 impl fmt::Display for RunSummary {
@@ -99,7 +101,7 @@ impl fmt::Display for RunSummary {
             if self.tracker.cold_start_exited { "" } else { " (cold start)" },
             self.model_version.map_or("none".to_owned(), |v| format!("v{v}")),
         );
-        if self.scored == 0 && self.training.is_none() {
+        if self.scored == 0 && self.training.is_none() && self.unreadable == 0 && self.reconciled.is_none() {
             if self.interrupted {
                 return write!(f, "interrupted before any work: {} sessions scored; {state}", self.total_scored);
             }
@@ -110,6 +112,12 @@ impl fmt::Display for RunSummary {
             "scored {} sessions ({} confident, {} compared, predictor won {})",
             self.scored, self.confident, self.compared, self.wins
         )?;
+        if self.unreadable > 0 {
+            write!(f, "; {} unreadable (left pending)", self.unreadable)?;
+        }
+        if self.reconciled.is_some() {
+            write!(f, "; completed an interrupted promotion")?;
+        }
         if self.drift_resets > 0 {
             write!(f, "; drift reset ×{}", self.drift_resets)?;
         }
@@ -329,7 +337,15 @@ pub fn run(paths: &Paths, config: &Config, opts: &RunOptions, shutdown: &Shutdow
             summary.interrupted = true;
             break;
         }
-        let record = sessions::load(&journal, &pending)?;
+        let record = match sessions::load(&journal, &pending) {
+            Ok(r) => r,
+            Err(e) => {
+                // Left pending: the next run tries again; one bad session never blocks the others.
+                tracing::error!(session = %pending.session_key, error = %e, "cannot read the session; skipped");
+                summary.unreadable += 1;
+                continue;
+            }
+        };
         let evidence = continuity::gather(&record);
         let verdict = if config.judge.enabled() && evidence.memories.values().any(|m| m.injected.is_some()) {
             let injected: Vec<_> =
