@@ -267,7 +267,12 @@ impl Plot {
 }
 
 fn fmt_tick(v: f32) -> String {
-    if v.abs() >= 10.0 { format!("{v:.0}") } else { format!("{v:.2}") }
+    if v.abs() >= 10.0 {
+        return format!("{v:.0}");
+    }
+    let text = format!("{v:.3}");
+    let text = text.trim_end_matches('0');
+    text.strip_suffix('.').unwrap_or(text).to_owned()
 }
 
 fn legend(items: &[(&str, &str)]) -> String {
@@ -672,6 +677,15 @@ mod tests {
         assert!(html.contains("top-5 overlap &lt;0.6&gt;"), "text is escaped");
         assert!(!html.contains("<script"), "no scripts");
         assert!(!html.contains("http://") || html.matches("http://").count() == html.matches("xmlns=").count());
+    }
+
+    #[test]
+    fn ticks_are_short() {
+        assert_eq!(fmt_tick(0.0), "0");
+        assert_eq!(fmt_tick(0.25), "0.25");
+        assert_eq!(fmt_tick(0.0125), "0.013");
+        assert_eq!(fmt_tick(1.0), "1");
+        assert_eq!(fmt_tick(42.4), "42");
     }
 
     #[test]
