@@ -16,6 +16,7 @@
 //! | [`training`] | data selection, training within the budget, the gates, atomic promotion |
 //! | [`run`] | `engram-trainer run`: lock, scoring, comparisons, training |
 //! | [`evaluate`] | `engram-trainer canary` |
+//! | [`eval`] | `engram-trainer eval locomo`: the public benchmark, both protocols |
 //! | [`report`] | `engram-trainer report --html` |
 //!
 //! # Decisions
@@ -48,6 +49,7 @@ pub mod canary;
 pub mod compare;
 pub mod continuity;
 pub mod error;
+pub mod eval;
 pub mod evaluate;
 pub mod judge;
 pub mod report;

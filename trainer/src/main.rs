@@ -58,11 +58,38 @@ enum Command {
         #[arg(long, value_name = "TIME", value_parser = parse_time)]
         now: Option<Ts>,
     },
+    /// Evaluate retrieval on a public benchmark.
+    #[command(subcommand)]
+    Eval(EvalCommand),
     /// Write a self-contained HTML report.
     Report {
         /// Output file.
         #[arg(long, value_name = "FILE")]
         html: PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum EvalCommand {
+    /// LoCoMo: BM25, the baseline, the predictor and the fused ranking, across users and per user.
+    Locomo {
+        /// The dataset (`locomo10.json` layout), e.g. ../shared/bench/locomo/locomo-dev.json.
+        path: PathBuf,
+        /// Also write the results as JSON to this file.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Add LoCoMo's observations as memories too (metrics stay at turn level).
+        #[arg(long)]
+        observations: bool,
+        /// Per-user seeds (random halves), at least 3 for the reported figures.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+        seeds: u32,
+        /// Test only these conversations (sample ids, comma-separated); the others still train across users.
+        #[arg(long, value_delimiter = ',', value_name = "IDS")]
+        conversations: Vec<String>,
+        /// Do not keep the results in the data home (for the HTML report).
+        #[arg(long)]
+        no_save: bool,
     },
 }
 
@@ -114,6 +141,36 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("{}", report.render());
             }
             Ok(if report.regressions.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_REGRESSION) })
+        }
+        Command::Eval(EvalCommand::Locomo { path, json, observations, seeds, conversations, no_save }) => {
+            use std::io::IsTerminal as _;
+            let dataset = trainer::eval::locomo::load(&path)?;
+            let opts = trainer::eval::protocol::Options { observations, seeds, conversations };
+            let bar = if std::io::stderr().is_terminal() {
+                let pb = indicatif::ProgressBar::new(0);
+                if let Ok(style) = indicatif::ProgressStyle::with_template("{msg:28} [{bar:30}] {pos}/{len} {elapsed}")
+                {
+                    pb.set_style(style.progress_chars("=> "));
+                }
+                pb
+            } else {
+                indicatif::ProgressBar::hidden()
+            };
+            let mut progress = |stage: &str, done: u64, total: u64| {
+                bar.set_message(stage.to_owned());
+                bar.set_length(total);
+                bar.set_position(done);
+            };
+            let report = trainer::eval::protocol::run(&path, &dataset, &config, &opts, &mut progress)?;
+            bar.finish_and_clear();
+            print!("{}", report.render());
+            if let Some(out) = json {
+                trainer::eval::write_json(&out, &report)?;
+            }
+            if !no_save {
+                trainer::eval::write_json(&trainer::eval::latest_path(&paths), &report)?;
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Report { html } => {
             trainer::report::write(&paths, &config, &html, Ts::now())?;

@@ -150,6 +150,18 @@ pub fn latest_version(store: &Store) -> Result<Option<u64>> {
     Ok(v.map(|v| v.max(0) as u64))
 }
 
+/// The training configuration of a run: a fresh model trains for
+/// [`FRESH_EPOCHS`]; continuing from serving (or base) weights trains for
+/// [`CONTINUE_EPOCHS`] at [`CONTINUE_LR_FACTOR`] times the learning rate.
+pub fn train_config(continuing: bool, seed: u64) -> TrainConfig {
+    let epochs = if continuing { CONTINUE_EPOCHS } else { FRESH_EPOCHS };
+    let mut config = TrainConfig { seed, epochs, ..TrainConfig::default() };
+    if continuing {
+        config.adam.lr *= CONTINUE_LR_FACTOR;
+    }
+    config
+}
+
 /// The shape of a first model: text only, unless the memories carry
 /// embeddings, in which case their most common dimension.
 pub fn fresh_config(store: &Store) -> Result<ModelConfig> {
@@ -341,11 +353,7 @@ pub fn train_and_gate(journal: &mut Journal, config: &Config, req: &TrainRequest
 
     // Train.
     let continuing = serving.is_some() && !req.drift;
-    let epochs = if continuing { CONTINUE_EPOCHS } else { FRESH_EPOCHS };
-    let mut train_config = TrainConfig { seed: version, epochs, ..TrainConfig::default() };
-    if continuing {
-        train_config.adam.lr *= CONTINUE_LR_FACTOR;
-    }
+    let train_config = train_config(continuing, version);
     let samples: Vec<_> = train_lists.iter().map(|l| l.sample.clone()).collect();
     let valid: Vec<_> = valid_lists.iter().map(|l| l.sample.clone()).collect();
     let budget = req.budget;
