@@ -71,6 +71,14 @@ fn one_conversation_is_evaluated_and_learning_is_not_below_bm25() {
             );
         }
     }
+    // The HTML report charts the kept results.
+    let html = dir.path().join("report.html");
+    let out =
+        Command::new(trainer_bin()).arg("--home").arg(&home).args(["report", "--html"]).arg(&html).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(page.matches("class=\"eval\"").count(), 16, "the LoCoMo chart has every bar");
+
     let recall = report["pool"]["recall"].as_f64().unwrap();
     assert!(recall > metric(per_user, "bm25", "r@50") * 0.9 && recall <= 1.0, "pool recall {recall}");
 }

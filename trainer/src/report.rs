@@ -84,6 +84,8 @@ pub struct ReportData {
     pub scored: u64,
     /// When the page was made.
     pub generated: Ts,
+    /// The latest `eval locomo` results kept in the data home, if any.
+    pub benchmark: Option<serde_json::Value>,
 }
 
 fn f32_opt(v: Option<f64>) -> Option<f32> {
@@ -157,13 +159,15 @@ pub fn load(store: &Store, config: &Config, generated: Ts) -> Result<ReportData>
         state: PredictorState::load(store, &config.predictor)?,
         scored: scored.max(0) as u64,
         generated,
+        benchmark: None,
     })
 }
 
 /// Writes the page for the data home's projection to `out`.
 pub fn write(paths: &Paths, config: &Config, out: &std::path::Path, generated: Ts) -> Result<()> {
     let journal = Journal::open(paths, WRITER)?;
-    let data = load(journal.store(), config, generated)?;
+    let mut data = load(journal.store(), config, generated)?;
+    data.benchmark = crate::eval::read_latest(paths);
     let html = render(&data);
     shared::fsutil::atomic_write(out, html.as_bytes()).map_err(|e| crate::error::Error::io("write report", out, e))
 }
@@ -508,6 +512,69 @@ fn project_chart(d: &ReportData) -> String {
     out
 }
 
+/// Grouped bars of R@10 and NDCG@10 per ranking, for both protocols of the latest LoCoMo evaluation.
+fn benchmark_chart(d: &ReportData) -> String {
+    let Some(b) = &d.benchmark else {
+        return r#"<p class="empty" data-chart-empty="locomo">No evaluation yet: run <code>engram-trainer eval locomo PATH</code>.</p>"#
+            .to_owned();
+    };
+    let rankings = ["bm25", "baseline", "predictor", "fused"];
+    let colors = ["#b0b4c8", "#8a8fa8", "#3a6fb0", "#2a9d6f"];
+    let protocols = [("across_users", "across users"), ("per_user", "per user")];
+    let metrics = [("r@10", "R@10"), ("ndcg@10", "NDCG@10")];
+    let (w, h, top, bottom) = (720.0f32, 240.0f32, 12.0f32, 40.0f32);
+    let plot_h = h - top - bottom;
+    let group_w = w / (protocols.len() * metrics.len()) as f32;
+    let bar_w = (group_w - 24.0) / rankings.len() as f32;
+    let mut out = format!(
+        r#"<svg data-chart="locomo" role="img" aria-label="LoCoMo retrieval" viewBox="0 0 {w} {h}" width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg">"#
+    );
+    for tick in [0.0f32, 0.25, 0.5, 0.75, 1.0] {
+        let y = top + plot_h * (1.0 - tick);
+        let _ = write!(
+            out,
+            r##"<line x1="0" x2="{w}" y1="{y:.1}" y2="{y:.1}" stroke="#eee"/><text x="2" y="{:.1}" class="tick">{}</text>"##,
+            y - 2.0,
+            fmt_tick(tick)
+        );
+    }
+    for (pi, (key, title)) in protocols.iter().enumerate() {
+        for (mi, (metric, label)) in metrics.iter().enumerate() {
+            let g = (pi * metrics.len() + mi) as f32;
+            let x0 = g * group_w + 18.0;
+            for (ri, ranking) in rankings.iter().enumerate() {
+                let v = b[key]["overall"][ranking][metric].as_f64().filter(|v| v.is_finite()).unwrap_or(0.0) as f32;
+                let bh = plot_h * v.clamp(0.0, 1.0);
+                let x = x0 + ri as f32 * bar_w;
+                let _ = write!(
+                    out,
+                    r#"<rect class="eval" data-protocol="{key}" data-ranking="{ranking}" data-metric="{metric}" data-value="{v:.4}" x="{x:.1}" y="{:.1}" width="{:.1}" height="{bh:.1}" fill="{}"><title>{title}, {ranking}: {label} {v:.3}</title></rect>"#,
+                    top + plot_h - bh,
+                    bar_w - 2.0,
+                    colors[ri]
+                );
+            }
+            let _ = write!(
+                out,
+                r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="middle">{title}: {label}</text>"#,
+                x0 + bar_w * rankings.len() as f32 / 2.0,
+                h - bottom + 16.0
+            );
+        }
+    }
+    out.push_str("</svg>");
+    let items: Vec<(&str, &str)> = rankings.iter().copied().zip(colors).collect();
+    out.push_str(&legend(&items));
+    let questions = b["questions"].as_u64().unwrap_or(0);
+    let recall = b["pool"]["recall"].as_f64().unwrap_or(0.0);
+    let _ = write!(
+        out,
+        r#"<p class="sub">{questions} questions of {} conversation(s); the candidate pool holds {recall:.3} of the evidence.</p>"#,
+        b["conversations"].as_array().map_or(0, Vec::len)
+    );
+    out
+}
+
 fn status_card(d: &ReportData) -> String {
     let s = &d.state;
     let failures = d.runs.iter().filter(|r| !r.passed).count();
@@ -592,6 +659,8 @@ pub fn render(d: &ReportData) -> String {
     out.push_str(&canary_chart(d));
     out.push_str("<h2>Success per project</h2>");
     out.push_str(&project_chart(d));
+    out.push_str("<h2>Retrieval on LoCoMo (engram-trainer eval locomo)</h2>");
+    out.push_str(&benchmark_chart(d));
     out.push_str(&failures_table(d));
     out.push_str("</body></html>\n");
     out
@@ -659,13 +728,18 @@ mod tests {
             state,
             scored: 4,
             generated: Ts(0),
+            benchmark: Some(serde_json::json!({
+                "questions": 10, "conversations": ["c"], "pool": {"recall": 0.9},
+                "across_users": {"overall": {"bm25": {"r@10": 0.6, "ndcg@10": 0.45}, "predictor": {"r@10": 0.7, "ndcg@10": 0.55}}},
+                "per_user": {"overall": {"fused": {"r@10": 0.75, "ndcg@10": 0.6}}},
+            })),
         }
     }
 
     #[test]
     fn every_chart_is_drawn_with_its_data() {
         let html = render(&data());
-        for chart in ["training", "timeline", "alpha", "canary", "projects"] {
+        for chart in ["training", "timeline", "alpha", "canary", "projects", "locomo"] {
             assert!(html.contains(&format!("data-chart=\"{chart}\"")), "{chart} missing");
         }
         assert_eq!(html.matches("class=\"cmp win\"").count(), 1);
@@ -675,6 +749,10 @@ mod tests {
         assert_eq!(html.matches("class=\"run failed\"").count(), 1);
         assert_eq!(html.matches("class=\"drift\"").count(), 1);
         assert!(html.contains("top-5 overlap &lt;0.6&gt;"), "text is escaped");
+        assert_eq!(html.matches("class=\"eval\"").count(), 16, "2 protocols × 2 metrics × 4 rankings");
+        assert!(
+            html.contains(r#"data-protocol="per_user" data-ranking="fused" data-metric="ndcg@10" data-value="0.6000""#)
+        );
         assert!(!html.contains("<script"), "no scripts");
         assert!(!html.contains("http://") || html.matches("http://").count() == html.matches("xmlns=").count());
     }
@@ -701,7 +779,9 @@ mod tests {
         d.runs.clear();
         d.comparisons.clear();
         d.drifts.clear();
+        d.benchmark = None;
         let html = render(&d);
+        assert!(html.contains("data-chart-empty=\"locomo\""));
         assert!(html.contains("data-chart-empty=\"training\""));
         assert!(html.contains("data-chart-empty=\"timeline\""));
         assert!(html.contains("data-chart=\"alpha\""));
