@@ -33,6 +33,8 @@
 //! | 19 | `session_match` | clamped to `[0, 1]` |
 //! | 20 | `log_terms` | `ln(1 + content_terms) / ln(101)` |
 //! | 21 | `follows_hit` | clamped to `[0, 1]` |
+//! | 22 | `precedes_hit` | clamped to `[0, 1]` |
+//! | 23 | `time_match` | clamped to `[0, 1]` |
 //!
 //! Features are only ever appended: a checkpoint written with fewer features
 //! loads with zero weights on the new ones (see [`crate::checkpoint::decode`]).
@@ -65,7 +67,7 @@ use crate::error::{Error, check_finite};
 use crate::tokenizer::fnv1a64;
 
 /// Number of encoded per-candidate features.
-pub const NUM_FEATURES: usize = 22;
+pub const NUM_FEATURES: usize = 24;
 
 /// Names of the encoded per-candidate features, in matrix row order.
 pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
@@ -91,6 +93,8 @@ pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
     "session_match",
     "log_terms",
     "follows_hit",
+    "precedes_hit",
+    "time_match",
 ];
 
 /// Row index of a named feature, for callers and tests that need one.
@@ -156,6 +160,12 @@ pub struct CandidateSignals {
     /// Normalised BM25 of the memory just before it in its source session,
     /// divided by the distance (it may answer or continue that hit), in `[0, 1]`.
     pub follows_hit: f32,
+    /// Normalised BM25 of the memory just after it in its source session,
+    /// divided by the distance (it may be what that hit answers), in `[0, 1]`.
+    pub precedes_hit: f32,
+    /// The query asks about time (when, how long, which year…) and the memory
+    /// states one (a date, a weekday, "yesterday", "two weeks ago"…), in `[0, 1]`.
+    pub time_match: f32,
 }
 
 /// Signals of the session a list is ranked for; equal for every candidate of the list.
@@ -201,6 +211,8 @@ fn check_signals(i: usize, s: &CandidateSignals) -> Result<(), Error> {
     check_finite(name("neighbor_score"), s.neighbor_score)?;
     check_finite(name("session_match"), s.session_match)?;
     check_finite(name("follows_hit"), s.follows_hit)?;
+    check_finite(name("precedes_hit"), s.precedes_hit)?;
+    check_finite(name("time_match"), s.time_match)?;
     if let Some(b) = s.bm25_score {
         check_finite(name("bm25_score"), b)?;
     }
@@ -260,6 +272,8 @@ pub fn encode_candidates(signals: &[CandidateSignals]) -> Result<DMatrix<f32>, E
             s.session_match.clamp(0.0, 1.0),
             log_ratio(s.content_terms as f32, 100.0),
             s.follows_hit.clamp(0.0, 1.0),
+            s.precedes_hit.clamp(0.0, 1.0),
+            s.time_match.clamp(0.0, 1.0),
         ];
         m.column_mut(j).copy_from_slice(&col);
     }

@@ -99,6 +99,8 @@ pub fn random_signals(r: &mut ChaCha8Rng) -> CandidateSignals {
         session_match: r.random_range(0.0..1.0),
         content_terms: r.random_range(0..60),
         follows_hit: r.random_range(0.0..1.0),
+        precedes_hit: r.random_range(0.0..1.0),
+        time_match: f32::from(u8::from(r.random_bool(0.3))),
     }
 }
 

@@ -316,6 +316,7 @@ fn finish(
             Some((m.rowid, if best[0].0 == m.rowid { best[1].1 } else { best[0].1 }))
         })
         .collect();
+    let asks_time = text::asks_about_time(q.text);
     for m in &mut memories {
         m.sources = sources.remove(&m.rowid).unwrap_or_default();
         let age_days = ((q.now.0 - m.created_ms).max(0) as f64 / 86_400_000.0) as f32;
@@ -353,6 +354,8 @@ fn finish(
             session_match: session_match.get(&m.rowid).copied().unwrap_or(0.0),
             content_terms: u32::try_from(m.bag.len()).unwrap_or(u32::MAX),
             follows_hit: neighbor.follows.get(&m.rowid).copied().unwrap_or(0.0),
+            precedes_hit: neighbor.precedes.get(&m.rowid).copied().unwrap_or(0.0),
+            time_match: if asks_time && text::has_time_expression(&m.content) { 1.0 } else { 0.0 },
             ..m.signals
         };
         m.vector_similarity = vector_sim.get(&m.rowid).copied();
@@ -368,6 +371,8 @@ struct Neighbours {
     near: BTreeMap<i64, f32>,
     /// The same, counting only hits that come just before the memory.
     follows: BTreeMap<i64, f32>,
+    /// The same, counting only hits that come just after the memory.
+    precedes: BTreeMap<i64, f32>,
 }
 
 /// For the strongest `limits.neighbor_hits` hits (best first), the memories up
@@ -387,10 +392,9 @@ fn neighbor_scores(
                 let value = score / max / distance as f32;
                 let s = out.near.entry(rowid).or_insert(0.0f32);
                 *s = s.max(value);
-                if after {
-                    let f = out.follows.entry(rowid).or_insert(0.0f32);
-                    *f = f.max(value);
-                }
+                let side = if after { &mut out.follows } else { &mut out.precedes };
+                let f = side.entry(rowid).or_insert(0.0f32);
+                *f = f.max(value);
             }
         }
     }

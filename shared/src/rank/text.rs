@@ -175,6 +175,89 @@ const STOP_WORDS: &[&str] = &[
     "i've",
 ];
 
+/// Words that place something in time (relative days, calendar units, months,
+/// weekdays, seasons), lower-case.
+const TIME_WORDS: &[&str] = &[
+    "yesterday",
+    "today",
+    "tonight",
+    "tomorrow",
+    "ago",
+    "weekend",
+    "weekends",
+    "week",
+    "weeks",
+    "month",
+    "months",
+    "year",
+    "years",
+    "recently",
+    "lately",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "summer",
+    "winter",
+    "spring",
+    "autumn",
+];
+
+/// Words after "what"/"which" that make a question about time.
+const TIME_NOUNS: &[&str] = &["year", "date", "day", "month", "time", "week", "season", "weekend", "hour"];
+
+fn lower_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric() && c != ':').filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+}
+
+/// Whether a query asks about time: "when …", "how long …", "what year …",
+/// "which day …", "… ago".
+pub fn asks_about_time(query: &str) -> bool {
+    let words = lower_words(query);
+    words.iter().enumerate().any(|(i, w)| match w.as_str() {
+        "when" | "ago" => true,
+        "how" => words.get(i + 1).is_some_and(|n| n == "long" || n == "often"),
+        "what" | "which" => words[i + 1..].iter().take(2).any(|n| TIME_NOUNS.contains(&n.as_str())),
+        _ => false,
+    })
+}
+
+/// Whether a text states a time: a time word, a year (1900–2099), a clock time (`10:30`, `7pm`).
+pub fn has_time_expression(text: &str) -> bool {
+    lower_words(text).iter().any(|w| {
+        let w = w.trim_matches(':');
+        if TIME_WORDS.contains(&w) {
+            return true;
+        }
+        if w.len() == 4 && w.bytes().all(|b| b.is_ascii_digit()) {
+            return matches!(&w[..2], "19" | "20");
+        }
+        if let Some((h, m)) = w.split_once(':') {
+            return !h.is_empty()
+                && h.len() <= 2
+                && m.len() == 2
+                && (h.bytes().chain(m.bytes())).all(|b| b.is_ascii_digit());
+        }
+        let digits = w.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && digits <= 2 && matches!(&w[digits..], "am" | "pm")
+    })
+}
+
 /// Whether `word` (lower-case) is a stop word.
 pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.contains(&word)
@@ -321,6 +404,35 @@ pub fn bag_cosine(a: &Bag, b: &Bag) -> f32 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn time_questions_and_time_expressions() {
+        for q in [
+            "When did Ann adopt the cat?",
+            "How long has she painted?",
+            "What year did they move?",
+            "Which day is the meetup",
+            "What was fixed two weeks ago?",
+        ] {
+            assert!(asks_about_time(q), "{q}");
+        }
+        for q in ["What did Ann adopt?", "Which file holds the parser?", "How does the cache work?"] {
+            assert!(!asks_about_time(q), "{q}");
+        }
+        for t in [
+            "I went there yesterday!",
+            "We moved in 2021.",
+            "Deploy at 10:30 on Friday",
+            "see you at 7pm",
+            "last summer was hot",
+        ] {
+            assert!(has_time_expression(t), "{t}");
+        }
+        for t in ["The parser lives in src/parse.rs", "I adopted a cat", "port 8080 and 3 items", "ratio 1:250"] {
+            assert!(!has_time_expression(t), "{t}");
+        }
+    }
+
     use super::*;
 
     #[test]
