@@ -209,7 +209,8 @@ pub(crate) fn verify_files(sealed: &[PathBuf], actives: &[PathBuf]) -> Result<Ve
 /// `expected` is the LSN the segment should start at, `None` when unknown
 /// (after a damaged segment); it is left at the LSN that should follow.
 fn verify_active(path: &Path, first_lsn: Lsn, raw: &[u8], expected: &mut Option<Lsn>, report: &mut VerifyReport) {
-    let mut problem = |offset: u64, what: String| report.problems.push(Problem { file: path.to_path_buf(), offset, what });
+    let mut problem =
+        |offset: u64, what: String| report.problems.push(Problem { file: path.to_path_buf(), offset, what });
     if let Some(want) = *expected
         && first_lsn != want
     {
