@@ -14,6 +14,7 @@
 //! |---|---|
 //! | [`server`] | [`run`] / [`serve`]: the main loop, dispatch, hot reload, the drain path |
 //! | [`protocol`] | [`protocol::Request`] (one variant per method), params and results |
+//! | [`score_line`] | the fast reader of `score` request lines (most of a request is numbers) |
 //! | [`serving`] | the serving weights behind an `Arc` ([`serving::Slot`]), `models/current` watching |
 //! | [`signet`] | Signet's 17 features → Engram signals, list building for `score`/`train` |
 //! | [`training`] | the training thread: `train`, `train_from_db` with gates, checkpoint saving |
@@ -32,6 +33,7 @@ pub mod error;
 pub mod fixtures;
 pub mod native;
 pub mod protocol;
+pub mod score_line;
 pub mod server;
 pub mod serving;
 pub mod signet;

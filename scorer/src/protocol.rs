@@ -184,6 +184,10 @@ impl Params for Request {
         })
     }
 
+    fn read_line(line: &[u8]) -> Option<shared::rpc::Message<Request>> {
+        crate::score_line::read(line)
+    }
+
     fn explain(method: &str, params: Value) -> Result<Request, String> {
         Ok(match method {
             "score" => Request::Score(typed(params)?),
