@@ -121,7 +121,8 @@ impl Cursor<'_> {
     #[inline]
     fn number(&mut self) -> Option<f32> {
         let start = self.i;
-        let negative = self.eat(b'-');
+        let negative = self.peek() == b'-';
+        self.i += usize::from(negative);
         let int_start = self.i;
         let mut sig = 0u64;
         let int_digits = match self.peek() {
