@@ -48,6 +48,8 @@ pub const SERVER_ERROR: i32 = -32000;
 
 /// The default limit on one request line: 64 MiB.
 pub const DEFAULT_MAX_LINE: usize = 64 << 20;
+/// Largest buffer a [`LineReader`] preallocates from the previous line's size.
+const LINE_HINT_CAP: usize = 4 << 20;
 /// Bytes of an over-long line kept to recover its id.
 const TOO_LONG_HEAD: usize = 4096;
 
@@ -510,24 +512,28 @@ pub enum Line {
 pub struct LineReader<R> {
     inner: R,
     max: usize,
+    /// Length of the previous line: the next buffer starts that large, so a
+    /// client sending requests of similar sizes costs no regrowth copies.
+    last: usize,
 }
 
 impl<R: BufRead> LineReader<R> {
     /// A reader refusing lines longer than `max` bytes.
     pub fn new(inner: R, max: usize) -> LineReader<R> {
-        LineReader { inner, max }
+        LineReader { inner, max, last: 0 }
     }
 
     /// The next line; `None` at the end of the stream. A final line without
     /// a newline is returned as complete.
     pub fn read_line(&mut self) -> io::Result<Option<Line>> {
         let limit = self.max as u64 + 1;
-        let mut buf = Vec::new();
+        let mut buf = Vec::with_capacity(self.last.saturating_add(1).min(self.max).min(LINE_HINT_CAP));
         // `read_until` retries on `Interrupted` and finds the newline with memchr.
         let total = (&mut self.inner).take(limit).read_until(b'\n', &mut buf)?;
         if total == 0 {
             return Ok(None);
         }
+        self.last = if (total as u64) < limit { total } else { 0 };
         if buf.last() == Some(&b'\n') {
             buf.pop();
             if buf.last() == Some(&b'\r') {
@@ -622,7 +628,8 @@ pub struct MemoryClient {
 impl MemoryClient {
     /// Sends one line (a newline is appended).
     pub fn send_line(&self, line: &[u8]) -> bool {
-        let mut bytes = line.to_vec();
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line);
         bytes.push(b'\n');
         self.input.send(bytes).is_ok()
     }
