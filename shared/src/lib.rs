@@ -18,3 +18,4 @@ pub mod store;
 pub mod tape;
 pub mod testing;
 pub mod time;
+pub mod train_data;

@@ -112,6 +112,20 @@ fn two_processes_appending_at_once_lose_nothing() {
     assert_eq!(j.store().applied_lsn().unwrap(), 80, "one LSN per append, none lost, none repeated");
 }
 
+#[test]
+fn processes_opening_a_new_data_home_at_once_all_succeed() {
+    // SQLite does not call its busy handler for the switch to WAL mode: first
+    // opens racing each other used to fail with "database is locked".
+    for _ in 0..20 {
+        let w = World::new();
+        let children: Vec<Child> = (0..6).map(|k| spawn(&w, &["memory", "add", &format!("writer {k}")])).collect();
+        let ids: BTreeSet<String> =
+            children.into_iter().map(|c| acknowledged(c).expect("every writer succeeds")).collect();
+        assert_eq!(ids.len(), 6);
+        assert_eq!(memories(&w), ids);
+    }
+}
+
 /// A Claude Code transcript of `turns` exchanges, written by this test.
 fn transcript(session: usize, turns: usize) -> String {
     let mut out = String::new();
