@@ -11,7 +11,9 @@
 //!   ~0.8 MB for 50), 17 features per candidate, one null embedding in ten.
 //! * `parse_score_request`: the JSON parse alone (envelope + typed params).
 //! * `rank_rpc`: `rank` in a warm process on stores of 10,000 and 100,000
-//!   memories, including recording the ranking (tape append with fdatasync).
+//!   memories. The ranking is recorded by the recorder thread after the
+//!   answer (group commit), so the fdatasync is no longer inside the timing;
+//!   back to back, the recorder still competes for the CPU.
 
 #![allow(clippy::unwrap_used)]
 

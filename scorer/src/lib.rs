@@ -14,24 +14,29 @@
 //! |---|---|
 //! | [`server`] | [`run`] / [`serve`]: the main loop, dispatch, hot reload, the drain path |
 //! | [`protocol`] | [`protocol::Request`] (one variant per method), params and results |
+//! | [`score_line`] | the fast reader of `score` request lines (most of a request is numbers) |
 //! | [`serving`] | the serving weights behind an `Arc` ([`serving::Slot`]), `models/current` watching |
 //! | [`signet`] | Signet's 17 features → Engram signals, list building for `score`/`train` |
 //! | [`training`] | the training thread: `train`, `train_from_db` with gates, checkpoint saving |
 //! | [`db`] | training lists from a Signet `memories.db` or an Engram projection |
 //! | [`native`] | `rank` against the data home (journal, configuration) |
+//! | [`recorder`] | the thread that records served rankings after `rank` answers (group commit) |
 //! | [`fixtures`] | synthetic Signet databases for tests and benchmarks |
 //! | [`error`] | [`Error`] and its JSON-RPC codes |
 //!
 //! **Architecture invariants.** Stdout carries only protocol lines; logs go to
 //! stderr. Serving weights are immutable; training publishes new ones by
-//! swapping an `Arc`. State changes only through the journal (`rank` appends
-//! `ranking.served`). One bad request never ends the process.
+//! swapping an `Arc`. State changes only through the journal (`rank`'s
+//! recorder thread appends `ranking.served`). One bad request never ends the
+//! process.
 
 pub mod db;
 pub mod error;
 pub mod fixtures;
 pub mod native;
 pub mod protocol;
+pub mod recorder;
+pub mod score_line;
 pub mod server;
 pub mod serving;
 pub mod signet;

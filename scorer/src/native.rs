@@ -1,6 +1,10 @@
 //! Engram's own methods against the data home: `rank` (the whole pipeline,
 //! recorded as a `ranking.served` event) and the configuration `reload` reads.
 //!
+//! `rank` answers before its ranking is on disk: the event is handed to the
+//! [`Recorder`] thread, which commits it in the background (see
+//! [`crate::recorder`] for the durability this trades).
+//!
 //! The journal is opened on the first `rank`, not at start: a sidecar that
 //! only answers Signet's methods never touches the data home's store. Before
 //! every ranking the store is reopened if a replay swapped in a new
@@ -11,11 +15,12 @@ use shared::event::{Body, trigger};
 use shared::ids::SessionKey;
 use shared::journal::Journal;
 use shared::paths::Paths;
-use shared::rank::{self, RankRequest, ServingModel};
+use shared::rank::{self, RankRequest, ServingModel, Unapplied};
 use shared::time::Ts;
 
 use crate::error::{Error, Result};
 use crate::protocol::{RankParams, RankResult, RankedItem};
+use crate::recorder::Recorder;
 use crate::serving::Serving;
 
 /// The name stamped on the events this process writes.
@@ -30,6 +35,8 @@ pub struct Native {
     config: Config,
     tz: jiff::tz::TimeZone,
     journal: Option<Journal>,
+    /// Records served rankings; started with the first `rank`.
+    recorder: Option<Recorder>,
 }
 
 /// Reads `config.toml` of `paths`, or the defaults (an invalid file is an error).
@@ -48,7 +55,7 @@ impl Native {
             Config::default()
         });
         let tz = config.time.zone();
-        Native { paths, config, tz, journal: None }
+        Native { paths, config, tz, journal: None, recorder: None }
     }
 
     /// The data home.
@@ -73,6 +80,28 @@ impl Native {
     /// handler panicked while using it.
     pub fn reset(&mut self) {
         self.journal = None;
+    }
+
+    /// Commits every ranking still queued and stops the recorder (the drain
+    /// path calls this; dropping `Native` does the same).
+    pub fn finish(&mut self) {
+        if let Some(mut r) = self.recorder.take() {
+            r.finish();
+        }
+    }
+
+    /// The recorder, started on first use; `None` (logged) if its thread
+    /// cannot be started, in which case rankings are appended synchronously.
+    fn recorder(&mut self) -> Option<&Recorder> {
+        if self.recorder.is_none()
+            && let Some(paths) = &self.paths
+        {
+            match Recorder::start(paths.clone(), writer_name()) {
+                Ok(r) => self.recorder = Some(r),
+                Err(e) => tracing::error!(error = %e, "cannot start the recorder thread; recording synchronously"),
+            }
+        }
+        self.recorder.as_ref()
     }
 
     fn journal(&mut self) -> Result<&mut Journal> {
@@ -122,6 +151,7 @@ impl Native {
         let model = serving.trained.then_some(ServingModel { model: &serving.model, version: serving.version });
         let config = self.config.clone();
         let tz = self.tz.clone();
+        let unapplied = self.recorder().map(Recorder::unapplied).unwrap_or_default();
         let journal = self.journal()?;
         journal.reopen_if_replaced()?;
         let req = RankRequest {
@@ -137,16 +167,21 @@ impl Native {
             require_match,
             explore_draw: rand::random::<f32>(),
         };
-        let ranking = rank::rank(journal.store(), &config, model, &req)?;
+        let ranking = rank::rank_after(journal.store(), &config, model, &req, &unapplied)?;
         let status_line = ranking.state.status_line();
         let model_version = ranking.served.model_version;
+        let effects = Unapplied::of(&ranking, session.as_ref());
+        // Ids are assigned here, before answering; the recorder only writes.
         let event = journal.event(now, session, Body::RankingServed(ranking.served));
-        let recorded = match journal.append(&[event]) {
-            Ok(_) => true,
-            Err(e) => {
-                tracing::error!(error = %e, "could not record the served ranking");
-                false
-            }
+        let recorded = match self.recorder.as_ref() {
+            Some(r) => r.record(event, effects),
+            None => match self.journal()?.append(&[event]) {
+                Ok(_) => true,
+                Err(e) => {
+                    tracing::error!(error = %e, "could not record the served ranking");
+                    false
+                }
+            },
         };
         let memories: Vec<RankedItem> = ranking
             .items

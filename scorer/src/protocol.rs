@@ -184,6 +184,10 @@ impl Params for Request {
         })
     }
 
+    fn read_line(line: &[u8]) -> Option<shared::rpc::Message<Request>> {
+        crate::score_line::read(line)
+    }
+
     fn explain(method: &str, params: Value) -> Result<Request, String> {
         Ok(match method {
             "score" => Request::Score(typed(params)?),
@@ -352,7 +356,9 @@ pub struct RankResult {
     pub status_line: String,
     /// The FTS5 expression used, if any.
     pub fts_query: Option<String>,
-    /// The ranking was appended to the tape log.
+    /// The ranking was queued for recording (the recorder thread appends it
+    /// to the tape log just after the answer; see [`crate::recorder`] for
+    /// what a crash can lose). False only if the recorder is gone.
     pub recorded: bool,
 }
 

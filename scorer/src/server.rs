@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! stdin ─► rpc-reader (framing, size limit, parse) ─► main loop ─┬─ status, score, rank, reload: inline
+//!                                                                │    └ rank's ranking.served ─► scorer-recorder ─► tape
 //!                                                                ├─ train, train_from_db ─► scorer-train ─┐
 //!                                                                └─ save_checkpoint ─► scorer-save ───────┤
 //! stdout ◄─ rpc-writer (flush when idle) ◄──────── responses, in completion order, matched by id ◄─────┘
@@ -16,11 +17,14 @@
 //!   the old weights keep serving.
 //! * **Errors.** Every handler runs under `catch_unwind`: a panic becomes
 //!   -32603 and the process keeps serving.
-//! * **Drain.** End of input: every request already read is answered, queued
-//!   training finishes, output is flushed, exit 0. SIGTERM or `shutdown`: the
-//!   request in hand finishes, training in progress is cancelled (answered
-//!   -32000), requests still queued are answered -32000, output is flushed,
-//!   exit 0. A second SIGTERM exits at once (see [`shared::shutdown`]).
+//! * **Drain.** End of input: every request already read is answered, the
+//!   served rankings still queued are committed, queued training finishes,
+//!   output is flushed, exit 0. SIGTERM or `shutdown`: the request in hand
+//!   finishes, training in progress is cancelled (answered -32000), requests
+//!   still queued are answered -32000, the served rankings still queued are
+//!   committed, output is flushed, exit 0. A second SIGTERM exits at once (see
+//!   [`shared::shutdown`]), losing any ranking not yet committed (see
+//!   [`crate::recorder`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -400,6 +404,8 @@ impl Server {
                 }
             }
         }
+        // Every ranking answered so far reaches the tape before exit.
+        self.native.finish();
         let shutdown = self.shutdown.clone();
         self.trainer.finish(&|| shutdown.requested());
         for h in self.saves.drain(..) {

@@ -242,3 +242,56 @@ fn pool_stays_bounded_on_a_large_store() {
     assert!(r.items.len() >= 50);
     assert!(r.items.iter().any(|i| i.memory.pinned), "pinned memories are always candidates");
 }
+
+/// What a later ranking sees of each candidate: everything a recorded ranking can change.
+fn seen(r: &rank::Ranking) -> Vec<String> {
+    r.items
+        .iter()
+        .map(|i| {
+            format!(
+                "{} shown={} injected={} rank={} final={} signals={:?}",
+                i.memory.id.as_str(),
+                i.memory.shown,
+                i.injected,
+                i.rank,
+                i.final_score,
+                i.memory.signals
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn ranking_after_unapplied_rankings_equals_ranking_after_applying_them() {
+    let (_d, mut j) = setup(&[
+        mem("m1", "auth tokens expire after an hour"),
+        mem("m2", "auth uses OAuth device flow"),
+        mem("m3", "tokens are refreshed by the auth middleware"),
+        mem("m4", "the deploy script tags releases"),
+    ]);
+    let tz = jiff::tz::TimeZone::UTC;
+    let (s, other) = (SessionKey::from("claude:s"), SessionKey::from("claude:t"));
+    let mut req = request("auth tokens", &tz);
+    req.k = 2;
+    req.session = Some(&s);
+    let mut req_other = req.clone();
+    req_other.session = Some(&other);
+    let config = Config::default();
+    let first = rank::rank(j.store(), &config, None, &req).unwrap();
+    assert_eq!(first.injected().count(), 2);
+    let pending = [rank::Unapplied::of(&first, Some(&s))];
+
+    let before_same = rank::rank_after(j.store(), &config, None, &req, &pending).unwrap();
+    let before_other = rank::rank_after(j.store(), &config, None, &req_other, &pending).unwrap();
+    assert_ne!(seen(&before_same), seen(&rank::rank(j.store(), &config, None, &req).unwrap()), "the overlay counts");
+
+    j.append(&[Event::new(NOW, "test", Some(s.clone()), Body::RankingServed(first.served.clone()))]).unwrap();
+    let applied_same = rank::rank(j.store(), &config, None, &req).unwrap();
+    let applied_other = rank::rank(j.store(), &config, None, &req_other).unwrap();
+    assert_eq!(seen(&before_same), seen(&applied_same));
+    assert_eq!(seen(&before_other), seen(&applied_other));
+    // Already applied and still listed: counted once.
+    assert_eq!(seen(&rank::rank_after(j.store(), &config, None, &req, &pending).unwrap()), seen(&applied_same));
+    assert_eq!(seen(&rank::rank_after(j.store(), &config, None, &req_other, &pending).unwrap()), seen(&applied_other));
+    assert!(applied_same.items.iter().filter(|i| i.memory.shown).count() == 2);
+}

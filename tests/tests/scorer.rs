@@ -419,6 +419,11 @@ fn two_scorers_rank_and_record_into_one_store_and_survive_kill_and_replay() {
         let j = Journal::open(paths, "check").unwrap();
         j.store().conn().query_row("SELECT COUNT(*) FROM rankings", [], |r| r.get(0)).unwrap()
     };
+    // Rankings are recorded just after they are answered.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while count(&paths) < 2 * per as i64 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(count(&paths), 2 * per as i64, "nothing lost");
     // Kill one mid-life; rebuild the projection from the tapes while the other serves.
     b.signal("-KILL");
@@ -432,6 +437,67 @@ fn two_scorers_rank_and_record_into_one_store_and_survive_kill_and_replay() {
     assert!(a.close_and_wait().success());
     assert!(c.close_and_wait().success());
     assert_eq!(count(&paths), 2 * per as i64 + 2);
+}
+
+/// Every `ranking.served` in the tape log (not the projection), by ranking id.
+fn rankings_in_tape(paths: &Paths) -> Vec<String> {
+    let log = shared::tape::TapeLog::open(&paths.tapes(), shared::tape::TapeOptions::default()).unwrap();
+    let snapshot = log.snapshot().unwrap();
+    let mut ids = Vec::new();
+    for frame in snapshot.frames_after(0) {
+        let frame = frame.unwrap();
+        if let Body::RankingServed(r) = shared::journal::decode(frame.lsn, &frame.payload).body {
+            ids.push(r.ranking_id);
+        }
+    }
+    ids
+}
+
+#[test]
+fn every_served_ranking_is_recorded_before_exit_however_the_scorer_stops() {
+    let n = 40;
+    for how in ["end of stdin", "shutdown", "SIGTERM"] {
+        let home = tempfile::tempdir().unwrap();
+        add_memories(home.path(), 120);
+        let mut s = Sidecar::spawn(home.path(), &["serve"]);
+        // Pipelined back to back, so that rankings queue up behind the recorder.
+        for i in 0..n {
+            s.send(&json!({"jsonrpc": "2.0", "id": format!("r{i}"), "method": "rank",
+                           "params": {"query": "sqlite wal checkpoint docker tokio", "session_key": "claude:one",
+                                      "project": "engram", "trigger": "prompt", "k": 3}}));
+        }
+        let status = match how {
+            "end of stdin" => {
+                drop(s.stdin.take());
+                None
+            }
+            "shutdown" => {
+                s.send(&json!({"jsonrpc": "2.0", "id": "bye", "method": "shutdown"}));
+                None
+            }
+            _ => Some(()),
+        };
+        let mut served = Vec::new();
+        let mut injected = std::collections::BTreeSet::new();
+        for _ in 0..n {
+            let r = s.recv_within(Duration::from_secs(60));
+            assert!(r.get("error").is_none(), "{how}: {r}");
+            assert!(r["result"]["recorded"].as_bool().unwrap(), "{how}: {r}");
+            served.push(r["result"]["ranking_id"].as_str().unwrap().to_owned());
+            for m in r["result"]["injected"].as_array().unwrap() {
+                // Back to back, before anything is on disk: never shown twice in one session.
+                assert!(injected.insert(m.as_str().unwrap().to_owned()), "{how}: {m} injected twice");
+            }
+        }
+        assert!(!injected.is_empty());
+        if status.is_some() {
+            s.signal("-TERM");
+        }
+        let code = wait_with_timeout(&mut s.child, Duration::from_secs(30));
+        assert!(code.success(), "{how}: {code}");
+        let paths = Paths::at(home.path().join("engram"));
+        assert_eq!(rankings_in_tape(&paths), served, "{how}: every served ranking, in the order served");
+    }
 }
 
 #[test]

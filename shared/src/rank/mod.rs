@@ -243,8 +243,106 @@ pub fn pool_embeddings(store: &Store, pool: &Pool) -> Result<Vec<Option<Vec<f32>
 /// Runs the whole pipeline. The returned [`Ranking::served`] must be appended
 /// by the caller (with the session key) so that the ranking is recorded.
 pub fn rank(store: &Store, config: &Config, model: Option<ServingModel<'_>>, req: &RankRequest<'_>) -> Result<Ranking> {
+    rank_inner(store, config, model, req, &[])
+}
+
+/// A ranking served by this process whose `ranking.served` event may not be
+/// in the projection yet: a caller that records rankings after answering
+/// (the scorer's recorder thread) passes these to [`rank_after`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unapplied {
+    /// The ranking's id (the key of the `rankings` row once applied).
+    pub ranking_id: String,
+    /// The session it was served in.
+    pub session: Option<SessionKey>,
+    /// The memories it injected.
+    pub injected: Vec<MemoryId>,
+}
+
+impl Unapplied {
+    /// What `ranking`, served in `session`, changes once applied.
+    pub fn of(ranking: &Ranking, session: Option<&SessionKey>) -> Unapplied {
+        Unapplied {
+            ranking_id: ranking.ranking_id.clone(),
+            session: session.cloned(),
+            injected: ranking.injected().map(|i| i.memory.id.clone()).collect(),
+        }
+    }
+}
+
+/// [`rank`] as if the `unapplied` rankings had already been applied to the
+/// projection: same result, whether or not their events are there yet.
+///
+/// Applying a `ranking.served` changes what later rankings read in three
+/// places, each reproduced here for the rankings not yet in the projection:
+/// an injected memory counts as shown in its session, its `access_count`
+/// rises by one per ranking, and its `times_injected` (sessions it was
+/// injected in) by one per ranking with a session (a memory shown in a
+/// session is never injected there again, so each is a new session). The
+/// pipeline reads one SQLite snapshot, in which it also looks up which of
+/// `unapplied` are already applied (those are not counted twice).
+pub fn rank_after(
+    store: &Store,
+    config: &Config,
+    model: Option<ServingModel<'_>>,
+    req: &RankRequest<'_>,
+    unapplied: &[Unapplied],
+) -> Result<Ranking> {
+    if unapplied.is_empty() {
+        return rank_inner(store, config, model, req, &[]);
+    }
+    // A read-only transaction: every query below sees the same snapshot. It is
+    // rolled back when dropped.
+    let snapshot = store.conn().unchecked_transaction().sql("begin a read snapshot")?;
+    let ranking = rank_inner(store, config, model, req, unapplied);
+    drop(snapshot);
+    ranking
+}
+
+/// The `unapplied` rankings whose `rankings` row is not in the projection.
+fn not_applied<'u>(store: &Store, unapplied: &'u [Unapplied]) -> Result<Vec<&'u Unapplied>> {
+    let mut stmt =
+        store.conn().prepare_cached("SELECT 1 FROM rankings WHERE ranking_id = ?1").sql("prepare ranking lookup")?;
+    let mut out = Vec::with_capacity(unapplied.len());
+    for u in unapplied {
+        if !stmt.exists([u.ranking_id.as_str()]).sql("look up ranking")? {
+            out.push(u);
+        }
+    }
+    Ok(out)
+}
+
+/// Adds the effects of rankings not yet applied to a pool (see [`rank_after`]).
+fn overlay(pool: &mut Pool, pending: &[&Unapplied], session: Option<&SessionKey>) {
+    if pending.iter().all(|u| u.injected.is_empty()) {
+        return;
+    }
+    for m in &mut pool.memories {
+        let mut rankings = 0u32;
+        let mut sessions = 0u32;
+        for u in pending.iter().filter(|u| u.injected.contains(&m.id)) {
+            rankings += 1;
+            if let Some(s) = &u.session {
+                sessions += 1;
+                if session == Some(s) {
+                    m.shown = true;
+                }
+            }
+        }
+        m.signals.access_count = m.signals.access_count.saturating_add(rankings);
+        m.signals.times_injected = m.signals.times_injected.saturating_add(sessions);
+    }
+}
+
+fn rank_inner(
+    store: &Store,
+    config: &Config,
+    model: Option<ServingModel<'_>>,
+    req: &RankRequest<'_>,
+    unapplied: &[Unapplied],
+) -> Result<Ranking> {
     let limits = PoolLimits { pool: config.predictor.candidate_pool_size, ..PoolLimits::default() };
-    let pool = pool::gather(
+    let mut pool = pool::gather(
         store,
         &PoolQuery {
             text: req.query,
@@ -255,6 +353,9 @@ pub fn rank(store: &Store, config: &Config, model: Option<ServingModel<'_>>, req
         },
         &limits,
     )?;
+    if !unapplied.is_empty() {
+        overlay(&mut pool, &not_applied(store, unapplied)?, req.session);
+    }
     let state = PredictorState::load(store, &config.predictor)?;
     let session = session_signals(store, req.session, req.project, req.now, req.tz)?;
     let embeddings = if pool.memories.iter().any(|m| m.signals.has_embedding) {

@@ -177,7 +177,8 @@ fn query_info(store: &Store, text_: &str, limits: &PoolLimits) -> Result<QueryIn
     Ok(QueryInfo { corpus, query_terms, fts_query })
 }
 
-/// Builds the pool for a query.
+/// Builds the pool for a query. (Limits are written into the SQL rather than
+/// bound: see [`neighbour_sql`].)
 pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<Pool> {
     let info = query_info(store, q.text, limits)?;
     let mut order: Vec<i64> = Vec::new();
@@ -191,16 +192,22 @@ pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<P
     };
     for rowid in query_rowids(
         store,
-        "SELECT rowid FROM memories WHERE pinned = 1 AND is_deleted = 0 ORDER BY decay_key DESC LIMIT ?1",
-        params![limits.pinned as i64],
+        &format!(
+            "SELECT rowid FROM memories WHERE pinned = 1 AND is_deleted = 0 ORDER BY decay_key DESC LIMIT {}",
+            limits.pinned
+        ),
+        [],
     )? {
         add(rowid, source::PINNED);
     }
     let hits = match &info.fts_query {
         Some(expr) => query_scored(
             store,
-            "SELECT rowid, -rank FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rank LIMIT ?2",
-            params![expr, limits.bm25 as i64],
+            &format!(
+                "SELECT rowid, -rank FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rank LIMIT {}",
+                limits.bm25
+            ),
+            [expr],
         )?,
         None => Vec::new(),
     };
@@ -221,17 +228,23 @@ pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<P
     if let Some(project) = q.project {
         for rowid in query_rowids(
             store,
-            "SELECT rowid FROM memories WHERE project = ?1 AND is_deleted = 0 AND deprecated = 0
-             ORDER BY decay_key DESC LIMIT ?2",
-            params![project, limits.effective as i64],
+            &format!(
+                "SELECT rowid FROM memories WHERE project = ?1 AND is_deleted = 0 AND deprecated = 0
+                 ORDER BY decay_key DESC LIMIT {}",
+                limits.effective
+            ),
+            [project],
         )? {
             add(rowid, source::EFFECTIVE);
         }
     }
     for rowid in query_rowids(
         store,
-        "SELECT rowid FROM memories WHERE is_deleted = 0 AND deprecated = 0 ORDER BY decay_key DESC LIMIT ?1",
-        params![limits.effective as i64],
+        &format!(
+            "SELECT rowid FROM memories WHERE is_deleted = 0 AND deprecated = 0 ORDER BY decay_key DESC LIMIT {}",
+            limits.effective
+        ),
+        [],
     )? {
         add(rowid, source::EFFECTIVE);
     }
@@ -386,8 +399,15 @@ fn neighbor_scores(
 ) -> Result<Neighbours> {
     let max = hits.iter().map(|h| h.1).fold(f32::MIN_POSITIVE, f32::max);
     let mut out = Neighbours::default();
+    if hits.is_empty() {
+        return Ok(out);
+    }
+    let [(before_sql, _), (after_sql, _)] = neighbour_sql(limits.neighbor_window);
+    // Prepared once per ranking and rebound for each hit: see `neighbour_sql`.
+    let mut before = store.conn().prepare(&before_sql).sql("prepare neighbours")?;
+    let mut after = store.conn().prepare(&after_sql).sql("prepare neighbours")?;
     for &(hit, score) in hits.iter().take(limits.neighbor_hits) {
-        for (rowid, distance, after) in neighbours(store, hit, limits.neighbor_window)? {
+        for (rowid, distance, after) in neighbours(store, hit, [(&mut before, false), (&mut after, true)])? {
             if within.is_none_or(|set| set.contains(&rowid)) {
                 let value = score / max / distance as f32;
                 let s = out.near.entry(rowid).or_insert(0.0f32);
@@ -424,9 +444,42 @@ fn document_frequencies(store: &Store, terms: &[String]) -> Result<HashMap<Strin
     Ok(out)
 }
 
+/// The queries of [`neighbours`] for `window` places on each side (before, after).
+///
+/// Limits are written into the SQL, never bound: SQLite's planner reads a
+/// bound `LIMIT ?` and then marks the statement expired on every rebinding,
+/// so it is compiled again on every execution. Even with a literal limit, a
+/// statement with `ORDER BY … LIMIT` and a bound parameter is expired by
+/// `sqlite3_clear_bindings`, which rusqlite's statement cache calls whenever a
+/// statement goes back into it: these two run up to 20 times per ranking, so
+/// they are prepared once per ranking, outside the cache.
+fn neighbour_sql(window: usize) -> [(String, bool); 2] {
+    [
+        (
+            format!(
+                "SELECT rowid FROM memories WHERE source_session = ?1 AND (created_ms, rowid) < (?2, ?3) AND is_deleted = 0
+                 ORDER BY created_ms DESC, rowid DESC LIMIT {window}"
+            ),
+            false,
+        ),
+        (
+            format!(
+                "SELECT rowid FROM memories WHERE source_session = ?1 AND (created_ms, rowid) > (?2, ?3) AND is_deleted = 0
+                 ORDER BY created_ms, rowid LIMIT {window}"
+            ),
+            true,
+        ),
+    ]
+}
+
 /// The memories up to `window` places before and after `rowid` in its source
-/// session, with their distance (1 = adjacent) and whether they come after it.
-fn neighbours(store: &Store, rowid: i64, window: usize) -> Result<Vec<(i64, u32, bool)>> {
+/// session (the queries of [`neighbour_sql`]), with their distance (1 =
+/// adjacent) and whether they come after it.
+fn neighbours(
+    store: &Store,
+    rowid: i64,
+    queries: [(&mut rusqlite::Statement<'_>, bool); 2],
+) -> Result<Vec<(i64, u32, bool)>> {
     let conn = store.conn();
     let row: Option<(Option<String>, i64)> = conn
         .prepare_cached("SELECT source_session, created_ms FROM memories WHERE rowid = ?1")
@@ -434,22 +487,8 @@ fn neighbours(store: &Store, rowid: i64, window: usize) -> Result<Vec<(i64, u32,
         .sql("read memory")?;
     let Some((Some(session), created)) = row else { return Ok(Vec::new()) };
     let mut out = Vec::new();
-    for (after, sql) in [
-        (
-            false,
-            "SELECT rowid FROM memories WHERE source_session = ?1 AND (created_ms, rowid) < (?2, ?3) AND is_deleted = 0
-             ORDER BY created_ms DESC, rowid DESC LIMIT ?4",
-        ),
-        (
-            true,
-            "SELECT rowid FROM memories WHERE source_session = ?1 AND (created_ms, rowid) > (?2, ?3) AND is_deleted = 0
-             ORDER BY created_ms, rowid LIMIT ?4",
-        ),
-    ] {
-        let mut stmt = conn.prepare_cached(sql).sql("prepare neighbours")?;
-        let rows = stmt
-            .query_map(params![session, created, rowid, window as i64], |r| r.get::<_, i64>(0))
-            .sql("read neighbours")?;
+    for (stmt, after) in queries {
+        let rows = stmt.query_map(params![session, created, rowid], |r| r.get::<_, i64>(0)).sql("read neighbours")?;
         for (i, r) in rows.enumerate() {
             out.push((r.sql("read neighbours")?, i as u32 + 1, after));
         }
@@ -460,16 +499,15 @@ fn neighbours(store: &Store, rowid: i64, window: usize) -> Result<Vec<(i64, u32,
 fn vector_top(store: &Store, query: &[f32], limits: &PoolLimits) -> Result<Vec<(i64, f32)>> {
     let mut stmt = store
         .conn()
-        .prepare_cached(
+        .prepare_cached(&format!(
             "SELECT m.rowid, e.vector FROM embeddings e JOIN memories m ON m.id = e.source_id
              WHERE e.source_type = 'memory' AND e.dimensions = ?1 AND m.is_deleted = 0
-             ORDER BY e.rowid DESC LIMIT ?2",
-        )
+             ORDER BY e.rowid DESC LIMIT {}",
+            limits.vector_scan
+        ))
         .sql("prepare vector scan")?;
     let rows = stmt
-        .query_map(params![query.len() as i64, limits.vector_scan as i64], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
-        })
+        .query_map(params![query.len() as i64], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))
         .sql("vector scan")?;
     let mut scored = Vec::new();
     for row in rows {
