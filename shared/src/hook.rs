@@ -294,11 +294,50 @@ pub fn record(paths: &Paths, writer: &str, events: &[Event], wait: Duration) -> 
         return Ok(Recorded::Applied);
     }
     if tape_lock_free(paths, wait)? {
-        let mut journal = Journal::open_with(paths, writer, JournalOptions::low_latency())?;
+        let mut journal = open_journal(paths, writer)?;
         append_with_spool(&mut journal, events)?;
+        finish_connection(journal.store());
         return Ok(Recorded::Applied);
     }
     spool(paths, events).map(Recorded::Spooled)
+}
+
+/// Tunes a short-lived process's connection. As the last connection to
+/// close it would checkpoint the WAL into the database and fsync it (several
+/// milliseconds on an agent's critical path), so that is turned off. But the
+/// first connection of every process rebuilds the WAL index by reading the
+/// whole WAL (and, having rebuilt it, cannot know what was already copied
+/// back, so the WAL never restarts): [`finish_connection`] turns the
+/// checkpoint back on once the WAL is larger than [`HOOK_WAL_BYTES`].
+pub fn tune_connection(conn: &rusqlite::Connection) {
+    set_checkpoint_on_close(conn, false);
+}
+
+fn set_checkpoint_on_close(conn: &rusqlite::Connection, on: bool) {
+    if let Err(e) = conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, !on) {
+        tracing::debug!(error = %e, "cannot change the checkpoint on close");
+    }
+}
+
+/// WAL size above which a hook's connection checkpoints (and removes the
+/// WAL) when it closes: recovery reads about this much per process.
+pub const HOOK_WAL_BYTES: u64 = 1 << 20;
+
+/// Lets `store` checkpoint on close if its WAL grew past [`HOOK_WAL_BYTES`].
+pub fn finish_connection(store: &crate::store::Store) {
+    let mut wal = store.file().as_os_str().to_owned();
+    wal.push("-wal");
+    if fs::metadata(&wal).is_ok_and(|m| m.len() > HOOK_WAL_BYTES) {
+        set_checkpoint_on_close(store.conn(), true);
+    }
+}
+
+/// Opens the journal for a hook: no sealing on the critical path, a tuned
+/// connection (see [`tune_connection`]).
+pub fn open_journal(paths: &Paths, writer: &str) -> Result<Journal> {
+    let journal = Journal::open_with(paths, writer, JournalOptions::low_latency())?;
+    tune_connection(journal.store().conn());
+    Ok(journal)
 }
 
 /// Writes `events` to a new spool file.

@@ -208,6 +208,20 @@ fn cut(s: &str, max: usize) -> String {
     }
 }
 
+/// The configured time zone, without scanning the time-zone database when
+/// it is the system's own: `/etc/localtime` is read directly (a hook process
+/// pays for this on every call).
+pub fn time_zone(config: &Config) -> jiff::tz::TimeZone {
+    if config.time.timezone == "local"
+        && std::env::var_os("TZ").is_none()
+        && let Ok(bytes) = std::fs::read("/etc/localtime")
+        && let Ok(tz) = jiff::tz::TimeZone::tzif("localtime", &bytes)
+    {
+        return tz;
+    }
+    config.time.zone()
+}
+
 /// A promoted model loaded for serving.
 #[derive(Debug)]
 pub struct LoadedModel {
@@ -539,7 +553,7 @@ pub fn preview_session_start(
     let project = crate::hook::project_of(&cwd_s);
     let ctx = SessionContext::load(store, project.clone(), Some(cwd_s), crate::hook::git_branch(cwd), None)?;
     let query = ctx.query();
-    let tz = config.time.zone();
+    let tz = time_zone(config);
     let served = serve(
         store,
         config,
