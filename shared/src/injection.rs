@@ -322,6 +322,9 @@ pub fn serve(
     let status = req.status_line.then(|| ranking.state.status_line());
     let mut chosen: Vec<usize> =
         ranking.items.iter().enumerate().filter(|(_, it)| it.injected).map(|(i, _)| i).collect();
+    if req.trigger == trigger::SESSION_START {
+        scope_to_project(&ranking.items, &mut chosen, req.project, budget, rank_req.k);
+    }
     // Safety net: drop from the end until the whole text fits.
     loop {
         let items: Vec<&RankedMemory> = chosen.iter().map(|&i| &ranking.items[i]).collect();
@@ -341,6 +344,51 @@ pub fn serve(
     let injected: Vec<MemoryId> = items.iter().map(|it| it.memory.id.clone()).collect();
     let context = (!items.is_empty()).then(|| format_context(&items, req.session, req.trigger, status.as_deref()));
     Ok(Served { ranking, context, injected })
+}
+
+/// Per-memory cost in the budget (what [`rank`] counts: bullet, id, type).
+const ITEM_OVERHEAD: usize = 48;
+
+/// Evidence that a memory concerns the query (what [`rank`] requires at prompts).
+fn has_evidence(it: &RankedMemory) -> bool {
+    let s = &it.memory.signals;
+    s.bm25_score.is_some()
+        || s.neighbor_score > 0.0
+        || s.lexical_overlap >= 0.3
+        || it.memory.vector_similarity.is_some_and(|v| v >= 0.5)
+}
+
+/// At session start nothing points at a memory but the project: one learned
+/// in another project ("we use pnpm in this repo") is only injected when the
+/// session's context text matches it. Memories without a project and pinned
+/// ones stay eligible. Freed slots go to the next eligible memories, in
+/// order, within `k` and `budget`.
+fn scope_to_project(items: &[RankedMemory], chosen: &mut Vec<usize>, project: Option<&str>, budget: usize, k: usize) {
+    let here = |it: &RankedMemory| {
+        let m = &it.memory;
+        m.pinned || m.project.is_none() || m.project.as_deref() == project || has_evidence(it)
+    };
+    let before = chosen.len();
+    chosen.retain(|&i| here(&items[i]));
+    if chosen.len() == before {
+        return;
+    }
+    let cost = |it: &RankedMemory| it.memory.content.chars().count() + ITEM_OVERHEAD;
+    let mut used: usize = chosen.iter().map(|&i| cost(&items[i])).sum();
+    for (i, it) in items.iter().enumerate() {
+        if chosen.len() >= k {
+            break;
+        }
+        let m = &it.memory;
+        if chosen.contains(&i) || m.shown || m.superseded || m.content.is_empty() || !here(it) {
+            continue;
+        }
+        if used + cost(it) <= budget {
+            used += cost(it);
+            chosen.push(i);
+        }
+    }
+    chosen.sort_unstable();
 }
 
 /// The memory text as one line, without anything that could close the frame.
@@ -385,21 +433,17 @@ pub fn format_context(
 }
 
 /// Why a candidate was not injected, for people.
-pub fn why_not(item: &RankedMemory, require_match: bool) -> &'static str {
+pub fn why_not(item: &RankedMemory, require_match: bool, project: Option<&String>) -> &'static str {
     let m = &item.memory;
-    let s = &m.signals;
     if m.shown {
         "already shown in this session"
     } else if m.superseded {
         "superseded or deprecated"
-    } else if require_match
-        && !m.pinned
-        && s.bm25_score.is_none()
-        && s.neighbor_score <= 0.0
-        && s.lexical_overlap < 0.3
-        && !m.vector_similarity.is_some_and(|v| v >= 0.5)
-    {
+    } else if require_match && !m.pinned && !has_evidence(item) {
         "no evidence of relevance to the query"
+    } else if !require_match && !m.pinned && m.project.is_some() && !has_evidence(item) && m.project.as_ref() != project
+    {
+        "learned in another project, and the session context does not match it"
     } else {
         "below the cut (k or character budget)"
     }
@@ -460,6 +504,7 @@ impl Preview {
     /// `extra` of the next best.
     pub fn new(served: &Served, trigger_: &str, query: &str, ctx: Option<SessionContext>, extra: usize) -> Preview {
         let require_match = trigger_ != trigger::SESSION_START;
+        let project = ctx.as_ref().and_then(|c| c.project.clone());
         let mut shown_extra = 0;
         let items = served
             .ranking
@@ -479,7 +524,7 @@ impl Preview {
                 text: it.memory.content.clone(),
                 injected: it.injected,
                 reasons: it.reasons.clone(),
-                not_injected: (!it.injected).then(|| why_not(it, require_match)),
+                not_injected: (!it.injected).then(|| why_not(it, require_match, project.as_ref())),
                 score: it.final_score,
                 baseline_rank: it.baseline_rank,
                 predictor_rank: it.predictor_rank,
