@@ -770,6 +770,9 @@ struct FileRecord {
     original: Option<String>,
     /// blake3 of the bytes install last wrote.
     written: String,
+    /// Install created the file's directory too.
+    #[serde(default)]
+    dir_created: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -832,6 +835,14 @@ fn write_file(path: &Path, text: &str) -> Result<(), Error> {
         return Err(Error::io(path, e));
     }
     Ok(())
+}
+
+/// Removes the directory of `file` if install created it and it is now empty.
+fn remove_dir_if_created(file: &Path, created: bool) {
+    if created {
+        // Fails (and is left) when something else is in it.
+        let _ = fs::remove_dir(shared::fsutil::parent_dir(file));
+    }
 }
 
 /// One file's planned new content.
@@ -899,6 +910,7 @@ pub fn install(paths: &Paths, opts: &InstallOptions) -> Result<Report, Error> {
             (Some(_), true) => FileStatus::Modified,
         };
         if changed && !opts.dry_run {
+            let dir_created = !shared::fsutil::parent_dir(&plan.path).exists();
             write_file(&plan.path, &plan.after)?;
             let written = hash(plan.after.as_bytes());
             let before_hash = plan.before.as_deref().map(|b| hash(b.as_bytes()));
@@ -914,6 +926,7 @@ pub fn install(paths: &Paths, opts: &InstallOptions) -> Result<Report, Error> {
                     existed: plan.before.is_some(),
                     original: plan.before.clone(),
                     written,
+                    dir_created,
                 }),
             }
         }
@@ -955,7 +968,10 @@ pub fn uninstall(paths: &Paths, opts: &InstallOptions) -> Result<Report, Error> 
             if !opts.dry_run {
                 match &e.original {
                     Some(orig) if e.existed => write_file(&path, orig)?,
-                    _ => fs::remove_file(&path).map_err(|err| Error::io(&path, err))?,
+                    _ => {
+                        fs::remove_file(&path).map_err(|err| Error::io(&path, err))?;
+                        remove_dir_if_created(&path, e.dir_created);
+                    }
                 }
             }
             report.files.push(FileChange { path: path.clone(), status, items });
@@ -987,7 +1003,10 @@ pub fn uninstall(paths: &Paths, opts: &InstallOptions) -> Result<Report, Error> 
         };
         if !opts.dry_run {
             match status {
-                FileStatus::Deleted => fs::remove_file(&path).map_err(|e| Error::io(&path, e))?,
+                FileStatus::Deleted => {
+                    fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
+                    remove_dir_if_created(&path, entry.as_ref().is_some_and(|e| e.dir_created));
+                }
                 FileStatus::Modified => write_file(&path, &after)?,
                 _ => {}
             }

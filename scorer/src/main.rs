@@ -103,7 +103,7 @@ fn main() -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(format!("cannot install signal handlers: {e}")),
     };
-    let paths = || Paths::from_env().map_err(|e| scorer::Error::from(e));
+    let paths = || Paths::from_env().map_err(scorer::Error::from);
     let stdout = std::io::stdout();
     let result = match command {
         Command::Hook { .. } => Ok(()),

@@ -977,10 +977,10 @@ fn stats(store: &shared::store::Store, project: Option<&str>) -> rusqlite::Resul
     };
     let mem = "FROM memories WHERE (?1 IS NULL OR project = ?1)";
     let tags: Vec<Value> = conn
-        .prepare(&format!(
+        .prepare(
             "SELECT j.value, COUNT(*) AS n FROM memories m, json_each(m.tags) j
-             WHERE m.is_deleted = 0 AND (?1 IS NULL OR m.project = ?1) GROUP BY j.value ORDER BY n DESC, j.value LIMIT 10"
-        ))?
+             WHERE m.is_deleted = 0 AND (?1 IS NULL OR m.project = ?1) GROUP BY j.value ORDER BY n DESC, j.value LIMIT 10",
+        )?
         .query_map([project], |r| Ok(json!({"tag": r.get::<_, String>(0)?, "count": r.get::<_, i64>(1)?})))?
         .collect::<rusqlite::Result<_>>()?;
     Ok(json!({

@@ -110,6 +110,9 @@ pub struct HookInput {
     pub session_id: Option<String>,
     /// The transcript file (`null` in Codex).
     pub transcript_path: Option<String>,
+    /// `transcript_path` was sent as an explicit `null` (Codex does; Claude
+    /// Code always sends a path).
+    pub transcript_null: bool,
     /// Working directory of the session.
     pub cwd: Option<String>,
     /// `SessionStart`, `UserPromptSubmit`, …
@@ -165,6 +168,7 @@ impl HookInput {
         Ok(HookInput {
             session_id: text(&v, "session_id"),
             transcript_path: text(&v, "transcript_path"),
+            transcript_null: v.get("transcript_path").is_some_and(Value::is_null),
             cwd: text(&v, "cwd"),
             hook_event_name: text(&v, "hook_event_name"),
             source: text(&v, "source"),
@@ -184,8 +188,8 @@ impl HookInput {
     }
 
     /// The harness: `explicit` when given (install writes `--harness`), else
-    /// Codex when the transcript is a Codex rollout or a `turn_id` is present,
-    /// else Claude Code.
+    /// Codex when the transcript is a Codex rollout, is an explicit `null`,
+    /// or a `turn_id` is present, else Claude Code.
     pub fn harness(&self, explicit: Option<&str>) -> &'static str {
         match explicit {
             Some(h) if h == harness::CODEX => return harness::CODEX,
@@ -196,7 +200,11 @@ impl HookInput {
             p.contains("/.codex/")
                 || Path::new(p).file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("rollout-"))
         });
-        if codex_transcript || self.turn_id.is_some() { harness::CODEX } else { harness::CLAUDE }
+        if codex_transcript || self.transcript_null || self.turn_id.is_some() {
+            harness::CODEX
+        } else {
+            harness::CLAUDE
+        }
     }
 
     /// `<harness>:<session_id>`, when the harness sent a session id.
@@ -451,6 +459,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(i.transcript_path, None);
+        assert!(i.transcript_null);
+        let start = HookInput::parse(br#"{"session_id":"s","transcript_path":null,"hook_event_name":"SessionStart"}"#);
+        assert_eq!(start.unwrap().harness(None), harness::CODEX, "a null transcript means Codex");
         assert_eq!(i.model.as_deref(), Some("gpt-5"));
         assert_eq!(i.reason.as_deref(), Some("7"));
         assert_eq!(i.harness(None), harness::CODEX, "turn_id means Codex");
