@@ -288,6 +288,34 @@ fn main() {
             });
         }
     }
+    if let Ok(out) = std::env::var("DUMP_JSONL") {
+        use std::io::Write;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(out).unwrap());
+        for l in &lists {
+            let cands: Vec<Value> = l
+                .sample
+                .candidates
+                .iter()
+                .zip(&l.ids)
+                .zip(&l.texts)
+                .zip(&l.baseline)
+                .map(|(((c, id), text), base)| {
+                    let s = &c.signals;
+                    serde_json::json!({
+                        "id": id.0, "text": text, "label": u8::from(l.rel.contains(id)), "baseline": base,
+                        "bm25": s.bm25_score, "bm25_rank": s.bm25_rank, "lex": s.lexical_overlap,
+                        "nb": s.neighbor_score, "sess": s.session_match, "fol": s.follows_hit,
+                        "terms": s.content_terms, "tag": s.tag_overlap, "age": s.age_days,
+                    })
+                })
+                .collect();
+            let line = serde_json::json!({
+                "conv": l.conv, "category": l.category, "question": l.question,
+                "evidence": l.rel.iter().map(|m| m.0.clone()).collect::<Vec<_>>(), "cands": cands,
+            });
+            writeln!(f, "{line}").unwrap();
+        }
+    }
     let n_lists = lists.len() as f64;
     println!("{}", bm25_acc.line("bm25"));
     println!(

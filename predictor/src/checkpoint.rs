@@ -11,7 +11,7 @@
 //!                      value_dim, hash_buckets, project_slots, features, session_features)
 //! ..      4     u32    metadata length M, then M bytes of JSON (TrainingMeta: model_version,
 //!                      steps, trained_lists, timestamp_ms, notes)
-//! ..      4     u32    tensor count T (14 in v1)
+//! ..      4     u32    tensor count T (16; 14 in files written before the feature MLP)
 //! ..            T ×  { u8 name length, name (UTF-8), u32 rows, u32 cols,
 //!                      rows·cols × f32, column-major (nalgebra order) }
 //! ..            if flag bit 2:
@@ -36,7 +36,9 @@ use serde::{Deserialize, Serialize};
 use crate::autograd::Mat;
 use crate::error::Error;
 use crate::features::NUM_FEATURES;
-use crate::model::{Model, ModelConfig, NUM_PARAMS, P_GATE, P_GATE_SESSION, PARAM_NAMES};
+use crate::model::{
+    Model, ModelConfig, NUM_PARAMS, P_FEATURE_HIDDEN, P_GATE, P_GATE_SESSION, PARAM_NAMES, feature_mlp_tensors,
+};
 use crate::train::AdamState;
 
 pub use crate::signet::{SignetModel, decode_sgpt};
@@ -236,6 +238,10 @@ impl<'a> Reader<'a> {
 /// The tensors whose rows are `[value part; candidate features]`.
 const GATE_PARAMS: [crate::autograd::ParamId; 2] = [P_GATE, P_GATE_SESSION];
 
+/// Tensor count of checkpoints written before the feature MLP (its two
+/// tensors come last; such a file gets them added, with a zero output).
+const PARAMS_BEFORE_MLP: usize = NUM_PARAMS - 2;
+
 /// Parses and verifies a checkpoint. With `expected`, a checkpoint whose config
 /// differs is refused with [`Error::ConfigMismatch`] naming each differing field.
 /// A checkpoint written with fewer candidate features is widened (see
@@ -307,10 +313,13 @@ pub fn decode(bytes: &[u8], expected: Option<&ModelConfig>) -> Result<Checkpoint
     config.validate().map_err(|e| Error::Checkpoint { offset: 16, what: "config".into(), why: e.to_string() })?;
     let meta: TrainingMeta = r.json("metadata")?;
     let count = r.u32("tensor count")? as usize;
-    if count != NUM_PARAMS {
-        return Err(r.err("tensor count", format!("{count} tensors, format v1 has {NUM_PARAMS}")));
+    if count != NUM_PARAMS && count != PARAMS_BEFORE_MLP {
+        return Err(r.err(
+            "tensor count",
+            format!("{count} tensors, format v1 has {NUM_PARAMS} (or {PARAMS_BEFORE_MLP} before the feature MLP)"),
+        ));
     }
-    let shapes = stored.param_shapes();
+    let shapes = &stored.param_shapes()[..count];
     let mut tensors = Vec::with_capacity(NUM_PARAMS);
     for (i, &(rows, cols)) in shapes.iter().enumerate() {
         let at = r.pos();
@@ -333,18 +342,27 @@ pub fn decode(bytes: &[u8], expected: Option<&ModelConfig>) -> Result<Checkpoint
         let data = r.f32s(rows * cols, &format!("tensor {} data", PARAM_NAMES[i]))?;
         tensors.push(Mat::from_vec(rows, cols, data));
     }
-    let widen = |ms: &mut Vec<Mat>| {
-        for id in GATE_PARAMS {
-            let m = &mut ms[id.0];
-            let extra = NUM_FEATURES - stored.features;
-            if extra > 0 {
-                let old = std::mem::replace(m, Mat::zeros(0, 0));
+    // Widens what an older build wrote: zero gate rows and zero MLP input
+    // columns for new features, and `added` as the MLP tensors if it had none.
+    let widen = |ms: &mut Vec<Mat>, added: [Mat; 2]| {
+        let extra = NUM_FEATURES - stored.features;
+        if extra > 0 {
+            for id in GATE_PARAMS {
+                let old = std::mem::replace(&mut ms[id.0], Mat::zeros(0, 0));
                 let rows = old.nrows();
-                *m = old.insert_rows(rows, extra, 0.0);
+                ms[id.0] = old.insert_rows(rows, extra, 0.0);
+            }
+            if ms.len() == NUM_PARAMS {
+                let old = std::mem::replace(&mut ms[P_FEATURE_HIDDEN.0], Mat::zeros(0, 0));
+                let cols = old.ncols();
+                ms[P_FEATURE_HIDDEN.0] = old.insert_columns(cols, extra, 0.0);
             }
         }
+        if ms.len() == PARAMS_BEFORE_MLP {
+            ms.extend(added);
+        }
     };
-    widen(&mut tensors);
+    widen(&mut tensors, feature_mlp_tensors(NUM_FEATURES));
     let model = Model::from_tensors(config, tensors).map_err(|e| Error::Checkpoint {
         offset: r.pos(),
         what: "tensors".into(),
@@ -361,7 +379,7 @@ pub fn decode(bytes: &[u8], expected: Option<&ModelConfig>) -> Result<Checkpoint
             v.push(Mat::from_vec(rows, cols, vi));
         }
         let mut col_steps = Vec::with_capacity(NUM_PARAMS);
-        for name in PARAM_NAMES {
+        for name in &PARAM_NAMES[..count] {
             let k = r.u32(&format!("column step count of {name}"))? as usize;
             let mut steps = Vec::with_capacity(k.min(1 << 20));
             for _ in 0..k {
@@ -369,8 +387,10 @@ pub fn decode(bytes: &[u8], expected: Option<&ModelConfig>) -> Result<Checkpoint
             }
             col_steps.push(steps);
         }
-        widen(&mut m);
-        widen(&mut v);
+        let zeros = || feature_mlp_tensors(NUM_FEATURES).map(|t| Mat::zeros(t.nrows(), t.ncols()));
+        widen(&mut m, zeros());
+        widen(&mut v, zeros());
+        col_steps.resize(NUM_PARAMS, Vec::new());
         let opt = AdamState { step, m, v, col_steps };
         opt.check_matches(&model).map_err(|e| r.err("optimizer state", e.to_string()))?;
         Some(opt)

@@ -15,7 +15,8 @@
 //! e_i         = encode(candidate i);  k_i = K · e_i;  v_i = V · e_i
 //! gate        = g + G · u                                   session-modulated gate, (value_dim + F) × 1
 //! lex_i       = Σ_{b ∈ uniq(query tokens) ∩ uniq(candidate i tokens)} λ_b
-//! logit_i     = q·k_i / √d  +  gate · [v_i ; f_i]  +  lex_i
+//! mlp_i       = w_o · σ(W_h · [1 ; f_i])                    feature MLP, H = FEATURE_HIDDEN sigmoid units
+//! logit_i     = q·k_i / √d  +  gate · [v_i ; f_i]  +  lex_i  +  mlp_i
 //! ```
 //!
 //! * **The query is never derived from the candidates**: it is the caller's
@@ -33,6 +34,11 @@
 //!   which mean-pooled embeddings alone do poorly. BM25, its rank and the
 //!   caller's lexical-overlap and neighbour scores are features that reach
 //!   the logit through the gate.
+//! * **Feature interactions.** The gate is linear in the features, so it
+//!   cannot express "a neighbour of a strong hit matters when the memory
+//!   itself is not a hit". A small MLP over the same features adds those
+//!   interactions as a residual term (its output weights start at 0, so a
+//!   new or widened model scores exactly as the linear gate does).
 //! * The softmax is not part of the model: [`Model::score`] returns logits;
 //!   higher is more relevant.
 //!
@@ -43,7 +49,7 @@
 //! `Q = K = 0.5·I + N(0, 0.05²)` (so an untrained model ranks by the
 //! similarity of the encodings), `V ~ N(0, 1/d)`, `W_s ~ N(0, 0.25/S)`,
 //! `P ~ N(0, 0.25)`, `G ~ N(0, 0.02²)`, `λ = 0.5`, layer-norm gains 1 and
-//! biases 0. The gate starts from a prior that reproduces a lexical
+//! biases 0, `W_h ~ N(0, 1)` (bias column included), `w_o = 0`. The gate starts from a prior that reproduces a lexical
 //! baseline: `+1` on `bm25_norm` and `lexical_overlap`, `+0.5` on
 //! `bm25_rank`, `neighbor_score` and `effective_rel`, `−1` on `superseded`,
 //! 0 on the other features, `N(0, 0.1²)` on the value part.
@@ -157,12 +163,17 @@ impl ModelConfig {
             (d, self.project_slots as usize),
             (g, d),
             (1, self.hash_buckets as usize),
+            (FEATURE_HIDDEN, 1 + self.features),
+            (1, FEATURE_HIDDEN),
         ]
     }
 }
 
 /// Number of parameter tensors.
-pub const NUM_PARAMS: usize = 14;
+pub const NUM_PARAMS: usize = 16;
+
+/// Hidden units of the feature MLP.
+pub const FEATURE_HIDDEN: usize = 16;
 
 /// Names of the parameter tensors, in storage (and checkpoint) order.
 pub const PARAM_NAMES: [&str; NUM_PARAMS] = [
@@ -180,6 +191,8 @@ pub const PARAM_NAMES: [&str; NUM_PARAMS] = [
     "project_embed",
     "gate_session",
     "lexical_weight",
+    "feature_hidden",
+    "feature_out",
 ];
 
 /// Tensors read only through embedding bags; their gradients are sparse and
@@ -200,6 +213,8 @@ pub(crate) const P_SESSION: ParamId = ParamId(10);
 pub(crate) const P_PROJECT: ParamId = ParamId(11);
 pub(crate) const P_GATE_SESSION: ParamId = ParamId(12);
 pub(crate) const P_LEXICAL: ParamId = ParamId(13);
+pub(crate) const P_FEATURE_HIDDEN: ParamId = ParamId(14);
+pub(crate) const P_FEATURE_OUT: ParamId = ParamId(15);
 
 /// Whether parameter `id` is a sparse (lazily updated) table.
 pub fn is_sparse(id: ParamId) -> bool {
@@ -322,6 +337,8 @@ impl Model {
                 P_PROJECT => rng.fill(shape, 0.5),
                 P_GATE_SESSION => rng.fill(shape, 0.02),
                 P_LEXICAL => Mat::from_element(shape.0, shape.1, 0.5),
+                P_FEATURE_HIDDEN => feature_hidden_init(&mut rng, shape),
+                P_FEATURE_OUT => Mat::zeros(shape.0, shape.1),
                 _ => unreachable!("every parameter id is handled"),
             };
             params.push(m);
@@ -572,6 +589,7 @@ impl Model {
         let sim = tape.col_dot(q, k, 1.0 / (cfg.dim as f32).sqrt());
 
         // ---- session-modulated gate over [v; f] ----
+        let features_1 = with_bias_row(&features);
         let f = tape.input(features);
         let vf = tape.concat_rows(v, f);
         let g0 = tape.param(P_GATE);
@@ -581,6 +599,15 @@ impl Model {
         let gate_t = tape.transpose(gate);
         let gated = tape.matmul(gate_t, vf);
         let mut logits = tape.add(sim, gated);
+
+        // ---- feature MLP: w_o · σ(W_h · [1; f]) ----
+        let fa = tape.input(features_1);
+        let wh = tape.param(P_FEATURE_HIDDEN);
+        let pre = tape.matmul(wh, fa);
+        let hidden = tape.sigmoid(pre);
+        let wo = tape.param(P_FEATURE_OUT);
+        let mlp = tape.matmul(wo, hidden);
+        logits = tape.add(logits, mlp);
 
         // ---- learned exact-match term ----
         if !query.tokens.is_empty() {
@@ -619,6 +646,25 @@ impl Model {
         let b = tape.param(P_LNT_B);
         tape.layer_norm(h, g, b)
     }
+}
+
+/// `[1; f]`: the features with a leading row of ones (the MLP's bias input).
+fn with_bias_row(f: &Mat) -> Mat {
+    f.clone().insert_row(0, 1.0)
+}
+
+/// Initial hidden weights of the feature MLP, `N(0, 1)`; also used to add the
+/// MLP to a checkpoint written before it existed (with a fixed seed).
+fn feature_hidden_init(rng: &mut Rng, shape: (usize, usize)) -> Mat {
+    rng.fill(shape, 1.0)
+}
+
+/// The two feature-MLP tensors for a model that has none (a checkpoint from
+/// before the MLP): deterministic hidden weights and zero output weights, so
+/// the model scores exactly as before and the MLP can still learn.
+pub(crate) fn feature_mlp_tensors(features: usize) -> [Mat; 2] {
+    let mut rng = Rng(ChaCha8Rng::seed_from_u64(0x6d6c_7066));
+    [feature_hidden_init(&mut rng, (FEATURE_HIDDEN, 1 + features)), Mat::zeros(1, FEATURE_HIDDEN)]
 }
 
 /// Which encoder paths a validated list uses.

@@ -22,3 +22,4 @@ pub mod store;
 pub mod tape;
 pub mod testing;
 pub mod time;
+pub mod train_data;

@@ -22,7 +22,8 @@ const MEMORIES: &[&str] = &["mem_a", "mem_b", "mem_c", "mem_d", "mem_e"];
 #[derive(Clone, Debug)]
 enum Gen {
     Started(usize, Option<&'static str>),
-    Ended(usize),
+    /// A session end; `Some(back)` is an idle end stamped `back` minutes before its place in the log.
+    Ended(usize, Option<u8>),
     MsgIn(usize, String, bool),
     MsgOut(usize, String),
     ToolCall(usize, u8),
@@ -64,7 +65,7 @@ fn any_event() -> impl Strategy<Value = Gen> {
     let m = 0..MEMORIES.len();
     prop_oneof![
         2 => (s.clone(), prop::option::of(prop::sample::select(vec!["engram", "web"]))).prop_map(|(s, p)| Gen::Started(s, p)),
-        1 => s.clone().prop_map(Gen::Ended),
+        1 => (s.clone(), proptest::option::of(0u8..4)).prop_map(|(s, idle)| Gen::Ended(s, idle)),
         4 => (s.clone(), text(), any::<bool>()).prop_map(|(s, t, u)| Gen::MsgIn(s, t, u)),
         3 => (s.clone(), text()).prop_map(|(s, t)| Gen::MsgOut(s, t)),
         2 => (s.clone(), 0u8..4).prop_map(|(s, c)| Gen::ToolCall(s, c)),
@@ -127,7 +128,11 @@ fn build(items: &[Gen]) -> Vec<Event> {
                     ..Default::default()
                 }),
             ),
-            Gen::Ended(s) => ev(Some(sk(*s)), Body::SessionEnded(SessionEnded { reason: "other".into() })),
+            Gen::Ended(s, None) => ev(Some(sk(*s)), Body::SessionEnded(SessionEnded { reason: "other".into() })),
+            Gen::Ended(s, Some(back)) => Event {
+                ts: Ts(ts.0 - i64::from(*back) * 60_000),
+                ..ev(Some(sk(*s)), Body::SessionEnded(SessionEnded { reason: "idle".into() }))
+            },
             Gen::MsgIn(s, t, user) => ev(
                 Some(sk(*s)),
                 Body::MsgIn(MsgIn {
@@ -564,6 +569,38 @@ fn rankings_and_hits_fill_session_memories_like_signet() {
     let access: i64 =
         j.store().conn().query_row("SELECT access_count FROM memories WHERE id='mem_1'", [], |r| r.get(0)).unwrap();
     assert_eq!(access, 1);
+}
+
+#[test]
+fn content_after_an_idle_end_reopens_the_session_but_a_real_end_stays() {
+    let (_dir, paths) = home();
+    let mut j = Journal::open(&paths, "test").unwrap();
+    // Ids are unique per call; times are the minute given.
+    let n = std::cell::Cell::new(0);
+    let at = |minute: i64, s: &str, body: Body| {
+        n.set(n.get() + 1);
+        Event { id: EventId(format!("ev_{}", n.get())), ts: Ts(minute * 60_000), ..event(0, Some(s), body) }
+    };
+    let msg = |m: i64, s: &str| at(m, s, Body::MsgIn(MsgIn { text: format!("prompt {m}"), ..Default::default() }));
+    let end = |m: i64, s: &str, reason: &str| at(m, s, Body::SessionEnded(SessionEnded { reason: reason.into() }));
+    let state = |j: &Journal, s: &str| -> (Option<i64>, Option<String>) {
+        j.store()
+            .conn()
+            .query_row("SELECT ended_ms, end_reason FROM sessions WHERE session_key = ?1", [s], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap()
+    };
+    j.append(&[msg(1, "claude:idle"), end(2, "claude:idle", "idle"), msg(1, "claude:real")]).unwrap();
+    j.append(&[end(2, "claude:real", "other")]).unwrap();
+    assert_eq!(state(&j, "claude:idle").1.as_deref(), Some("idle"));
+    // The user came back: newer content reopens an idle session, not one the harness ended.
+    j.append(&[msg(3, "claude:idle"), msg(3, "claude:real")]).unwrap();
+    assert_eq!(state(&j, "claude:idle"), (None, None));
+    assert_eq!(state(&j, "claude:real").1.as_deref(), Some("other"));
+    // A stale idle end (older than the session's last content) does not close it again.
+    j.append(&[end(2, "claude:idle", "idle")]).unwrap();
+    assert_eq!(state(&j, "claude:idle"), (None, None));
 }
 
 #[test]

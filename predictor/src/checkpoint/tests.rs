@@ -88,6 +88,14 @@ fn golden_v1_still_loads_and_is_widened_to_todays_features() {
     let prior = c.model.tensor("gate").expect("gate")
         [(value_dim + crate::features::feature_index("bm25_norm").expect("name"), 0)];
     assert_eq!(prior, 1.0, "the stored rows are kept as written");
+    // Written before the feature MLP: it is added with a zero output layer
+    // (inert until trained) and moments of zero.
+    let out = c.model.tensor("feature_out").expect("feature_out");
+    assert!(out.iter().all(|&x| x == 0.0));
+    let hidden = c.model.tensor("feature_hidden").expect("feature_hidden");
+    assert_eq!(hidden.shape(), (crate::model::FEATURE_HIDDEN, 1 + NUM_FEATURES));
+    assert!(hidden.iter().any(|&x| x != 0.0), "hidden weights must not start dead");
+    assert!(opt.m[NUM_PARAMS - 1].iter().all(|&x| x == 0.0));
     // A checkpoint of today's layout round-trips byte for byte.
     assert_eq!(decode(&encode(&c), None).map(|d| encode(&d)).expect("round trip"), encode(&c));
     // Its weights still score (the layout maps onto today's tensors).
@@ -201,7 +209,13 @@ fn a_structural_error_names_the_offset() {
     let hash = blake3::hash(&body);
     body.extend_from_slice(hash.as_bytes());
     let e = decode(&body, None).expect_err("count").to_string();
-    assert_eq!(e, format!("checkpoint: bad tensor count at byte {}: 13 tensors, format v1 has 14", count_at + 4));
+    assert_eq!(
+        e,
+        format!(
+            "checkpoint: bad tensor count at byte {}: 13 tensors, format v1 has 16 (or 14 before the feature MLP)",
+            count_at + 4
+        )
+    );
 }
 
 #[test]

@@ -157,6 +157,11 @@ impl Projector<'_> {
             self.stats.unknown += 1;
             return Ok(true);
         }
+        if matches!(event.body, Body::SessionEnded(_)) {
+            // Pending counters first (and outside any savepoint), so that an end
+            // sees the exact `last_event_ms` however the events were batched.
+            self.flush_sessions()?;
+        }
         if self.isolate {
             self.exec("SAVEPOINT ev")?;
         }
@@ -243,6 +248,10 @@ impl Projector<'_> {
                  ON CONFLICT(session_key) DO UPDATE SET
                     started_ms = MIN(started_ms, excluded.started_ms),
                     last_event_ms = MAX(last_event_ms, excluded.last_event_ms),
+                    ended_ms = CASE WHEN end_reason = 'idle' AND excluded.last_event_ms > ended_ms
+                                    THEN NULL ELSE ended_ms END,
+                    end_reason = CASE WHEN end_reason = 'idle' AND excluded.last_event_ms > ended_ms
+                                      THEN NULL ELSE end_reason END,
                     event_count = event_count + excluded.event_count,
                     prompt_count = prompt_count + excluded.prompt_count,
                     msg_in_count = msg_in_count + excluded.msg_in_count,
@@ -301,8 +310,13 @@ impl Projector<'_> {
                     return data("session.ended without a session");
                 };
                 self.ensure_session(key, ts)?;
+                // An idle end is a guess ("no new content for a while"): content newer than it
+                // reopens the session, and a stale idle end does not close a session that moved on.
                 self.conn
-                    .prepare_cached("UPDATE sessions SET ended_ms = ?2, end_reason = ?3 WHERE session_key = ?1")?
+                    .prepare_cached(
+                        "UPDATE sessions SET ended_ms = ?2, end_reason = ?3
+                         WHERE session_key = ?1 AND NOT (?3 = 'idle' AND last_event_ms > ?2)",
+                    )?
                     .execute(params![key.as_str(), ts.0, b.reason])?;
                 delta = Some(SessionDelta::default());
             }

@@ -228,16 +228,15 @@ impl Store {
         Ok(known)
     }
 
-    /// Sessions whose latest event is older than `before_ms` and that have not
-    /// ended since their latest event: never ended, or ended for being idle
-    /// and then given new content.
+    /// Sessions whose latest event is older than `before_ms` and that are open
+    /// (never ended, or reopened by content newer than an idle end).
     pub fn idle_sessions(&self, before_ms: i64) -> Result<Vec<IdleSession>> {
         let mut stmt = self
             .conn()
             .prepare(
                 "SELECT session_key, last_event_ms FROM sessions
                  WHERE last_event_ms < ?1
-                   AND (ended_ms IS NULL OR (end_reason = 'idle' AND last_event_ms > ended_ms))
+                   AND ended_ms IS NULL
                  ORDER BY session_key",
             )
             .sql("list idle sessions")?;

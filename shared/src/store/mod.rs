@@ -16,7 +16,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::{Connection, ErrorCode, OptionalExtension};
 
 pub use apply::{ApplyStats, cap};
 pub use dump::canonical_dump;
@@ -114,8 +114,7 @@ impl Store {
     /// Switches a bulk-built database to live tuning (WAL) and flushes it.
     pub fn finish_bulk(&self) -> Result<()> {
         self.conn.pragma_update(None, "synchronous", "NORMAL").sql("set synchronous")?;
-        let mode: String =
-            self.conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).sql("set WAL mode")?;
+        let mode = enable_wal(&self.conn)?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(Error::InvalidInput(format!("could not enable WAL mode (got {mode})")));
         }
@@ -136,13 +135,12 @@ pub(crate) fn read_applied_lsn(conn: &Connection) -> Result<Lsn> {
 }
 
 fn configure(conn: &Connection, tuning: Tuning) -> Result<()> {
-    conn.busy_timeout(Duration::from_secs(10)).sql("set busy timeout")?;
+    conn.busy_timeout(BUSY_TIMEOUT).sql("set busy timeout")?;
     // The ranking pipeline and the projection use a few dozen distinct statements.
     conn.set_prepared_statement_cache_capacity(256);
     match tuning {
         Tuning::Live => {
-            let mode: String =
-                conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).sql("set WAL mode")?;
+            let mode = enable_wal(conn)?;
             if !mode.eq_ignore_ascii_case("wal") {
                 tracing::warn!(mode, "database is not in WAL mode");
             }
@@ -157,6 +155,36 @@ fn configure(conn: &Connection, tuning: Tuning) -> Result<()> {
     conn.pragma_update(None, "temp_store", "MEMORY").sql("set temp store")?;
     conn.pragma_update(None, "cache_size", -32_000).sql("set cache size")?;
     Ok(())
+}
+
+/// How long to wait for another connection's lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Switches the database to WAL mode and returns the mode it is in.
+///
+/// The switch needs an exclusive lock and SQLite does not call the busy
+/// handler for it, so two processes opening a new database at once would
+/// see "database is locked": retry until the timeout instead. WAL mode is
+/// persistent, so a database another process already switched is left alone.
+fn enable_wal(conn: &Connection) -> Result<String> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        let attempt = conn.pragma_query_value(None, "journal_mode", |r| r.get::<_, String>(0)).and_then(|mode| {
+            if mode.eq_ignore_ascii_case("wal") {
+                Ok(mode)
+            } else {
+                conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+            }
+        });
+        match attempt {
+            Err(e)
+                if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other.sql("set WAL mode"),
+        }
+    }
 }
 
 /// Applies pending migrations; a no-op when the schema is current.

@@ -31,7 +31,7 @@ pub use format::{
 };
 pub use read::{Frame, FrameIter, Snapshot};
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, ErrorClass, IoContext, Result};
 use crate::fsutil::{FileLock, fsync_dir};
 
 /// Tuning of the tape log.
@@ -164,8 +164,31 @@ impl TapeLog {
 
     /// Checks every file name, header, chunk and frame checksum and the LSN
     /// sequence; names each problem by file and offset.
+    ///
+    /// A log too damaged to open (a sealed segment whose header is unreadable,
+    /// say) is still verified file by file, so that the report lists every
+    /// problem instead of stopping at the first.
     pub fn verify(&self) -> Result<VerifyReport> {
-        self.snapshot()?.verify()
+        let refused = match self.snapshot() {
+            Ok(snapshot) => return snapshot.verify(),
+            Err(e) if e.class() == ErrorClass::Corrupt => e,
+            Err(e) => return Err(e),
+        };
+        let lock_path = self.dir.join("LOCK");
+        let _lock = FileLock::exclusive(&lock_path).ctx("lock", &lock_path)?;
+        let listing = Listing::read(&self.dir)?;
+        let sealed: Vec<PathBuf> = listing.sealed.iter().map(|(_, path)| path.clone()).collect();
+        let actives: Vec<PathBuf> = listing.actives.iter().map(|&seq| self.active_path(seq)).collect();
+        let mut report = read::verify_files(&sealed, &actives)?;
+        if report.problems.is_empty() {
+            // What stopped recovery is not visible file by file (two active segments, say).
+            let (file, offset) = match &refused {
+                Error::Corrupt { file, offset, .. } => (file.clone(), *offset),
+                _ => (self.dir.clone(), 0),
+            };
+            report.problems.push(Problem { file, offset, what: refused.to_string() });
+        }
+        Ok(report)
     }
 
     fn active_path(&self, seq: u64) -> PathBuf {

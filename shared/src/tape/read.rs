@@ -131,51 +131,14 @@ impl Snapshot {
     /// Verifies every segment completely.
     pub fn verify(&self) -> Result<VerifyReport> {
         let mut report = VerifyReport::default();
-        let mut expected = self.sealed.first().map_or(self.active.header.first_lsn, |s| s.header.first_lsn);
+        let mut expected = Some(self.sealed.first().map_or(self.active.header.first_lsn, |s| s.header.first_lsn));
         for seg in &self.sealed {
             report.segments += 1;
             verify_sealed(&seg.path, &mut expected, &mut report)?;
         }
         report.segments += 1;
-        if self.active.header.first_lsn != expected {
-            report.problems.push(Problem {
-                file: self.active.path.clone(),
-                offset: 0,
-                what: format!("active segment starts at lsn {}, expected {expected}", self.active.header.first_lsn),
-            });
-        }
         let raw = self.read_active()?;
-        let mut pos = 0usize;
-        let mut lsn_expected = self.active.header.first_lsn;
-        while pos < raw.len() {
-            let offset = ACTIVE_HEADER as u64 + pos as u64;
-            match decode_frame(&raw[pos..]) {
-                FrameRead::Frame { lsn, size, .. } => {
-                    report.frames += 1;
-                    if lsn != lsn_expected {
-                        report.problems.push(Problem {
-                            file: self.active.path.clone(),
-                            offset,
-                            what: format!("frame has lsn {lsn}, expected {lsn_expected}"),
-                        });
-                    }
-                    lsn_expected = lsn + 1;
-                    pos += size;
-                }
-                FrameRead::Incomplete => {
-                    report.problems.push(Problem {
-                        file: self.active.path.clone(),
-                        offset,
-                        what: "incomplete frame".into(),
-                    });
-                    break;
-                }
-                FrameRead::Invalid(why) => {
-                    report.problems.push(Problem { file: self.active.path.clone(), offset, what: why.into() });
-                    break;
-                }
-            }
-        }
+        verify_active(&self.active.path, self.active.header.first_lsn, &raw, &mut expected, &mut report);
         Ok(report)
     }
 
@@ -216,7 +179,74 @@ pub(crate) fn read_sealed_frames(path: &Path) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-fn verify_sealed(path: &Path, expected: &mut Lsn, report: &mut VerifyReport) -> Result<()> {
+/// Verifies the files of a log that recovery refused to open: every segment as
+/// it is on disk, sealed ones in sequence order and then the active ones.
+pub(crate) fn verify_files(sealed: &[PathBuf], actives: &[PathBuf]) -> Result<VerifyReport> {
+    let mut report = VerifyReport::default();
+    let mut expected = None;
+    for path in sealed {
+        report.segments += 1;
+        verify_sealed(path, &mut expected, &mut report)?;
+    }
+    for path in actives {
+        report.segments += 1;
+        let bytes = std::fs::read(path).ctx("read", path)?;
+        match ActiveHeader::decode(&bytes) {
+            Ok(header) => {
+                let raw = bytes.get(ACTIVE_HEADER..).unwrap_or_default();
+                verify_active(path, header.first_lsn, raw, &mut expected, &mut report);
+            }
+            Err(why) => {
+                report.problems.push(Problem { file: path.clone(), offset: 0, what: why.into() });
+                expected = None;
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Checks the frames of an active segment (`raw` is what follows its header).
+/// `expected` is the LSN the segment should start at, `None` when unknown
+/// (after a damaged segment); it is left at the LSN that should follow.
+fn verify_active(path: &Path, first_lsn: Lsn, raw: &[u8], expected: &mut Option<Lsn>, report: &mut VerifyReport) {
+    let mut problem =
+        |offset: u64, what: String| report.problems.push(Problem { file: path.to_path_buf(), offset, what });
+    if let Some(want) = *expected
+        && first_lsn != want
+    {
+        problem(0, format!("active segment starts at lsn {first_lsn}, expected {want}"));
+    }
+    let mut pos = 0usize;
+    let mut next = first_lsn;
+    let mut frames = 0u64;
+    while pos < raw.len() {
+        let offset = ACTIVE_HEADER as u64 + pos as u64;
+        match decode_frame(&raw[pos..]) {
+            FrameRead::Frame { lsn, size, .. } => {
+                frames += 1;
+                if lsn != next {
+                    problem(offset, format!("frame has lsn {lsn}, expected {next}"));
+                }
+                next = lsn + 1;
+                pos += size;
+            }
+            FrameRead::Incomplete => {
+                problem(offset, "incomplete frame".into());
+                break;
+            }
+            FrameRead::Invalid(why) => {
+                problem(offset, why.into());
+                break;
+            }
+        }
+    }
+    report.frames += frames;
+    *expected = Some(next);
+}
+
+/// Checks a sealed segment: name hash, header, chunk checksums, frames and
+/// LSNs. `expected` as for [`verify_active`].
+fn verify_sealed(path: &Path, expected: &mut Option<Lsn>, report: &mut VerifyReport) -> Result<()> {
     let problem = |report: &mut VerifyReport, offset: u64, what: String| {
         report.problems.push(Problem { file: path.to_path_buf(), offset, what });
     };
@@ -231,11 +261,14 @@ fn verify_sealed(path: &Path, expected: &mut Lsn, report: &mut VerifyReport) -> 
         Ok(h) => h,
         Err(why) => {
             problem(report, 0, why.into());
+            *expected = None;
             return Ok(());
         }
     };
-    if header.first_lsn != *expected {
-        problem(report, 0, format!("segment starts at lsn {}, expected {}", header.first_lsn, *expected));
+    if let Some(want) = *expected
+        && header.first_lsn != want
+    {
+        problem(report, 0, format!("segment starts at lsn {}, expected {want}", header.first_lsn));
     }
     let mut pos = SEALED_HEADER;
     let mut frames = 0u64;
@@ -306,7 +339,7 @@ fn verify_sealed(path: &Path, expected: &mut Lsn, report: &mut VerifyReport) -> 
     if pos != bytes.len() {
         problem(report, pos as u64, format!("{} trailing bytes after the last chunk", bytes.len() - pos));
     }
-    *expected = header.last_lsn + 1;
+    *expected = Some(header.last_lsn + 1);
     Ok(())
 }
 

@@ -169,6 +169,38 @@ fn flipped_byte_in_sealed_segment_is_named_by_verify_and_stops_reading() {
 }
 
 #[test]
+fn verify_reports_every_problem_of_a_log_too_damaged_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 20);
+    let first = log.lock().unwrap().seal().unwrap().unwrap();
+    append_n(&log, 21, 20);
+    let second = log.lock().unwrap().seal().unwrap().unwrap();
+    append_n(&log, 41, 5);
+    // The first segment's header is smashed (recovery refuses the log), and a
+    // chunk of the second is damaged too.
+    let first_path = dir.path().join(&first.name);
+    let mut bytes = fs::read(&first_path).unwrap();
+    bytes[..8].copy_from_slice(b"garbage!");
+    fs::write(&first_path, &bytes).unwrap();
+    let second_path = dir.path().join(&second.name);
+    let mut bytes = fs::read(&second_path).unwrap();
+    let at = bytes.len() - 10;
+    bytes[at] ^= 0x40;
+    fs::write(&second_path, &bytes).unwrap();
+    assert_eq!(log.snapshot().err().map(|e| e.class()), Some(ErrorClass::Corrupt));
+
+    let report = log.verify().unwrap();
+    let on = |path: &Path| report.problems.iter().filter(|p| p.file == path).count();
+    assert!(on(&first_path) >= 1, "{:?}", report.problems);
+    assert!(on(&second_path) >= 1, "{:?}", report.problems);
+    assert_eq!(report.segments, 3);
+    // The active segment is intact and its frames are counted.
+    assert!(report.frames >= 5, "{report:?}");
+    assert!(!report.problems.iter().any(|p| p.what.contains("active segment starts")), "{:?}", report.problems);
+}
+
+#[test]
 fn oversized_event_is_refused_and_nothing_written() {
     let dir = tempfile::tempdir().unwrap();
     let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();

@@ -1,0 +1,437 @@
+//! `engram-trainer run`: the cron entry point.
+//!
+//! Under the trainer lock (non-blocking: a second run exits at once), it
+//! completes an interrupted promotion, scores every newly ended session
+//! (`session.scored`), compares predictor and baseline on it
+//! (`comparison.recorded`, carrying the success rate, α and the cold-start
+//! state), records drift resets (`drift.reset`), and trains when enough new
+//! sessions were scored since the last training run, when no model exists and
+//! new data does, or after a drift reset. Every event it writes is stamped with
+//! a strictly increasing time not earlier than the newest outcome event
+//! already recorded, so "the latest comparison" is always well defined.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rusqlite::OptionalExtension;
+use shared::config::Config;
+use shared::event::{Body, ComparisonRecorded, DriftReset, Event, SessionScored};
+use shared::fsutil::FileLock;
+use shared::journal::Journal;
+use shared::paths::Paths;
+use shared::rank::state::MIN_SCORER_CONFIDENCE;
+use shared::shutdown::Shutdown;
+use shared::store::Store;
+use shared::time::Ts;
+use shared::train_data;
+
+use crate::canary::is_canary;
+use crate::compare::{self, Comparison};
+use crate::continuity::{self, Assessment};
+use crate::error::{Error, Result, Sql};
+use crate::judge;
+use crate::sessions;
+use crate::tracker::{Observation, Step, Tracker, TrackerParams, outcome};
+use crate::training::{self, TrainOutcome, TrainRequest};
+
+/// Writer name stamped on the trainer's events.
+pub const WRITER: &str = concat!("engram-trainer/", env!("CARGO_PKG_VERSION"));
+
+/// Options of a run.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// The time to stamp events with (default: the clock).
+    pub now: Option<Ts>,
+    /// Train even if not due.
+    pub force_train: bool,
+    /// Weights to start the first model from.
+    pub base_weights: Option<PathBuf>,
+}
+
+/// What a run did.
+#[derive(Clone, Debug)]
+pub enum RunOutcome {
+    /// Another run holds the lock; nothing was done.
+    Busy {
+        /// The lock file.
+        lock: PathBuf,
+    },
+    /// The run finished.
+    Done(Box<RunSummary>),
+}
+
+/// Counts and state after a run, printed as one line.
+#[derive(Clone, Debug, Default)]
+pub struct RunSummary {
+    /// Sessions scored.
+    pub scored: u32,
+    /// Of which confident enough to count.
+    pub confident: u32,
+    /// Comparisons that updated the success rate.
+    pub compared: u32,
+    /// Of which the predictor won.
+    pub wins: u32,
+    /// Drift resets recorded.
+    pub drift_resets: u32,
+    /// The training run, if one ran.
+    pub training: Option<TrainOutcome>,
+    /// The tracker after the run.
+    pub tracker: Tracker,
+    /// α after the run.
+    pub alpha: f32,
+    /// Sessions scored in total (any confidence).
+    pub total_scored: u64,
+    /// The serving version after the run.
+    pub model_version: Option<u64>,
+    /// A promotion interrupted by a crash was completed.
+    pub reconciled: Option<String>,
+    /// Stopped early by a shutdown request.
+    pub interrupted: bool,
+    /// Sessions that could not be read (left pending).
+    pub unreadable: u32,
+}
+
+impl fmt::Display for RunSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = format!(
+            "success {:.2}, α {:.2}{}, model {}",
+            self.tracker.success_rate,
+            self.alpha,
+            if self.tracker.cold_start_exited { "" } else { " (cold start)" },
+            self.model_version.map_or("none".to_owned(), |v| format!("v{v}")),
+        );
+        if self.scored == 0 && self.training.is_none() && self.unreadable == 0 && self.reconciled.is_none() {
+            if self.interrupted {
+                return write!(f, "interrupted before any work: {} sessions scored; {state}", self.total_scored);
+            }
+            return write!(f, "nothing new: {} sessions scored; {state}", self.total_scored);
+        }
+        write!(
+            f,
+            "scored {} sessions ({} confident, {} compared, predictor won {})",
+            self.scored, self.confident, self.compared, self.wins
+        )?;
+        if self.unreadable > 0 {
+            write!(f, "; {} unreadable (left pending)", self.unreadable)?;
+        }
+        if self.reconciled.is_some() {
+            write!(f, "; completed an interrupted promotion")?;
+        }
+        if self.drift_resets > 0 {
+            write!(f, "; drift reset ×{}", self.drift_resets)?;
+        }
+        if let Some(t) = &self.training {
+            let r = &t.run;
+            let c = &r.canary;
+            let n = |x: Option<f32>| x.map_or("-".to_owned(), |v| format!("{v:.3}"));
+            write!(
+                f,
+                "; trained v{} on {} lists ({} epochs, {:.1} s, canary NDCG {} vs serving {} and baseline {})",
+                r.model_version,
+                r.sample_count,
+                r.epochs,
+                r.duration_ms as f64 / 1000.0,
+                n(c.ndcg),
+                n(c.serving_ndcg),
+                n(c.baseline_ndcg)
+            )?;
+            match (&t.promoted, &r.failure) {
+                (Some(p), _) => write!(f, ": promoted v{}", p.model_version)?,
+                (None, Some(why)) => write!(
+                    f,
+                    ": gates failed ({why}); {} keeps serving",
+                    t.serving_version.map_or("the baseline".to_owned(), |v| format!("v{v}"))
+                )?,
+                (None, None) => {}
+            }
+        }
+        if self.interrupted {
+            write!(f, "; interrupted")?;
+        }
+        write!(f, "; {state}")
+    }
+}
+
+/// Stamps events with strictly increasing times.
+#[derive(Debug)]
+struct Clock {
+    fixed: Option<Ts>,
+    last: i64,
+}
+
+impl Clock {
+    fn next(&mut self) -> Ts {
+        let now = self.fixed.unwrap_or_else(Ts::now).0;
+        self.last = now.max(self.last + 1);
+        Ts(self.last)
+    }
+}
+
+fn latest_outcome_ms(store: &Store) -> Result<i64> {
+    let v: Option<i64> = store
+        .conn()
+        .query_row(
+            "SELECT MAX(t) FROM (
+                SELECT MAX(created_ms) AS t FROM predictor_comparisons
+                UNION ALL SELECT MAX(created_ms) FROM session_scores
+                UNION ALL SELECT MAX(created_ms) FROM drift_resets
+                UNION ALL SELECT MAX(created_ms) FROM predictor_training_log
+                UNION ALL SELECT MAX(promoted_ms) FROM models)",
+            [],
+            |r| r.get(0),
+        )
+        .sql("read the latest outcome time")?;
+    Ok(v.unwrap_or(i64::MIN / 2))
+}
+
+/// Rebuilds the tracker from the recorded comparisons (see [`crate::tracker`]).
+pub fn load_tracker(store: &Store, params: &TrackerParams) -> Result<Tracker> {
+    let conn = store.conn();
+    let last_drift: Option<i64> =
+        conn.query_row("SELECT MAX(created_ms) FROM drift_resets", [], |r| r.get(0)).sql("read drift resets")?;
+    let latest: Option<(f64, bool, u32, i64)> = conn
+        .query_row(
+            "SELECT success_rate, cold_start_exited, sessions_after_cold_start, created_ms
+             FROM predictor_comparisons ORDER BY created_ms DESC, id DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .optional()
+        .sql("read the latest comparison")?;
+    let scored: i64 = conn
+        .query_row(
+            "SELECT COUNT(DISTINCT session_key) FROM session_scores WHERE confidence >= ?1",
+            [f64::from(MIN_SCORER_CONFIDENCE)],
+            |r| r.get(0),
+        )
+        .sql("count scored sessions")?;
+    let trained: bool = conn.query_row("SELECT EXISTS (SELECT 1 FROM models)", [], |r| r.get(0)).sql("read models")?;
+    let mut t = Tracker { scored_sessions: scored.max(0) as u64, trained, ..Tracker::default() };
+    let Some((s, exited, after, at)) = latest else { return Ok(t) };
+    if last_drift.is_some_and(|d| d >= at) {
+        return Ok(t);
+    }
+    t.success_rate = s as f32;
+    t.cold_start_exited = exited;
+    t.sessions_after_cold_start = after;
+    let since = last_drift.unwrap_or(i64::MIN);
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT success_rate, margin FROM predictor_comparisons
+             WHERE ema_updated = 1 AND created_ms > ?1 ORDER BY created_ms DESC, id DESC LIMIT ?2",
+        )
+        .sql("read recent comparisons")?;
+    let limit = i64::from(params.drift_window.max(1)).max(crate::tracker::EXIT_WINDOW as i64);
+    let rows: Vec<(f64, f64)> = stmt
+        .query_map(rusqlite::params![since, limit], |r| Ok((r.get(0)?, r.get(1)?)))
+        .and_then(|rows| rows.collect::<rusqlite::Result<_>>())
+        .sql("read recent comparisons")?;
+    t.low_streak =
+        u32::try_from(rows.iter().take_while(|(s, _)| (*s as f32) < crate::tracker::DRIFT_THRESHOLD).count())
+            .unwrap_or(u32::MAX);
+    t.recent = rows.iter().take(crate::tracker::EXIT_WINDOW).rev().map(|(_, m)| outcome(*m as f32)).collect();
+    Ok(t)
+}
+
+/// The `session.scored` body of an assessment.
+pub fn scored_event(a: &Assessment) -> SessionScored {
+    SessionScored {
+        score: a.score,
+        confidence: a.confidence,
+        memories_recalled: a.memories_recalled,
+        memories_used: a.memories_used,
+        novel_context_count: a.novel_context_count,
+        relevance: a.relevance.clone(),
+        labels: a.labels.clone(),
+        reasoning: a.reasoning.clone(),
+        scorer: a.scorer.clone(),
+    }
+}
+
+/// The `comparison.recorded` body of a session.
+pub fn comparison_event(
+    id: String,
+    c: &Comparison,
+    a: &Assessment,
+    step: &Step,
+    project: Option<String>,
+) -> ComparisonRecorded {
+    ComparisonRecorded {
+        comparison_id: id,
+        predictor_ndcg: c.predictor_ndcg,
+        baseline_ndcg: c.baseline_ndcg,
+        predictor_won: if step.ema_updated { c.margin.map(|m| m > crate::tracker::TIE_EPSILON) } else { None },
+        margin: c.margin.unwrap_or(0.0),
+        scorer_confidence: a.confidence,
+        ema_updated: step.ema_updated,
+        success_rate: step.success_rate,
+        alpha: step.alpha,
+        predictor_top_ids: c.predictor_top_ids.clone(),
+        baseline_top_ids: c.baseline_top_ids.clone(),
+        relevance_scores: c.relevance_scores.clone(),
+        fts_overlap_score: a.fts_overlap,
+        project,
+        candidate_count: c.candidate_count,
+        sessions_after_cold_start: step.sessions_after_cold_start,
+        cold_start_exited: step.cold_start_exited,
+    }
+}
+
+/// Why training is due now, or `None`.
+fn training_due(store: &Store, config: &Config, force: bool, drift: bool) -> Result<Option<&'static str>> {
+    if drift {
+        return Ok(Some("drift reset"));
+    }
+    let conn = store.conn();
+    let last_run: Option<i64> = conn
+        .query_row("SELECT MAX(created_ms) FROM predictor_training_log", [], |r| r.get(0))
+        .sql("read the last training run")?;
+    let last_drift: Option<i64> =
+        conn.query_row("SELECT MAX(created_ms) FROM drift_resets", [], |r| r.get(0)).sql("read drift resets")?;
+    if last_drift.is_some_and(|d| last_run.is_none_or(|r| d > r)) {
+        return Ok(Some("drift reset without a retrain yet"));
+    }
+    if force {
+        return Ok(Some("forced"));
+    }
+    let trainable: Vec<_> = train_data::scored_sessions(store, MIN_SCORER_CONFIDENCE)?
+        .into_iter()
+        .filter(|s| !is_canary(&s.session_key))
+        .collect();
+    let new = trainable.iter().filter(|s| last_run.is_none_or(|r| s.scored_ms > r)).count();
+    let interval = config.predictor.train_interval_sessions.max(1) as usize;
+    if new >= interval {
+        return Ok(Some("new sessions"));
+    }
+    let has_model: bool =
+        conn.query_row("SELECT EXISTS (SELECT 1 FROM models)", [], |r| r.get(0)).sql("read models")?;
+    if !has_model && new > 0 && trainable.len() >= interval.min(config.predictor.min_training_sessions.max(1) as usize)
+    {
+        return Ok(Some("no model yet"));
+    }
+    Ok(None)
+}
+
+/// Scores, compares and trains (see the module docs).
+pub fn run(paths: &Paths, config: &Config, opts: &RunOptions, shutdown: &Shutdown) -> Result<RunOutcome> {
+    std::fs::create_dir_all(paths.home()).map_err(|e| Error::io("create directory", paths.home(), e))?;
+    let lock_path = paths.trainer_lock();
+    let Some(_lock) = FileLock::try_exclusive(&lock_path).map_err(|e| Error::io("lock", &lock_path, e))? else {
+        return Ok(RunOutcome::Busy { lock: lock_path });
+    };
+    let mut journal = Journal::open(paths, WRITER)?;
+    let mut summary = RunSummary { reconciled: training::reconcile(paths, journal.store())?, ..RunSummary::default() };
+    if let Err(e) = training::prune(paths, journal.store()) {
+        tracing::warn!(error = %e, "could not clean the models directory");
+    }
+    let params = TrackerParams {
+        min_training_sessions: config.predictor.min_training_sessions,
+        drift_window: config.predictor.drift_reset_window,
+    };
+    let mut tracker = load_tracker(journal.store(), &params)?;
+    let mut clock = Clock { fixed: opts.now, last: latest_outcome_ms(journal.store())? };
+
+    for pending in sessions::pending(journal.store())? {
+        if shutdown.requested() {
+            summary.interrupted = true;
+            break;
+        }
+        let record = match sessions::load(&journal, &pending) {
+            Ok(r) => r,
+            Err(e) => {
+                // Left pending: the next run tries again; one bad session never blocks the others.
+                tracing::error!(session = %pending.session_key, error = %e, "cannot read the session; skipped");
+                summary.unreadable += 1;
+                continue;
+            }
+        };
+        let evidence = continuity::gather(&record);
+        let verdict = if config.judge.enabled() && evidence.memories.values().any(|m| m.injected.is_some()) {
+            let injected: Vec<_> =
+                evidence.memories.iter().filter(|(_, m)| m.injected.is_some()).map(|(id, _)| id.clone()).collect();
+            match judge::run(&config.judge, &judge::request(&record), &injected) {
+                Ok(v) => Some(v),
+                Err(why) => {
+                    tracing::warn!(session = %pending.session_key, %why, "judge gave no verdict; using the deterministic score");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let assessment = continuity::assess(&record, &evidence, verdict.as_ref());
+        let comparison = compare::compare(&record.rankings, &assessment.labels);
+        let step =
+            tracker.observe(Observation { confidence: assessment.confidence, margin: comparison.margin }, &params);
+        let session = Some(pending.session_key.clone());
+        let scored_at = clock.next();
+        let compared_at = clock.next();
+        let mut events: Vec<Event> = vec![
+            journal.event(scored_at, session.clone(), Body::SessionScored(scored_event(&assessment))),
+            journal.event(
+                compared_at,
+                session.clone(),
+                Body::ComparisonRecorded(comparison_event(
+                    shared::ids::generate_with_prefix("cmp", compared_at),
+                    &comparison,
+                    &assessment,
+                    &step,
+                    record.project.clone(),
+                )),
+            ),
+        ];
+        if step.drift {
+            tracing::warn!(success_rate = step.success_rate, window = params.drift_window, "predictor drift detected");
+            events.push(journal.event(
+                clock.next(),
+                None,
+                Body::DriftReset(DriftReset { success_rate: step.success_rate, window: params.drift_window }),
+            ));
+            summary.drift_resets += 1;
+        }
+        journal.append(&events)?;
+        summary.scored += 1;
+        summary.confident += u32::from(assessment.confidence >= MIN_SCORER_CONFIDENCE);
+        if step.ema_updated {
+            summary.compared += 1;
+            summary.wins += u32::from(step.outcome == Some(1.0));
+        }
+        tracing::info!(
+            session = %pending.session_key,
+            score = assessment.score,
+            confidence = assessment.confidence,
+            margin = ?comparison.margin,
+            success_rate = step.success_rate,
+            alpha = step.alpha,
+            "scored"
+        );
+    }
+
+    if !shutdown.requested()
+        && let Some(why) = training_due(journal.store(), config, opts.force_train, summary.drift_resets > 0)?
+    {
+        let drift = why.starts_with("drift");
+        tracing::info!(reason = why, "training");
+        let req = TrainRequest {
+            now: clock.next(),
+            drift,
+            base_weights: opts.base_weights.as_deref(),
+            budget: Duration::from_secs(config.predictor.max_training_seconds.max(1)),
+            shutdown,
+        };
+        summary.training = Some(training::train_and_gate(&mut journal, config, &req)?);
+    }
+    summary.interrupted |= shutdown.requested();
+    summary.tracker = tracker;
+    let state = shared::rank::state::PredictorState::load(journal.store(), &config.predictor)?;
+    summary.alpha = state.alpha;
+    let total: i64 = journal
+        .store()
+        .conn()
+        .query_row("SELECT COUNT(DISTINCT session_key) FROM session_scores", [], |r| r.get(0))
+        .sql("count scored sessions")?;
+    summary.total_scored = total.max(0) as u64;
+    summary.model_version = state.model_version;
+    Ok(RunOutcome::Done(Box::new(summary)))
+}
