@@ -902,6 +902,9 @@ pub fn install(paths: &Paths, opts: &InstallOptions) -> Result<Report, Error> {
     let mut record = load_record(&record_file);
     record.target = opts.target.name().to_owned();
     record.scope = opts.project.as_ref().map_or("user".into(), |p| p.display().to_string());
+    // Directories missing before this run (both Codex files share one).
+    let missing: Vec<PathBuf> =
+        plans.iter().map(|p| shared::fsutil::parent_dir(&p.path)).filter(|d| !d.exists()).collect();
     for plan in plans {
         let changed = plan.before.as_deref() != Some(plan.after.as_str());
         let status = match (&plan.before, changed) {
@@ -910,7 +913,7 @@ pub fn install(paths: &Paths, opts: &InstallOptions) -> Result<Report, Error> {
             (Some(_), true) => FileStatus::Modified,
         };
         if changed && !opts.dry_run {
-            let dir_created = !shared::fsutil::parent_dir(&plan.path).exists();
+            let dir_created = missing.contains(&shared::fsutil::parent_dir(&plan.path));
             write_file(&plan.path, &plan.after)?;
             let written = hash(plan.after.as_bytes());
             let before_hash = plan.before.as_deref().map(|b| hash(b.as_bytes()));
