@@ -477,11 +477,10 @@ pub fn text_of(v: &Value) -> String {
     }
 }
 
-/// The last path component of a directory (project name).
+/// The last path component of a directory (project name); the same rule the
+/// hooks apply ([`shared::hook::project_of`]).
 pub fn project_of(cwd: &str) -> Option<String> {
-    let trimmed = cwd.trim_end_matches(['/', '\\']);
-    let name = trimmed.rsplit(['/', '\\']).next()?;
-    (!name.is_empty()).then(|| name.to_owned())
+    shared::hook::project_of(cwd)
 }
 
 #[cfg(test)]

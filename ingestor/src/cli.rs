@@ -47,6 +47,96 @@ pub enum Command {
     Tapes(TapesArgs),
     /// Seal, remove forgotten memories' text from the tapes, rebuild the database.
     Compact,
+    /// The first run: ingest your agent history (or a demo corpus), show what
+    /// would be injected here and why, train, report, and say what is next.
+    Quickstart(QuickstartArgs),
+    /// Write Engram's hooks and MCP server into Claude Code's or Codex's settings.
+    Install(InstallArgs),
+    /// Remove exactly what install added.
+    Uninstall(InstallArgs),
+    /// A write-side hook of Claude Code or Codex (hook JSON on stdin; prints nothing, exits 0).
+    Hook {
+        /// post-tool-use, stop, session-end or pre-compact.
+        #[arg(value_parser = parse_write_event)]
+        event: HookTarget,
+        /// The harness calling (claude or codex); guessed from the input when absent.
+        #[arg(long)]
+        harness: Option<String>,
+    },
+}
+
+/// What `hook` handles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookTarget {
+    /// A harness event.
+    Event(shared::hook::HookEvent),
+    /// The detached ingestion worker the hooks start.
+    Ingest,
+}
+
+fn parse_write_event(s: &str) -> Result<HookTarget, String> {
+    use shared::hook::HookEvent;
+    if s == "ingest" {
+        return Ok(HookTarget::Ingest);
+    }
+    match HookEvent::from_arg(s) {
+        Some(e) if !e.is_read_side() => Ok(HookTarget::Event(e)),
+        Some(e) => Err(format!("{} is a read-side hook: use `engram-scorer hook {}`", e.arg(), e.arg())),
+        None => Err(format!("unknown hook {s:?}; one of: post-tool-use, stop, session-end, pre-compact")),
+    }
+}
+
+/// `quickstart` options.
+#[derive(Debug, Args)]
+pub struct QuickstartArgs {
+    /// Use the built-in demo corpus even if agent history exists.
+    #[arg(long)]
+    pub demo: bool,
+    /// Do not run the trainer.
+    #[arg(long)]
+    pub no_train: bool,
+    /// Preview the session start of this directory (default: the current one).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Where engram-trainer is (default: next to this binary).
+    #[arg(long, value_name = "DIR")]
+    pub bin_dir: Option<PathBuf>,
+}
+
+/// `install` / `uninstall` options.
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// claude or codex.
+    #[arg(value_parser = parse_target)]
+    pub harness: crate::install::Target,
+    /// Install into this project's settings instead of the user's.
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Print what would change; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Where engram-scorer and engram-ingestor are (default: next to this binary).
+    #[arg(long, value_name = "DIR")]
+    pub bin_dir: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_target(s: &str) -> Result<crate::install::Target, String> {
+    crate::install::Target::from_name(&s.to_lowercase())
+        .ok_or_else(|| format!("unknown harness {s:?}; one of: claude, codex"))
+}
+
+fn bin_dir(given: Option<PathBuf>) -> Result<PathBuf, Error> {
+    match given {
+        Some(d) => Ok(std::path::absolute(&d).unwrap_or(d)),
+        None => {
+            let exe = std::env::current_exe().map_err(|e| Error::io("current executable", e))?;
+            let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+            Ok(shared::fsutil::parent_dir(&exe))
+        }
+    }
 }
 
 /// `scan` options.
@@ -361,6 +451,33 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
                 Ok(0)
             }
         },
+        Command::Quickstart(args) => {
+            let config = Config::load(&env.paths.config()).context("read the configuration")?;
+            let cwd = match args.cwd {
+                Some(c) => std::path::absolute(&c).unwrap_or(c),
+                None => std::env::current_dir().map_err(|e| Error::io(".", e))?,
+            };
+            let opts = crate::quickstart::QuickstartOptions {
+                demo: args.demo,
+                cwd,
+                train: !args.no_train,
+                bin_dir: bin_dir(args.bin_dir)?,
+                roots: None,
+            };
+            let paths = env.paths.clone();
+            crate::quickstart::run(&paths, &config, &opts, env.now, &mut *env.out, shutdown)?;
+            Ok(0)
+        }
+        Command::Install(args) => install(args, env, true),
+        Command::Uninstall(args) => install(args, env, false),
+        Command::Hook { event: HookTarget::Ingest, .. } => {
+            crate::hook::worker(&env.paths, shutdown)?;
+            Ok(0)
+        }
+        Command::Hook { event: HookTarget::Event(e), harness } => {
+            crate::hook::main_entry(e, harness.as_deref());
+            Ok(0)
+        }
         Command::Compact => {
             let report = tapes::compact(&env.paths)?;
             env.line(&format!(
@@ -373,6 +490,36 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
             Ok(0)
         }
     }
+}
+
+fn install(args: InstallArgs, env: &mut Env<'_>, add: bool) -> Result<u8, Error> {
+    let opts = crate::install::InstallOptions {
+        target: args.harness,
+        project: args.project.map(|p| std::fs::canonicalize(&p).unwrap_or(p)),
+        dry_run: args.dry_run,
+        bin_dir: bin_dir(args.bin_dir)?,
+        engram_home: std::env::var_os("ENGRAM_HOME").filter(|v| !v.is_empty()).map(PathBuf::from),
+        dirs: crate::install::HarnessDirs::from_env()?,
+    };
+    let report =
+        if add { crate::install::install(&env.paths, &opts)? } else { crate::install::uninstall(&env.paths, &opts)? };
+    if args.json {
+        env.json(&report)?;
+    } else {
+        env.write(&report.to_string())?;
+        if add && !args.dry_run && report.files.iter().any(|f| f.status != crate::install::FileStatus::Unchanged) {
+            let next = match opts.target {
+                crate::install::Target::Claude => {
+                    "Start a new Claude Code session: the SessionStart hook injects memories (run /hooks and /mcp to check)."
+                }
+                crate::install::Target::Codex => {
+                    "Start a new Codex session (hooks may need to be trusted once); `codex mcp list` shows the server."
+                }
+            };
+            env.line(next)?;
+        }
+    }
+    Ok(0)
 }
 
 fn tapes_list(env: &mut Env<'_>, json: bool) -> Result<u8, Error> {

@@ -17,17 +17,24 @@
 //! - [`patch`]: `apply_patch`, unified diff and `structuredPatch` hunks.
 //! - [`extract`]: friction-moment memory extraction; [`dedup`]: merging
 //!   near-duplicates; [`external`]: the external extractor's JSON contract.
+//! - [`hook`]: the write-side hooks and their detached ingestion worker;
+//!   [`install`]: wiring hooks and the MCP server into Claude Code and Codex;
+//!   [`quickstart`]: the first run, on the user's history or [`demo`]'s corpus.
 
 pub mod adapter;
 pub mod adapters;
 pub mod cli;
 pub mod dedup;
+pub mod demo;
 pub mod discover;
 pub mod error;
 pub mod external;
 pub mod extract;
+pub mod hook;
+pub mod install;
 pub mod memories;
 pub mod patch;
+pub mod quickstart;
 pub mod redact;
 pub mod render;
 pub mod runner;

@@ -7,12 +7,24 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use ingestor::cli::{Cli, run};
+use ingestor::cli::{Cli, Command, HookTarget, run};
 use ingestor::error::ErrorClass;
 use shared::shutdown::Shutdown;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Hooks log to the data home, print nothing and always exit 0.
+    match &cli.command {
+        Command::Hook { event: HookTarget::Event(e), harness } => {
+            ingestor::hook::main_entry(*e, harness.as_deref());
+            return ExitCode::SUCCESS;
+        }
+        Command::Hook { event: HookTarget::Ingest, .. } => {
+            ingestor::hook::worker_entry();
+            return ExitCode::SUCCESS;
+        }
+        _ => {}
+    }
     shared::logging::init_stderr("warn");
     let shutdown = match Shutdown::install() {
         Ok(s) => s,

@@ -1,209 +1,48 @@
-//! The memory commands: each state change is one event appended through the
-//! journal (`memory.added`, `.updated`, `.pinned`, `.unpinned`,
-//! `.deprecated`, `.forgotten`, `.feedback`), after checking against the
-//! projection that every memory it names exists, so that an unknown id is an
-//! error before anything is written. Texts and tags are redacted like
-//! everything else that reaches a tape.
+//! The memory commands of `engram-ingestor memory …`: thin wrappers over
+//! [`shared::memory_ops`] (which the scorer's MCP tools use too) that turn its
+//! errors into the ingestor's. Each state change is one event appended through
+//! the journal, after checking that every memory it names exists; texts and
+//! tags are redacted like everything else that reaches a tape.
 
-use serde::Serialize;
-use shared::event::{
-    Body, Event, MemoryAdded, MemoryDeprecated, MemoryFeedback, MemoryForgotten, MemoryRef, MemoryUpdated,
-    SCHEMA_VERSION, memory_type,
-};
-use shared::ids::{EventId, MemoryId, SessionKey};
+use shared::ids::MemoryId;
 use shared::journal::Journal;
+use shared::memory_ops::{self as ops, OpError, Origin};
 use shared::store::Store;
-use shared::store::ingest::{FeedbackRecord, MemoryFilter, MemoryRecord};
+use shared::store::ingest::{MemoryFilter, MemoryRecord};
 use shared::time::Ts;
 
-use crate::adapter::WRITER;
-use crate::error::{EngramContext, Error};
-use crate::redact;
+use crate::error::Error;
 
-/// Memory types the commands accept.
-pub const TYPES: &[&str] = &[
-    memory_type::FACT,
-    memory_type::DECISION,
-    memory_type::PREFERENCE,
-    memory_type::PATTERN,
-    memory_type::ISSUE,
-    memory_type::CONTEXT,
-    memory_type::CORRECTION,
-    memory_type::CONVENTION,
-    memory_type::GOTCHA,
-    memory_type::STRUGGLE,
-];
+pub use shared::memory_ops::{MAX_TEXT, MemoryChange, MemoryDetails, NewMemory, TYPES};
 
-/// Longest memory text accepted, in characters.
-pub const MAX_TEXT: usize = 4000;
-
-/// A memory to add.
-#[derive(Clone, Debug, PartialEq)]
-pub struct NewMemory {
-    /// The text.
-    pub text: String,
-    /// One of [`TYPES`].
-    pub memory_type: String,
-    /// 0..=1.
-    pub importance: f32,
-    /// Project.
-    pub project: Option<String>,
-    /// Tags.
-    pub tags: Vec<String>,
-    /// Pinned from the start.
-    pub pinned: bool,
-}
-
-/// Changes to a memory; `None` leaves a field as it is.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct MemoryChange {
-    /// New text.
-    pub text: Option<String>,
-    /// New type.
-    pub memory_type: Option<String>,
-    /// New importance.
-    pub importance: Option<f32>,
-    /// New tag set.
-    pub tags: Option<Vec<String>>,
-    /// New project.
-    pub project: Option<String>,
-}
-
-/// A memory with its sessions and feedback, for `memory show`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct MemoryDetails {
-    /// The row.
-    #[serde(flatten)]
-    pub memory: MemoryRecord,
-    /// Sessions it was learned from or seen in.
-    pub sessions: Vec<String>,
-    /// Explicit feedback.
-    pub feedback: Vec<FeedbackRecord>,
-}
-
-fn event(now: Ts, session: Option<SessionKey>, body: Body) -> Event {
-    Event { v: SCHEMA_VERSION, id: EventId::generate(now), ts: now, writer: WRITER.to_owned(), session, body }
-}
-
-fn check_text(text: &str) -> Result<String, Error> {
-    let t = text.trim();
-    if t.is_empty() {
-        return Err(Error::InvalidArgument("the memory text is empty".into()));
-    }
-    if t.chars().count() > MAX_TEXT {
-        return Err(Error::InvalidArgument(format!("the memory text is longer than {MAX_TEXT} characters")));
-    }
-    Ok(redact::redact_text(t).into_owned())
-}
-
-fn check_type(t: &str) -> Result<String, Error> {
-    let t = t.trim().to_lowercase();
-    if TYPES.contains(&t.as_str()) {
-        Ok(t)
-    } else {
-        Err(Error::InvalidArgument(format!("unknown memory type {t:?}; one of: {}", TYPES.join(", "))))
-    }
-}
-
-fn check_unit(what: &str, x: f32) -> Result<f32, Error> {
-    if (0.0..=1.0).contains(&x) {
-        Ok(x)
-    } else {
-        Err(Error::InvalidArgument(format!("{what} must be between 0 and 1, not {x}")))
-    }
-}
-
-fn check_tags(tags: &[String]) -> Result<Vec<String>, Error> {
-    let mut out: Vec<String> = Vec::new();
-    for t in tags {
-        let t = t.trim().to_lowercase();
-        if t.is_empty() || t.chars().count() > 64 {
-            return Err(Error::InvalidArgument(format!("tag {t:?} is empty or longer than 64 characters")));
+impl From<OpError> for Error {
+    fn from(e: OpError) -> Error {
+        match e {
+            OpError::UnknownMemory(id) => Error::UnknownMemory { id },
+            OpError::Invalid(why) => Error::InvalidArgument(why),
+            OpError::Store { context, source } => Error::engram(context, source),
         }
-        out.push(redact::redact_text(&t).into_owned());
     }
-    out.sort();
-    out.dedup();
-    Ok(out)
 }
 
 /// The memory `id`, which must exist (forgotten or not).
 pub fn require(store: &Store, id: &str) -> Result<MemoryRecord, Error> {
-    store.memory(id).context("read the memory")?.ok_or_else(|| Error::UnknownMemory { id: id.to_owned() })
+    Ok(ops::require(store, id)?)
 }
 
-/// The memory `id`, which must exist and not be forgotten.
-fn require_live(store: &Store, id: &str) -> Result<MemoryRecord, Error> {
-    let m = require(store, id)?;
-    if m.is_deleted {
-        return Err(Error::InvalidArgument(format!("memory {id} was forgotten")));
-    }
-    Ok(m)
-}
-
-fn append(journal: &mut Journal, e: Event) -> Result<(), Error> {
-    let receipt = journal.append(std::slice::from_ref(&e)).context("append to the tape log")?;
-    if !receipt.applied {
-        tracing::warn!(lsn = receipt.first_lsn, "the event is on tape but not yet projected");
-    }
-    Ok(())
-}
-
-/// Adds a memory; returns its new id.
+/// Adds a memory (by the user); returns its new id.
 pub fn add(journal: &mut Journal, m: NewMemory, now: Ts) -> Result<MemoryId, Error> {
-    let content = check_text(&m.text)?;
-    let memory_type = check_type(&m.memory_type)?;
-    let importance = check_unit("importance", m.importance)?;
-    let tags = check_tags(&m.tags)?;
-    let id = MemoryId::generate(now);
-    let body = Body::MemoryAdded(MemoryAdded {
-        memory_id: id.clone(),
-        content,
-        memory_type,
-        importance,
-        project: m.project.filter(|p| !p.trim().is_empty()),
-        tags,
-        pinned: m.pinned,
-        source: "explicit".to_owned(),
-        source_session: None,
-        source_event: None,
-        speaker: None,
-    });
-    append(journal, event(now, None, body))?;
-    Ok(id)
+    Ok(ops::add(journal, m, &Origin::user(), now)?)
 }
 
 /// Changes a memory's text, type, importance, tags or project.
 pub fn update(journal: &mut Journal, id: &str, change: MemoryChange, now: Ts) -> Result<(), Error> {
-    let body = MemoryUpdated {
-        memory_id: MemoryId::from(id),
-        content: change.text.as_deref().map(check_text).transpose()?,
-        memory_type: change.memory_type.as_deref().map(check_type).transpose()?,
-        importance: change.importance.map(|x| check_unit("importance", x)).transpose()?,
-        tags: change.tags.as_deref().map(check_tags).transpose()?,
-        project: change.project,
-        occurrences: 0,
-        seen_in: None,
-    };
-    if body.content.is_none()
-        && body.memory_type.is_none()
-        && body.importance.is_none()
-        && body.tags.is_none()
-        && body.project.is_none()
-    {
-        return Err(Error::InvalidArgument(
-            "nothing to update: give --text, --type, --importance, --tag or --project".into(),
-        ));
-    }
-    require_live(journal.store(), id)?;
-    append(journal, event(now, None, Body::MemoryUpdated(body)))
+    Ok(ops::update(journal, id, change, now)?)
 }
 
 /// Pins or unpins a memory.
 pub fn set_pinned(journal: &mut Journal, id: &str, pinned: bool, now: Ts) -> Result<(), Error> {
-    require_live(journal.store(), id)?;
-    let r = MemoryRef { memory_id: MemoryId::from(id) };
-    append(journal, event(now, None, if pinned { Body::MemoryPinned(r) } else { Body::MemoryUnpinned(r) }))
+    Ok(ops::set_pinned(journal, id, pinned, now)?)
 }
 
 /// Marks a memory outdated, optionally replaced by another.
@@ -214,33 +53,12 @@ pub fn deprecate(
     superseded_by: Option<String>,
     now: Ts,
 ) -> Result<(), Error> {
-    require_live(journal.store(), id)?;
-    if let Some(other) = &superseded_by {
-        if other == id {
-            return Err(Error::InvalidArgument("a memory cannot supersede itself".into()));
-        }
-        require_live(journal.store(), other)?;
-    }
-    let body = Body::MemoryDeprecated(MemoryDeprecated {
-        memory_id: MemoryId::from(id),
-        reason: reason.unwrap_or_default(),
-        superseded_by: superseded_by.map(MemoryId),
-    });
-    append(journal, event(now, None, body))
+    Ok(ops::deprecate(journal, id, reason, superseded_by, now)?)
 }
 
-/// Forgets a memory: hidden at once, its text removed from the tapes by the
-/// next `compact`. `false` when it was already forgotten (nothing appended).
+/// Forgets a memory; `false` when it was already forgotten (nothing appended).
 pub fn forget(journal: &mut Journal, id: &str, reason: Option<String>, now: Ts) -> Result<bool, Error> {
-    if require(journal.store(), id)?.is_deleted {
-        return Ok(false);
-    }
-    let reason = reason.map(|r| redact::redact_text(&r).into_owned()).unwrap_or_default();
-    append(
-        journal,
-        event(now, None, Body::MemoryForgotten(MemoryForgotten { memory_id: MemoryId::from(id), reason })),
-    )?;
-    Ok(true)
+    Ok(ops::forget(journal, id, reason, now)?)
 }
 
 /// Records explicit relevance feedback (by the user), optionally for a session.
@@ -252,41 +70,25 @@ pub fn feedback(
     session: Option<String>,
     now: Ts,
 ) -> Result<(), Error> {
-    let relevance = check_unit("relevance", relevance)?;
-    let session = session.map(|s| {
-        if s.contains(':') {
-            Ok(SessionKey(s))
-        } else {
-            Err(Error::InvalidArgument(format!("session {s:?} is not a session key (harness:id)")))
-        }
-    });
-    let session = session.transpose()?;
-    require_live(journal.store(), id)?;
-    let body = Body::MemoryFeedback(MemoryFeedback {
-        memory_id: MemoryId::from(id),
-        relevance,
-        reason: reason.map(|r| redact::redact_text(&r).into_owned()).unwrap_or_default(),
-        by: "user".to_owned(),
-    });
-    append(journal, event(now, session, body))
+    let session = session.as_deref().map(ops::parse_session).transpose()?;
+    let origin = Origin { session, ..Origin::user() };
+    Ok(ops::feedback(journal, id, relevance, reason, &origin, now)?)
 }
 
 /// Live memories, pinned first then newest.
 pub fn list(store: &Store, filter: &MemoryFilter) -> Result<Vec<MemoryRecord>, Error> {
-    store.memories(filter).context("list memories")
+    Ok(ops::list(store, filter)?)
 }
 
 /// One memory with its sessions and feedback.
 pub fn show(store: &Store, id: &str) -> Result<MemoryDetails, Error> {
-    let memory = require(store, id)?;
-    let sessions = store.memory_sessions(id).context("list the memory's sessions")?;
-    let feedback = store.memory_feedback(id).context("list the memory's feedback")?;
-    Ok(MemoryDetails { memory, sessions: sessions.into_iter().map(|s| s.0).collect(), feedback })
+    Ok(ops::show(store, id)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::WRITER;
     use shared::paths::Paths;
 
     fn journal() -> (tempfile::TempDir, Journal) {

@@ -22,6 +22,10 @@
 //! | [`native`] | `rank` against the data home (journal, configuration) |
 //! | [`recorder`] | the thread that records served rankings after `rank` answers (group commit) |
 //! | [`fixtures`] | synthetic Signet databases for tests and benchmarks |
+//! | [`hook`] | `engram-scorer hook …`: the agents' read-side hooks (injection) |
+//! | [`mcp`] | `engram-scorer mcp`: the MCP server and its memory tools |
+//! | [`search`] | memory search (CLI `search`, MCP `memory_search`), recorded |
+//! | [`cli`] | `engram-scorer search` and `context` on the command line |
 //! | [`error`] | [`Error`] and its JSON-RPC codes |
 //!
 //! **Architecture invariants.** Stdout carries only protocol lines; logs go to
@@ -30,13 +34,17 @@
 //! recorder thread appends `ranking.served`). One bad request never ends the
 //! process.
 
+pub mod cli;
 pub mod db;
 pub mod error;
 pub mod fixtures;
+pub mod hook;
+pub mod mcp;
 pub mod native;
 pub mod protocol;
 pub mod recorder;
 pub mod score_line;
+pub mod search;
 pub mod server;
 pub mod serving;
 pub mod signet;

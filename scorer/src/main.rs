@@ -5,9 +5,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use scorer::ServeOptions;
+use scorer::search::SearchParams;
+use shared::hook::HookEvent;
+use shared::paths::Paths;
 use shared::shutdown::Shutdown;
 
-/// Engram's scorer: the predictor sidecar and the ranking service.
+/// Engram's scorer: the predictor sidecar, the agents' read-side hooks, the
+/// MCP server and memory search.
 #[derive(Debug, Parser)]
 #[command(name = "engram-scorer", version, about)]
 struct Cli {
@@ -25,32 +29,109 @@ struct Cli {
 enum Command {
     /// Serve JSON-RPC 2.0 on stdin/stdout, one object per line (the default).
     Serve,
+    /// A read-side hook of Claude Code or Codex: hook JSON on stdin, context on stdout.
+    Hook {
+        /// session-start, user-prompt-submit or pre-tool-use.
+        #[arg(value_parser = parse_read_event)]
+        event: HookEvent,
+        /// The harness calling (claude or codex); guessed from the input when absent.
+        #[arg(long)]
+        harness: Option<String>,
+    },
+    /// Serve the MCP tools (memory_search, memory_save, …) over stdio.
+    Mcp,
+    /// Search memories.
+    Search {
+        /// What to look for.
+        query: String,
+        /// Most results.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        /// Only this project.
+        #[arg(long)]
+        project: Option<String>,
+        /// Only this memory type.
+        #[arg(long = "type")]
+        memory_type: Option<String>,
+        /// Only memories with this tag; repeatable.
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        /// Record the search within this session (harness:id).
+        #[arg(long, value_name = "KEY")]
+        session: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show what would be injected for a directory (default: the current one) and why.
+    Context {
+        /// The directory a session would start in.
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        /// Preview a prompt's injection instead of the session start.
+        #[arg(long)]
+        prompt: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_read_event(s: &str) -> Result<HookEvent, String> {
+    match HookEvent::from_arg(s) {
+        Some(e) if e.is_read_side() => Ok(e),
+        Some(e) => Err(format!("{} is a write-side hook: use `engram-ingestor hook {}`", e.arg(), e.arg())),
+        None => Err(format!("unknown hook {s:?}; one of: session-start, user-prompt-submit, pre-tool-use")),
+    }
+}
+
+fn fail(e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("engram-scorer: {e}");
+    ExitCode::FAILURE
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let command = cli.command.unwrap_or(Command::Serve);
+    if let Command::Hook { event, harness } = &command {
+        // Hooks log to the data home and always exit 0.
+        scorer::hook::main_entry(*event, harness.as_deref());
+        return ExitCode::SUCCESS;
+    }
     shared::logging::init_stderr("warn");
     let shutdown = match Shutdown::install() {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("engram-scorer: cannot install signal handlers: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return fail(format!("cannot install signal handlers: {e}")),
     };
-    match cli.command.unwrap_or(Command::Serve) {
+    let paths = || Paths::from_env().map_err(scorer::Error::from);
+    let stdout = std::io::stdout();
+    let result = match command {
+        Command::Hook { .. } => Ok(()),
         Command::Serve => {
             let mut opts = ServeOptions::from_env();
             if let Some(n) = cli.native_dim {
                 opts.native_dim = n;
             }
             opts.checkpoint = cli.checkpoint;
-            match scorer::run(opts, shutdown) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("engram-scorer: {e}");
-                    ExitCode::FAILURE
-                }
-            }
+            scorer::run(opts, shutdown)
         }
+        Command::Mcp => scorer::mcp::run(&shutdown),
+        Command::Search { query, limit, project, memory_type, tags, session, json } => paths().and_then(|p| {
+            let session = session
+                .as_deref()
+                .map(shared::memory_ops::parse_session)
+                .transpose()
+                .map_err(|e| scorer::Error::params("--session", e.to_string()))?;
+            let params = SearchParams { query, memory_type, project, tags, from: None, to: None, limit, session };
+            scorer::cli::search(&p, params, json, &mut stdout.lock())
+        }),
+        Command::Context { cwd, prompt, json } => {
+            paths().and_then(|p| scorer::cli::context(&p, cwd, prompt, json, &mut stdout.lock()))
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(scorer::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => fail(e),
     }
 }

@@ -181,3 +181,52 @@ pub fn contains_ignore_case(hay: &[u8], needle: &str) -> bool {
     let n = needle.as_bytes();
     hay.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
 }
+
+/// The `engram-scorer` binary of the profile these tests were built with,
+/// built (or brought up to date) once per test process.
+pub fn scorer_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+        let target_dir = profile_dir.parent().unwrap();
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--quiet", "-p", "scorer", "--bin", "engram-scorer", "--target-dir"]).arg(target_dir);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "building engram-scorer failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        profile_dir.join("engram-scorer")
+    })
+}
+
+impl World {
+    /// An `engram-scorer` command with the world's environment.
+    pub fn scorer(&self, args: &[&str]) -> Command {
+        let mut c = self.cmd(args);
+        let envs: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+            c.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))).collect();
+        c = Command::new(scorer_bin());
+        c.args(args).env_clear().envs(envs).stdin(Stdio::null());
+        c
+    }
+
+    /// Runs a hook binary with `input` on stdin; returns its output.
+    pub fn hook(&self, mut cmd: Command, input: &[u8]) -> Output {
+        use std::io::Write;
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// The projection, opened for queries.
+    pub fn store(&self) -> shared::store::Store {
+        shared::store::Store::open(&self.home().join("engram.db")).unwrap()
+    }
+
+    /// One integer from the projection.
+    pub fn count(&self, sql: &str) -> i64 {
+        self.store().conn().query_row(sql, [], |r| r.get(0)).unwrap()
+    }
+}

@@ -1,0 +1,300 @@
+//! `engram-ingestor hook post-tool-use | stop | session-end | pre-compact`:
+//! the write-side hooks of Claude Code and Codex.
+//!
+//! A hook records what only the hook knows, and leaves the transcript's
+//! content to the adapters (one source of content, with derived ids):
+//! `session-end` appends `session.ended` with the harness's reason,
+//! `pre-compact` a `meta` event (`pre_compact`, the trigger and the user's
+//! instructions). Every event then queues the new part of the transcript for
+//! ingestion (Codex, whose hooks send `transcript_path: null`, queues a scan
+//! of its recent rollouts) and returns: appending uses the shared
+//! spool-when-busy path ([`shared::hook::record`]), nothing waits for a scan.
+//!
+//! **Ingestion** runs in one detached worker at a time: the hook appends the
+//! path to `<home>/hooks/ingest.queue`, then tries the lock
+//! `<home>/hooks/ingest.lock`; if it gets it, it starts
+//! `engram-ingestor hook ingest` in its own process group with the locked
+//! file as its stdin (so the child holds the lock the parent took) and
+//! returns. The worker drains the queue (after a short pause that lets the
+//! hooks of one turn coalesce), appends what is spooled, scans, and repeats
+//! until the queue is empty; it then releases the lock and checks the queue
+//! once more, so that an entry queued in between is never stranded. A hook
+//! that finds the lock taken only queues.
+//!
+//! A hook never breaks the agent: errors and panics are logged to
+//! `logs/hooks.log`, nothing is printed, the exit status is 0.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write as _;
+use std::os::fd::AsFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use shared::config::Config;
+use shared::event::{Body, Event, Meta, SessionEnded, harness};
+use shared::hook::{HookEvent, HookInput, Recorded};
+use shared::paths::Paths;
+use shared::shutdown::Shutdown;
+use shared::time::Ts;
+
+use crate::adapter::WRITER;
+use crate::adapters::Harness;
+use crate::error::Error;
+use crate::scan::{self, ScanOptions};
+
+/// Largest hook input read.
+const MAX_INPUT: usize = 32 << 20;
+/// How long a write-side hook waits for the tape lock before spooling.
+const LOCK_WAIT: Duration = Duration::from_millis(40);
+/// The worker's pause before draining, so one turn's hooks share a scan.
+const COALESCE: Duration = Duration::from_millis(250);
+/// Queue entry asking for a scan of a harness's recent logs.
+const HARNESS_ENTRY: &str = "harness:";
+/// How far back a queued harness scan looks.
+const RECENT: i64 = 2 * 86_400_000;
+
+/// The queue of paths waiting for ingestion.
+pub fn queue_file(paths: &Paths) -> PathBuf {
+    paths.home().join("hooks").join("ingest.queue")
+}
+
+/// The lock held by the running worker.
+pub fn lock_file(paths: &Paths) -> PathBuf {
+    paths.home().join("hooks").join("ingest.lock")
+}
+
+/// What one hook call did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct HookOutcome {
+    /// Events recorded.
+    pub events: usize,
+    /// They were spooled (the tape lock was busy).
+    pub spooled: bool,
+    /// The queue entry added.
+    pub queued: Option<String>,
+    /// A worker was started.
+    pub worker_started: bool,
+}
+
+/// The events a write-side hook records.
+pub fn events_for(event: HookEvent, input: &HookInput, harness_name: &str, now: Ts) -> Vec<Event> {
+    let Some(session) = input.session_key(harness_name) else { return Vec::new() };
+    let body = match event {
+        HookEvent::SessionEnd => {
+            Body::SessionEnded(SessionEnded { reason: input.reason.clone().unwrap_or_else(|| "other".into()) })
+        }
+        HookEvent::PreCompact => {
+            let mut fields = std::collections::BTreeMap::new();
+            if let Some(ci) = input.custom_instructions.as_deref().filter(|c| !c.trim().is_empty()) {
+                fields.insert("custom_instructions".to_owned(), Value::String(shared::redact::redact_text(ci).into()));
+            }
+            Body::Meta(Meta {
+                label: "pre_compact".into(),
+                text: Some(input.trigger.clone().unwrap_or_else(|| "auto".into())),
+                fields,
+                ..Meta::default()
+            })
+        }
+        _ => return Vec::new(),
+    };
+    vec![Event::new(now, WRITER, Some(session), body)]
+}
+
+/// Handles one write-side hook call; `exe` is the binary to start as worker.
+pub fn run(
+    event: HookEvent,
+    harness_arg: Option<&str>,
+    input: &[u8],
+    paths: &Paths,
+    now: Ts,
+    exe: &Path,
+) -> Result<HookOutcome, Error> {
+    if event.is_read_side() {
+        return Err(Error::InvalidArgument(format!("{} is handled by engram-scorer hook", event.arg())));
+    }
+    let input = HookInput::parse(input).map_err(Error::InvalidArgument)?;
+    let harness_name = input.harness(harness_arg);
+    let events = events_for(event, &input, harness_name, now);
+    let recorded = shared::hook::record(paths, WRITER, &events, LOCK_WAIT)
+        .map_err(|e| Error::engram("record the hook's events", e))?;
+    let entry = match input.transcript_path.as_deref() {
+        Some(p) if Path::new(p).is_file() => p.to_owned(),
+        _ if harness_name == harness::CODEX => format!("{HARNESS_ENTRY}{}", harness::CODEX),
+        Some(p) => {
+            tracing::debug!(path = p, "the transcript does not exist (yet); nothing to ingest");
+            return Ok(HookOutcome { events: events.len(), spooled: is_spooled(&recorded), ..HookOutcome::default() });
+        }
+        None => format!("{HARNESS_ENTRY}{harness_name}"),
+    };
+    enqueue(paths, &entry)?;
+    let worker_started = start_worker(paths, exe)?;
+    Ok(HookOutcome { events: events.len(), spooled: is_spooled(&recorded), queued: Some(entry), worker_started })
+}
+
+fn is_spooled(r: &Recorded) -> bool {
+    matches!(r, Recorded::Spooled(_))
+}
+
+/// Appends one entry to the queue (one short `O_APPEND` write: atomic).
+pub fn enqueue(paths: &Paths, entry: &str) -> Result<(), Error> {
+    let q = queue_file(paths);
+    let dir = shared::fsutil::parent_dir(&q);
+    fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let mut f = OpenOptions::new().create(true).append(true).open(&q).map_err(|e| Error::io(&q, e))?;
+    f.write_all(format!("{entry}\n").as_bytes()).map_err(|e| Error::io(&q, e))
+}
+
+/// Starts the worker if none runs; `true` when one was started.
+pub fn start_worker(paths: &Paths, exe: &Path) -> Result<bool, Error> {
+    let lock = lock_file(paths);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock)
+        .map_err(|e| Error::io(&lock, e))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => return Ok(false),
+        Err(fs::TryLockError::Error(e)) => return Err(Error::io(&lock, e)),
+    }
+    // The child inherits the locked file as its stdin: the lock belongs to
+    // the open file, so it stays held after this process exits.
+    let log = OpenOptions::new().create(true).append(true).open(shared::hook::log_file(paths)).ok();
+    let mut cmd = Command::new(exe);
+    cmd.args(["hook", "ingest"])
+        .env("ENGRAM_HOME", paths.home())
+        .stdin(Stdio::from(file))
+        .stdout(Stdio::null())
+        .stderr(log.map_or_else(Stdio::null, Stdio::from))
+        .process_group(0);
+    cmd.spawn().map_err(|e| Error::io(exe, e))?;
+    Ok(true)
+}
+
+/// Takes every queued entry (renaming the queue first, so entries added
+/// meanwhile go to a new file).
+fn take_queue(paths: &Paths) -> Result<Vec<String>, Error> {
+    let q = queue_file(paths);
+    let taken = q.with_extension(format!("queue.{}", std::process::id()));
+    match fs::rename(&q, &taken) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(&q, e)),
+    }
+    let text = fs::read_to_string(&taken).map_err(|e| Error::io(&taken, e))?;
+    let _ = fs::remove_file(&taken);
+    let mut entries: Vec<String> = Vec::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if !entries.iter().any(|e| e == line) {
+            entries.push(line.to_owned());
+        }
+    }
+    Ok(entries)
+}
+
+fn queue_pending(paths: &Paths) -> bool {
+    fs::metadata(queue_file(paths)).is_ok_and(|m| m.len() > 0)
+}
+
+/// One pass: append what is spooled, scan the queued transcripts, then the
+/// queued harnesses' recent logs.
+fn ingest(paths: &Paths, entries: &[String], shutdown: &Shutdown) -> Result<(), Error> {
+    {
+        let mut journal = shared::journal::Journal::open(paths, WRITER).map_err(|e| Error::engram("open", e))?;
+        let n = shared::hook::drain_spool(&mut journal).map_err(|e| Error::engram("drain the spool", e))?;
+        if n > 0 {
+            tracing::info!(events = n, "appended spooled hook events");
+        }
+    }
+    let config = Config::load(&paths.config()).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "invalid configuration; scanning with the defaults");
+        Config::default()
+    });
+    let now = Ts::now();
+    let files: Vec<PathBuf> = entries.iter().filter(|e| !e.starts_with(HARNESS_ENTRY)).map(PathBuf::from).collect();
+    if !files.is_empty() {
+        let mut opts = ScanOptions::new(now);
+        opts.paths = files;
+        let s = scan::run(paths, &config, &opts, shutdown, &mut |_| {})?;
+        tracing::info!(events = s.events_appended, "hook ingest: transcripts scanned");
+    }
+    let harnesses: Vec<Harness> =
+        entries.iter().filter_map(|e| e.strip_prefix(HARNESS_ENTRY)).filter_map(Harness::from_name).collect();
+    if !harnesses.is_empty() {
+        let mut opts = ScanOptions::new(now);
+        opts.harnesses = harnesses;
+        opts.since = Some(Ts(now.0 - RECENT));
+        let s = scan::run(paths, &config, &opts, shutdown, &mut |_| {})?;
+        tracing::info!(events = s.events_appended, "hook ingest: recent logs scanned");
+    }
+    Ok(())
+}
+
+/// `engram-ingestor hook ingest`: the detached worker (see the module docs).
+/// Its stdin is the locked `ingest.lock` its parent took.
+pub fn worker(paths: &Paths, shutdown: &Shutdown) -> Result<(), Error> {
+    let held = std::io::stdin().as_fd().try_clone_to_owned().map(File::from).ok();
+    loop {
+        std::thread::sleep(COALESCE);
+        let entries = take_queue(paths)?;
+        if !entries.is_empty() {
+            if let Err(e) = ingest(paths, &entries, shutdown) {
+                tracing::error!(error = %e, "hook ingest failed");
+            }
+            if shutdown.requested() {
+                return Ok(());
+            }
+            continue;
+        }
+        // Release, then look once more: a hook that queued while the lock
+        // was held did not start a worker.
+        let Some(lock) = &held else { return Ok(()) };
+        let _ = lock.unlock();
+        if !queue_pending(paths) {
+            return Ok(());
+        }
+        match lock.try_lock() {
+            Ok(()) => continue,
+            Err(_) => return Ok(()),
+        }
+    }
+}
+
+/// The whole `engram-ingestor hook EVENT` process: logging to the hooks log,
+/// stdin, [`run`] under `catch_unwind`. Always exits 0 and prints nothing.
+pub fn main_entry(event: HookEvent, harness_arg: Option<&str>) {
+    let paths = match Paths::from_env() {
+        Ok(p) => p,
+        Err(e) => {
+            shared::logging::init_stderr("warn");
+            tracing::error!(error = %e, hook = event.arg(), "hook failed");
+            return;
+        }
+    };
+    shared::logging::init_file(&shared::hook::log_file(&paths), "warn");
+    let outcome = std::panic::catch_unwind(|| {
+        let input = shared::hook::read_stdin(MAX_INPUT).map_err(|e| Error::io("stdin", e))?;
+        let exe = std::env::current_exe().map_err(|e| Error::io("current executable", e))?;
+        run(event, harness_arg, &input, &paths, Ts::now(), &exe)
+    });
+    match outcome {
+        Ok(Ok(o)) => tracing::debug!(hook = event.arg(), ?o, "hook done"),
+        Ok(Err(e)) => tracing::error!(error = %e, hook = event.arg(), "hook failed"),
+        Err(_) => tracing::error!(hook = event.arg(), "hook panicked"),
+    }
+}
+
+/// The worker process: logs to the hooks log; errors are logged.
+pub fn worker_entry() {
+    let Ok(paths) = Paths::from_env() else { return };
+    shared::logging::init_file(&shared::hook::log_file(&paths), "warn");
+    let shutdown = Shutdown::install().unwrap_or_else(|_| Shutdown::manual());
+    if let Err(e) = worker(&paths, &shutdown) {
+        tracing::error!(error = %e, "hook ingest worker failed");
+    }
+}

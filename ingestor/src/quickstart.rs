@@ -1,0 +1,433 @@
+//! `engram-ingestor quickstart`: the first run, the whole pipeline in one
+//! command, on the user's own agent history when there is one and on the
+//! built-in demo corpus ([`crate::demo`]) otherwise.
+//!
+//! 1. Look for harness logs at the standard locations.
+//! 2. Ingest: with history, one scan of everything; with the demo, the
+//!    sessions in time order, each preceded by the rankings its hooks would
+//!    have served (session start and every prompt, recorded as
+//!    `ranking.served` and `fts.hits` in that session), so that the trainer
+//!    has served sessions to learn from exactly as it would after `install`.
+//! 3. Show the memories learned, then what a session started in the current
+//!    directory would get and why (the pipeline's reasons; with the demo,
+//!    also a demo project's session start and one of its prompts).
+//! 4. Train: `engram-trainer run` when it sits next to this binary and some
+//!    ended session has served rankings; then `engram-trainer report --html`.
+//!    A missing trainer is reported, never an error.
+//! 5. A short summary and what to do next.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use shared::config::Config;
+use shared::event::{Body, Event, FtsHits, trigger};
+use shared::ids::SessionKey;
+use shared::injection::{self, ServeRequest, SessionContext};
+use shared::journal::Journal;
+use shared::paths::Paths;
+use shared::shutdown::Shutdown;
+use shared::store::ingest::MemoryFilter;
+use shared::time::Ts;
+
+use crate::adapter::WRITER;
+use crate::demo::{self, DemoHarness, DemoSession};
+use crate::discover::{self, Roots};
+use crate::error::{EngramContext, Error};
+use crate::render;
+use crate::scan::{self, ScanOptions, ScanSummary};
+
+/// Days before now the demo corpus starts.
+const DEMO_DAYS_AGO: i64 = 12;
+/// Memories listed in the summary.
+const SHOWN_MEMORIES: usize = 6;
+
+/// How the first run goes.
+#[derive(Clone, Debug)]
+pub struct QuickstartOptions {
+    /// Use the demo corpus even if there is history.
+    pub demo: bool,
+    /// The directory whose session start is previewed.
+    pub cwd: PathBuf,
+    /// Run the trainer if present.
+    pub train: bool,
+    /// Where `engram-trainer` may be.
+    pub bin_dir: PathBuf,
+    /// Where the harness logs are (`None`: the standard locations).
+    pub roots: Option<Roots>,
+}
+
+/// What the first run did, for tests and `--json`.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct QuickstartSummary {
+    /// The demo corpus was used.
+    pub demo: bool,
+    /// Harness logs found.
+    pub sources: usize,
+    /// Sessions known after ingesting.
+    pub sessions: i64,
+    /// Live memories after ingesting.
+    pub memories: i64,
+    /// Rankings recorded by the demo replay.
+    pub rankings: usize,
+    /// Memories a session in the current directory would get.
+    pub injected_here: usize,
+    /// The trainer ran (and its first line of output).
+    pub trainer: Option<String>,
+    /// The HTML report written.
+    pub report: Option<PathBuf>,
+}
+
+struct Out<'a> {
+    w: &'a mut dyn Write,
+}
+
+impl Out<'_> {
+    fn line(&mut self, s: &str) -> Result<(), Error> {
+        writeln!(self.w, "{s}").map_err(Error::Output)
+    }
+
+    fn block(&mut self, s: &str, indent: &str) -> Result<(), Error> {
+        for l in s.lines() {
+            self.line(&format!("{indent}{l}"))?;
+        }
+        Ok(())
+    }
+}
+
+fn count(journal: &Journal, sql: &str) -> i64 {
+    journal.store().conn().query_row(sql, [], |r| r.get(0)).unwrap_or(0)
+}
+
+/// Runs the first run; everything it says goes to `out`.
+pub fn run(
+    paths: &Paths,
+    config: &Config,
+    opts: &QuickstartOptions,
+    now: Ts,
+    out: &mut dyn Write,
+    shutdown: &Shutdown,
+) -> Result<QuickstartSummary, Error> {
+    let mut o = Out { w: out };
+    let mut summary = QuickstartSummary::default();
+    o.line(&format!("Engram first run. Data home: {}", paths.home().display()))?;
+    o.line("")?;
+
+    let roots = opts.roots.clone().unwrap_or_else(|| Roots::from_process_env().with_config(&config.scan));
+    let sources = discover::discover(&roots)?;
+    summary.sources = sources.len();
+    summary.demo = opts.demo || sources.is_empty();
+    let mut demo_sessions = Vec::new();
+    o.line("1. Agent history")?;
+    if summary.demo {
+        let why = if sources.is_empty() {
+            let dirs: Vec<String> = roots.claude.iter().chain(&roots.codex).map(|p| p.display().to_string()).collect();
+            format!("   No agent logs found (looked in {}).", dirs.join(", "))
+        } else {
+            format!("   {} agent log(s) found, but --demo asks for the demo corpus.", sources.len())
+        };
+        o.line(&why)?;
+        let dir = paths.home().join("demo");
+        let base = Ts(now.0 - DEMO_DAYS_AGO * 86_400_000);
+        demo_sessions = demo::generate(&dir, base)?;
+        let claude = demo_sessions.iter().filter(|s| s.harness == DemoHarness::Claude).count();
+        o.line(&format!(
+            "   Using the built-in demo corpus: {} sessions ({claude} Claude Code, {} Codex) on two demo projects,\n   written to {}.",
+            demo_sessions.len(),
+            demo_sessions.len() - claude,
+            dir.display()
+        ))?;
+    } else {
+        let mut by: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+        for s in &sources {
+            *by.entry(s.kind.harness().name()).or_insert(0) += 1;
+        }
+        let list: Vec<String> = by.iter().map(|(h, n)| format!("{n} {h}")).collect();
+        o.line(&format!("   Found {} log(s): {}.", sources.len(), list.join(", ")))?;
+    }
+    o.line("")?;
+
+    o.line("2. Ingest: sessions → tapes → memories")?;
+    let scan_summary = if summary.demo {
+        let (s, rankings) = ingest_demo(paths, config, &demo_sessions, now, shutdown)?;
+        summary.rankings = rankings;
+        o.line(&format!(
+            "   Replayed {} sessions as if the hooks had been installed: {rankings} rankings served and recorded.",
+            demo_sessions.len()
+        ))?;
+        s
+    } else {
+        let mut sopts = ScanOptions::new(now);
+        sopts.roots = Some(roots.clone());
+        scan::run(paths, config, &sopts, shutdown, &mut |_| {})?
+    };
+    o.block(&render::scan_summary(&scan_summary), "   ")?;
+    o.line("")?;
+
+    let journal = Journal::open(paths, WRITER).context("open the journal")?;
+    summary.sessions = count(&journal, "SELECT COUNT(*) FROM sessions");
+    summary.memories = count(&journal, "SELECT COUNT(*) FROM memories WHERE is_deleted = 0");
+    o.line(&format!("3. Memories learned: {}", summary.memories))?;
+    let by_type: Vec<(String, i64)> = journal
+        .store()
+        .conn()
+        .prepare("SELECT type, COUNT(*) FROM memories WHERE is_deleted = 0 GROUP BY type ORDER BY COUNT(*) DESC")
+        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+        .unwrap_or_default();
+    if !by_type.is_empty() {
+        let list: Vec<String> = by_type.iter().map(|(t, n)| format!("{n} {t}")).collect();
+        o.line(&format!("   by type: {}", list.join(", ")))?;
+    }
+    let filter = MemoryFilter { limit: SHOWN_MEMORIES, ..MemoryFilter::default() };
+    for m in journal.store().memories(&filter).context("list memories")? {
+        o.line(&format!("   - {} [{}] {}", m.id, m.memory_type, render::short(&m.content, 110)))?;
+    }
+    if summary.memories == 0 {
+        o.line(
+            "   (none yet: memories come from corrections, stated conventions, repeated failures and explained errors)",
+        )?;
+    }
+    o.line("")?;
+
+    let model = injection::load_model(paths).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "cannot load the serving model; previewing with the baseline");
+        None
+    });
+    let serving = model.as_ref().map(injection::LoadedModel::serving);
+    o.line(&format!("4. What a session started in {} would get, and why", opts.cwd.display()))?;
+    let preview = injection::preview_session_start(journal.store(), config, serving, &opts.cwd, now, 3)
+        .context("preview the injection")?;
+    summary.injected_here = preview.items.iter().filter(|i| i.injected).count();
+    o.block(&preview.render(), "   ")?;
+    if summary.demo
+        && let Some(s) = demo_sessions.iter().rev().find(|s| s.project == "webapp")
+    {
+        o.line("")?;
+        o.line(&format!("   The demo project {} at session start:", s.cwd))?;
+        let p = injection::preview_session_start(journal.store(), config, serving, Path::new(&s.cwd), now, 2)
+            .context("preview the injection")?;
+        o.block(&p.render(), "   ")?;
+        let prompt = "pnpm test fails with a Redis connection error, how do I run the tests?";
+        let tz = injection::time_zone(config);
+        let served = injection::serve(
+            journal.store(),
+            config,
+            serving,
+            &tz,
+            &ServeRequest {
+                trigger: trigger::PROMPT,
+                query: prompt,
+                session: None,
+                project: Some(&s.project),
+                now,
+                status_line: false,
+                explore_draw: 1.0,
+            },
+        )
+        .context("preview a prompt")?;
+        o.line("")?;
+        o.line(&format!("   And at the prompt {prompt:?}:"))?;
+        let p = injection::Preview::new(&served, trigger::PROMPT, prompt, None, 2);
+        o.block(&p.render(), "   ")?;
+    }
+    drop(journal);
+    o.line("")?;
+
+    o.line("5. Training the predictor")?;
+    let trainer = opts.bin_dir.join("engram-trainer");
+    let served_sessions = {
+        let j = Journal::open(paths, WRITER).context("open the journal")?;
+        count(
+            &j,
+            "SELECT COUNT(DISTINCT r.session_key) FROM rankings r JOIN sessions s ON s.session_key = r.session_key
+             WHERE s.ended_ms IS NOT NULL",
+        )
+    };
+    if !opts.train {
+        o.line("   Skipped (--no-train).")?;
+    } else if !trainer.is_file() {
+        o.line(&format!(
+            "   engram-trainer is not in {}: build it (cargo build --release) to train the predictor and write the report.",
+            opts.bin_dir.display()
+        ))?;
+    } else if served_sessions == 0 {
+        o.line("   Not yet: the predictor learns from sessions in which the hooks served memories.")?;
+        o.line("   Install the hooks (below), work a few sessions, then run `engram-trainer run`.")?;
+    } else {
+        o.line(&format!(
+            "   {served_sessions} ended session(s) with served rankings; running {} run …",
+            trainer.display()
+        ))?;
+        match run_tool(&trainer, &["run"], paths) {
+            Ok(text) if text.trim().is_empty() => o.line("   (engram-trainer printed nothing)")?,
+            Ok(text) => {
+                summary.trainer = text.lines().next().map(str::to_owned);
+                o.block(&text, "   ")?;
+            }
+            Err(why) => o.line(&format!("   The trainer failed: {why}"))?,
+        }
+        let report = paths.home().join("report.html");
+        let arg = report.to_string_lossy().into_owned();
+        match run_tool(&trainer, &["report", "--html", &arg], paths) {
+            Ok(_) if report.is_file() => {
+                o.line(&format!("   Report: {}", report.display()))?;
+                summary.report = Some(report);
+            }
+            Ok(_) => o.line("   The trainer wrote no report.")?,
+            Err(why) => o.line(&format!("   The report failed: {why}"))?,
+        }
+    }
+    o.line("")?;
+
+    o.line("Summary")?;
+    o.line(&format!(
+        "   {} session(s) and {} memories in {}{}.",
+        summary.sessions,
+        summary.memories,
+        paths.home().display(),
+        if summary.demo { " (demo corpus: use ENGRAM_HOME=/some/dir for a throwaway data home)" } else { "" }
+    ))?;
+    o.line(&format!(
+        "   A new session in {} would get {} memor{}.",
+        opts.cwd.display(),
+        summary.injected_here,
+        if summary.injected_here == 1 { "y" } else { "ies" }
+    ))?;
+    o.line("")?;
+    o.line("Next")?;
+    o.line("   engram-ingestor install claude      # hooks + MCP server for Claude Code (--project DIR for one repo)")?;
+    o.line("   engram-ingestor install codex       # the same for Codex CLI")?;
+    o.line("   engram-scorer context               # what a session here gets, and why")?;
+    o.line("   engram-scorer search \"some words\"   # search memories")?;
+    o.line("   engram-ingestor memory list         # browse; memory pin|forget|feedback ID …")?;
+    o.line("   engram-ingestor uninstall claude    # take it out again")?;
+    Ok(summary)
+}
+
+/// Runs a sibling tool with the same data home; its stdout, or why it failed.
+fn run_tool(exe: &Path, args: &[&str], paths: &Paths) -> Result<String, String> {
+    let out = Command::new(exe)
+        .args(args)
+        .env("ENGRAM_HOME", paths.home())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = err.lines().rev().take(3).collect();
+        Err(format!("{} ({})", tail.into_iter().rev().collect::<Vec<_>>().join(" / "), out.status))
+    }
+}
+
+fn key(s: &DemoSession) -> SessionKey {
+    let h = match s.harness {
+        DemoHarness::Claude => shared::event::harness::CLAUDE,
+        DemoHarness::Codex => shared::event::harness::CODEX,
+    };
+    SessionKey::new(h, &s.id)
+}
+
+/// Ingests the demo sessions in time order, each preceded by the rankings
+/// its hooks would have served; returns the scans' total and the rankings.
+fn ingest_demo(
+    paths: &Paths,
+    config: &Config,
+    sessions: &[DemoSession],
+    now: Ts,
+    shutdown: &Shutdown,
+) -> Result<(ScanSummary, usize), Error> {
+    let tz = injection::time_zone(config);
+    let mut total = ScanSummary::default();
+    let mut rankings = 0;
+    for s in sessions {
+        let session = key(s);
+        {
+            let mut journal = Journal::open(paths, WRITER).context("open the journal")?;
+            let already: i64 = journal
+                .store()
+                .conn()
+                .query_row("SELECT COUNT(*) FROM rankings WHERE session_key = ?1", [session.as_str()], |r| r.get(0))
+                .unwrap_or(0);
+            if already == 0 {
+                let ctx = SessionContext::load(
+                    journal.store(),
+                    Some(s.project.clone()),
+                    Some(s.cwd.clone()),
+                    Some("main".into()),
+                    Some(&session),
+                )
+                .context("read the session context")?;
+                let mut moments: Vec<(Ts, &str, String)> = vec![(s.start, trigger::SESSION_START, ctx.query())];
+                moments.extend(s.prompts.iter().map(|(t, p)| (*t, trigger::PROMPT, p.clone())));
+                for (at, trig, query) in moments {
+                    let served = injection::serve(
+                        journal.store(),
+                        config,
+                        None,
+                        &tz,
+                        &ServeRequest {
+                            trigger: trig,
+                            query: &query,
+                            session: Some(&session),
+                            project: Some(&s.project),
+                            now: at,
+                            status_line: trig == trigger::SESSION_START,
+                            explore_draw: 1.0,
+                        },
+                    )
+                    .context("serve a demo ranking")?;
+                    if served.ranking.served.candidates.is_empty() {
+                        continue;
+                    }
+                    let fts: Vec<_> = served
+                        .ranking
+                        .items
+                        .iter()
+                        .filter(|it| it.memory.signals.bm25_rank.is_some_and(|r| r <= 10))
+                        .map(|it| it.memory.id.clone())
+                        .collect();
+                    let ranking_id = served.ranking.ranking_id.clone();
+                    let mut events =
+                        vec![Event::new(at, WRITER, Some(session.clone()), Body::RankingServed(served.ranking.served))];
+                    if trig == trigger::PROMPT && !fts.is_empty() {
+                        events.push(Event::new(
+                            at,
+                            WRITER,
+                            Some(session.clone()),
+                            Body::FtsHits(FtsHits { ranking_id: Some(ranking_id), memory_ids: fts }),
+                        ));
+                    }
+                    journal.append(&events).context("record a demo ranking")?;
+                    rankings += 1;
+                }
+            }
+        }
+        let mut sopts = ScanOptions::new(now);
+        sopts.paths = vec![s.path.clone()];
+        let one = scan::run(paths, config, &sopts, shutdown, &mut |_| {})?;
+        merge(&mut total, &one);
+    }
+    Ok((total, rankings))
+}
+
+fn merge(total: &mut ScanSummary, one: &ScanSummary) {
+    for (h, s) in &one.harnesses {
+        let t = total.harnesses.entry(h.clone()).or_default();
+        t.files += s.files;
+        t.files_read += s.files_read;
+        t.bytes += s.bytes;
+        t.sessions += s.sessions;
+        t.sessions_touched += s.sessions_touched;
+        t.sessions_ended += s.sessions_ended;
+        t.events += s.events;
+        t.known += s.known;
+        t.memories_added += s.memories_added;
+        t.memories_merged += s.memories_merged;
+        t.diagnostics += s.diagnostics;
+    }
+    total.events_appended += one.events_appended;
+    total.cursors += one.cursors;
+    total.last_lsn = one.last_lsn;
+    total.elapsed_ms += one.elapsed_ms;
+}

@@ -1,0 +1,535 @@
+//! What Claude Code and Codex send to a hook, and what the two hook binaries
+//! (`engram-scorer hook …` on the read side, `engram-ingestor hook …` on the
+//! write side) share: the events, the tolerant input type, the session key and
+//! project of a hook call, the git branch, where hooks log, and how a hook
+//! records events without ever making the agent wait.
+//!
+//! Both harnesses use one dialect (harness-formats §1d): a JSON object on
+//! stdin with `session_id`, `transcript_path` (null in Codex), `cwd`,
+//! `hook_event_name` and per-event fields; Codex adds `turn_id` and `model`.
+//! [`HookInput::parse`] reads any JSON object and ignores what it does not
+//! know; a field of an unexpected type is treated as absent.
+//!
+//! **Recording.** A hook appends through the journal like every writer, but
+//! only if the tape lock is free within a short wait ([`record`]): a scan that
+//! holds it for a large batch must not stall a prompt. Otherwise the events go
+//! to a spool file (`<home>/hooks/spool/*.jsonl`, written atomically) that the
+//! next writer to hold the lock through [`drain_spool`] appends first; event
+//! ids make a double drain harmless (the projection dedupes them).
+
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+
+use crate::error::{Error, IoContext, Result};
+use crate::event::{Event, harness};
+use crate::fsutil::{FileLock, atomic_write};
+use crate::ids::SessionKey;
+use crate::journal::{Journal, JournalOptions};
+use crate::paths::Paths;
+
+/// The hook events Engram handles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookEvent {
+    /// A session starts, resumes, is cleared or compacted (read side).
+    SessionStart,
+    /// The user submitted a prompt (read side).
+    UserPromptSubmit,
+    /// A tool is about to run (read side).
+    PreToolUse,
+    /// A tool ran (write side).
+    PostToolUse,
+    /// The agent finished its turn (write side).
+    Stop,
+    /// The session ended (write side).
+    SessionEnd,
+    /// The context is about to be compacted (write side).
+    PreCompact,
+}
+
+impl HookEvent {
+    /// Every event, read side first.
+    pub const ALL: [HookEvent; 7] = [
+        HookEvent::SessionStart,
+        HookEvent::UserPromptSubmit,
+        HookEvent::PreToolUse,
+        HookEvent::PostToolUse,
+        HookEvent::Stop,
+        HookEvent::SessionEnd,
+        HookEvent::PreCompact,
+    ];
+
+    /// The command-line name (`session-start`).
+    pub fn arg(self) -> &'static str {
+        match self {
+            HookEvent::SessionStart => "session-start",
+            HookEvent::UserPromptSubmit => "user-prompt-submit",
+            HookEvent::PreToolUse => "pre-tool-use",
+            HookEvent::PostToolUse => "post-tool-use",
+            HookEvent::Stop => "stop",
+            HookEvent::SessionEnd => "session-end",
+            HookEvent::PreCompact => "pre-compact",
+        }
+    }
+
+    /// The harness's name (`SessionStart`), used in settings files and in
+    /// `hookSpecificOutput.hookEventName`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::Stop => "Stop",
+            HookEvent::SessionEnd => "SessionEnd",
+            HookEvent::PreCompact => "PreCompact",
+        }
+    }
+
+    /// From the command-line name.
+    pub fn from_arg(arg: &str) -> Option<HookEvent> {
+        HookEvent::ALL.into_iter().find(|e| e.arg() == arg)
+    }
+
+    /// Whether `engram-scorer` (injection) rather than `engram-ingestor`
+    /// (recording) handles it.
+    pub fn is_read_side(self) -> bool {
+        matches!(self, HookEvent::SessionStart | HookEvent::UserPromptSubmit | HookEvent::PreToolUse)
+    }
+}
+
+/// The fields of a hook's stdin that Engram uses. Everything is optional:
+/// a harness version that omits a field, sends `null` or a value of another
+/// type still gets an answer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HookInput {
+    /// The harness's session id.
+    pub session_id: Option<String>,
+    /// The transcript file (`null` in Codex).
+    pub transcript_path: Option<String>,
+    /// `transcript_path` was sent as an explicit `null` (Codex does; Claude
+    /// Code always sends a path).
+    pub transcript_null: bool,
+    /// Working directory of the session.
+    pub cwd: Option<String>,
+    /// `SessionStart`, `UserPromptSubmit`, …
+    pub hook_event_name: Option<String>,
+    /// SessionStart: `startup`, `resume`, `clear`, `compact`, `fork`.
+    pub source: Option<String>,
+    /// The model (a string, or an object's `id`/`display_name`).
+    pub model: Option<String>,
+    /// UserPromptSubmit: the prompt.
+    pub prompt: Option<String>,
+    /// Pre/PostToolUse: the tool.
+    pub tool_name: Option<String>,
+    /// Pre/PostToolUse: its input (any JSON).
+    pub tool_input: Value,
+    /// PostToolUse: its response (any JSON).
+    pub tool_response: Value,
+    /// Pre/PostToolUse: the call id.
+    pub tool_use_id: Option<String>,
+    /// Codex: the turn.
+    pub turn_id: Option<String>,
+    /// SessionEnd: why.
+    pub reason: Option<String>,
+    /// PreCompact: `manual` or `auto`.
+    pub trigger: Option<String>,
+    /// PreCompact: the user's instructions for the summary.
+    pub custom_instructions: Option<String>,
+    /// Stop: the agent's last message.
+    pub last_assistant_message: Option<String>,
+    /// Inside a subagent: its id.
+    pub agent_id: Option<String>,
+}
+
+fn text(v: &Value, key: &str) -> Option<String> {
+    match v.get(key)? {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+impl HookInput {
+    /// Reads a hook's stdin. Only something that is not a JSON object is an error.
+    pub fn parse(bytes: &[u8]) -> std::result::Result<HookInput, String> {
+        let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("hook input is not JSON: {e}"))?;
+        if !v.is_object() {
+            return Err("hook input is not a JSON object".into());
+        }
+        let model = match v.get("model") {
+            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(obj @ Value::Object(_)) => text(obj, "id").or_else(|| text(obj, "display_name")),
+            _ => None,
+        };
+        Ok(HookInput {
+            session_id: text(&v, "session_id"),
+            transcript_path: text(&v, "transcript_path"),
+            transcript_null: v.get("transcript_path").is_some_and(Value::is_null),
+            cwd: text(&v, "cwd"),
+            hook_event_name: text(&v, "hook_event_name"),
+            source: text(&v, "source"),
+            model,
+            prompt: text(&v, "prompt"),
+            tool_name: text(&v, "tool_name"),
+            tool_input: v.get("tool_input").cloned().unwrap_or(Value::Null),
+            tool_response: v.get("tool_response").cloned().unwrap_or(Value::Null),
+            tool_use_id: text(&v, "tool_use_id"),
+            turn_id: text(&v, "turn_id"),
+            reason: text(&v, "reason"),
+            trigger: text(&v, "trigger"),
+            custom_instructions: text(&v, "custom_instructions"),
+            last_assistant_message: text(&v, "last_assistant_message"),
+            agent_id: text(&v, "agent_id"),
+        })
+    }
+
+    /// The harness: `explicit` when given (install writes `--harness`), else
+    /// Codex when the transcript is a Codex rollout, is an explicit `null`,
+    /// or a `turn_id` is present, else Claude Code.
+    pub fn harness(&self, explicit: Option<&str>) -> &'static str {
+        match explicit {
+            Some(h) if h == harness::CODEX => return harness::CODEX,
+            Some(h) if h == harness::CLAUDE => return harness::CLAUDE,
+            _ => {}
+        }
+        let codex_transcript = self.transcript_path.as_deref().is_some_and(|p| {
+            p.contains("/.codex/")
+                || Path::new(p).file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("rollout-"))
+        });
+        if codex_transcript || self.transcript_null || self.turn_id.is_some() {
+            harness::CODEX
+        } else {
+            harness::CLAUDE
+        }
+    }
+
+    /// `<harness>:<session_id>`, when the harness sent a session id.
+    pub fn session_key(&self, harness: &str) -> Option<SessionKey> {
+        self.session_id.as_deref().map(|id| SessionKey::new(harness, id))
+    }
+
+    /// The project of the session (see [`project_of`]).
+    pub fn project(&self) -> Option<String> {
+        self.cwd.as_deref().and_then(project_of)
+    }
+}
+
+/// The project name of a working directory: its last component (the rule the
+/// ingestor's adapters apply, so a hook's project matches its memories').
+pub fn project_of(cwd: &str) -> Option<String> {
+    let trimmed = cwd.trim_end_matches(['/', '\\']);
+    let name = trimmed.rsplit(['/', '\\']).next()?;
+    (!name.is_empty()).then(|| name.to_owned())
+}
+
+/// The checked-out branch of the repository containing `dir`, read from
+/// `.git/HEAD` (worktrees and submodules, whose `.git` is a file naming the
+/// git directory, included) without running git. `None` outside a repository
+/// or on a detached head.
+pub fn git_branch(dir: &Path) -> Option<String> {
+    for d in dir.ancestors() {
+        let dot_git = d.join(".git");
+        let Ok(meta) = fs::metadata(&dot_git) else { continue };
+        let git_dir = if meta.is_dir() {
+            dot_git
+        } else {
+            let text = fs::read_to_string(&dot_git).ok()?;
+            let target = text.trim().strip_prefix("gitdir:")?.trim().to_owned();
+            let p = PathBuf::from(target);
+            if p.is_absolute() { p } else { d.join(p) }
+        };
+        let head = fs::read_to_string(git_dir.join("HEAD")).ok()?;
+        return head.trim().strip_prefix("ref: refs/heads/").map(str::to_owned);
+    }
+    None
+}
+
+/// The hooks' log file in the data home.
+pub fn log_file(paths: &Paths) -> PathBuf {
+    paths.logs().join("hooks.log")
+}
+
+/// Reads all of stdin, refusing more than `max` bytes.
+pub fn read_stdin(max: usize) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(8 * 1024);
+    io::stdin().lock().take(max as u64 + 1).read_to_end(&mut buf)?;
+    if buf.len() > max {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("hook input is larger than {max} bytes")));
+    }
+    Ok(buf)
+}
+
+/// Directory of events waiting for the tape lock.
+pub fn spool_dir(paths: &Paths) -> PathBuf {
+    paths.home().join("hooks").join("spool")
+}
+
+/// What [`record`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    /// Appended to the tape log and applied to the projection.
+    Applied,
+    /// The lock was busy: written to this spool file for the next writer.
+    Spooled(PathBuf),
+}
+
+/// Waits up to `wait` for the tape lock to be free (polling, never queueing
+/// behind a long batch). `true` when it was free at some point.
+pub fn tape_lock_free(paths: &Paths, wait: Duration) -> Result<bool> {
+    let dir = paths.tapes();
+    fs::create_dir_all(&dir).ctx("create directory", &dir)?;
+    let lock = dir.join("LOCK");
+    let deadline = Instant::now() + wait;
+    loop {
+        if FileLock::try_exclusive(&lock).ctx("lock", &lock)?.is_some() {
+            return Ok(true);
+        }
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Records `events` (see the module docs): through the journal when the tape
+/// lock frees up within `wait`, else into the spool.
+pub fn record(paths: &Paths, writer: &str, events: &[Event], wait: Duration) -> Result<Recorded> {
+    if events.is_empty() {
+        return Ok(Recorded::Applied);
+    }
+    if tape_lock_free(paths, wait)? {
+        let mut journal = open_journal(paths, writer)?;
+        append_with_spool(&mut journal, events)?;
+        finish_connection(journal.store());
+        return Ok(Recorded::Applied);
+    }
+    spool(paths, events).map(Recorded::Spooled)
+}
+
+/// Tunes a short-lived process's connection. As the last connection to
+/// close it would checkpoint the WAL into the database and fsync it (several
+/// milliseconds on an agent's critical path), so that is turned off. But the
+/// first connection of every process rebuilds the WAL index by reading the
+/// whole WAL (and, having rebuilt it, cannot know what was already copied
+/// back, so the WAL never restarts): [`finish_connection`] turns the
+/// checkpoint back on once the WAL is larger than [`HOOK_WAL_BYTES`].
+pub fn tune_connection(conn: &rusqlite::Connection) {
+    set_checkpoint_on_close(conn, false);
+}
+
+fn set_checkpoint_on_close(conn: &rusqlite::Connection, on: bool) {
+    if let Err(e) = conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, !on) {
+        tracing::debug!(error = %e, "cannot change the checkpoint on close");
+    }
+}
+
+/// WAL size above which a hook's connection checkpoints (and removes the
+/// WAL) when it closes: recovery reads about this much per process.
+pub const HOOK_WAL_BYTES: u64 = 1 << 20;
+
+/// Lets `store` checkpoint on close if its WAL grew past [`HOOK_WAL_BYTES`].
+pub fn finish_connection(store: &crate::store::Store) {
+    let mut wal = store.file().as_os_str().to_owned();
+    wal.push("-wal");
+    if fs::metadata(&wal).is_ok_and(|m| m.len() > HOOK_WAL_BYTES) {
+        set_checkpoint_on_close(store.conn(), true);
+    }
+}
+
+/// Opens the journal for a hook: no sealing on the critical path, a tuned
+/// connection (see [`tune_connection`]).
+pub fn open_journal(paths: &Paths, writer: &str) -> Result<Journal> {
+    let journal = Journal::open_with(paths, writer, JournalOptions::low_latency())?;
+    tune_connection(journal.store().conn());
+    Ok(journal)
+}
+
+/// Writes `events` to a new spool file.
+pub fn spool(paths: &Paths, events: &[Event]) -> Result<PathBuf> {
+    let dir = spool_dir(paths);
+    fs::create_dir_all(&dir).ctx("create directory", &dir)?;
+    let mut bytes = Vec::new();
+    for e in events {
+        bytes.extend_from_slice(&e.to_json());
+        bytes.push(b'\n');
+    }
+    let name = format!("{}-{}.jsonl", events[0].id.as_str(), std::process::id());
+    let path = dir.join(name);
+    atomic_write(&path, &bytes).ctx("write", &path)?;
+    tracing::info!(file = %path.display(), events = events.len(), "the tape log is busy; events spooled");
+    Ok(path)
+}
+
+/// Appends whatever is spooled, then `events`, in one batch.
+pub fn append_with_spool(journal: &mut Journal, events: &[Event]) -> Result<()> {
+    let (spooled, claimed) = take_spool(journal.paths())?;
+    if spooled.is_empty() && events.is_empty() {
+        return Ok(());
+    }
+    let mut batch = spooled;
+    batch.extend_from_slice(events);
+    journal.append(&batch)?;
+    for file in claimed {
+        if let Err(e) = fs::remove_file(&file) {
+            tracing::warn!(file = %file.display(), error = %e, "cannot remove a drained spool file");
+        }
+    }
+    Ok(())
+}
+
+/// Appends whatever is spooled; returns how many events.
+pub fn drain_spool(journal: &mut Journal) -> Result<usize> {
+    let (spooled, claimed) = take_spool(journal.paths())?;
+    let n = spooled.len();
+    if n > 0 {
+        journal.append(&spooled)?;
+    }
+    for file in claimed {
+        let _ = fs::remove_file(&file);
+    }
+    Ok(n)
+}
+
+/// A claimed spool file older than this is taken over (its drainer died).
+const STALE_CLAIM: Duration = Duration::from_secs(60);
+
+/// Claims every spool file (renaming it, so that two drainers do not both
+/// take it) and reads its events.
+fn take_spool(paths: &Paths) -> Result<(Vec<Event>, Vec<PathBuf>)> {
+    let dir = spool_dir(paths);
+    let entries = match fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), Vec::new())),
+        Err(e) => return Err(Error::io("list", &dir, e)),
+    };
+    let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    files.sort();
+    let mut events = Vec::new();
+    let mut claimed = Vec::new();
+    for path in files {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        let claim = if name.ends_with(".jsonl") {
+            let to = path.with_file_name(format!("{name}.{}.claimed", std::process::id()));
+            if fs::rename(&path, &to).is_err() {
+                continue;
+            }
+            to
+        } else if name.ends_with(".claimed") {
+            let old = fs::metadata(&path)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| SystemTime::now().duration_since(t).ok())
+                .is_some_and(|age| age > STALE_CLAIM);
+            if !old {
+                continue;
+            }
+            path
+        } else {
+            continue;
+        };
+        let bytes = fs::read(&claim).ctx("read", &claim)?;
+        for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            match Event::from_json(line) {
+                Ok(e) => events.push(e),
+                Err(e) => tracing::warn!(file = %claim.display(), error = %e, "unreadable spooled event skipped"),
+            }
+        }
+        claimed.push(claim);
+    }
+    Ok((events, claimed))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::event::{Body, SessionEnded};
+    use crate::time::Ts;
+
+    #[test]
+    fn input_is_read_tolerantly() {
+        let i = HookInput::parse(
+            br#"{"session_id":"abc","transcript_path":null,"cwd":"/home/me/web/","hook_event_name":"UserPromptSubmit",
+                "prompt":"fix it","turn_id":"t1","model":{"id":"gpt-5"},"tool_input":{"command":"ls"},"extra":[1,2],
+                "reason":7}"#,
+        )
+        .unwrap();
+        assert_eq!(i.transcript_path, None);
+        assert!(i.transcript_null);
+        let start = HookInput::parse(br#"{"session_id":"s","transcript_path":null,"hook_event_name":"SessionStart"}"#);
+        assert_eq!(start.unwrap().harness(None), harness::CODEX, "a null transcript means Codex");
+        assert_eq!(i.model.as_deref(), Some("gpt-5"));
+        assert_eq!(i.reason.as_deref(), Some("7"));
+        assert_eq!(i.harness(None), harness::CODEX, "turn_id means Codex");
+        assert_eq!(i.harness(Some("claude")), harness::CLAUDE);
+        assert_eq!(i.session_key("codex").unwrap().as_str(), "codex:abc");
+        assert_eq!(i.project().as_deref(), Some("web"));
+        assert!(HookInput::parse(b"[1]").is_err());
+        assert!(HookInput::parse(b"{").is_err());
+        let claude = HookInput::parse(br#"{"session_id":"s","transcript_path":"/h/.claude/projects/x/s.jsonl"}"#);
+        assert_eq!(claude.unwrap().harness(None), harness::CLAUDE);
+        let codex = HookInput::parse(
+            br#"{"transcript_path":"/h/.codex/sessions/2026/01/02/rollout-2026-01-02T05-00-00-x.jsonl"}"#,
+        );
+        assert_eq!(codex.unwrap().harness(None), harness::CODEX);
+    }
+
+    #[test]
+    fn events_round_trip_their_names() {
+        for e in HookEvent::ALL {
+            assert_eq!(HookEvent::from_arg(e.arg()), Some(e));
+        }
+        assert_eq!(HookEvent::ALL.iter().filter(|e| e.is_read_side()).count(), 3);
+    }
+
+    #[test]
+    fn git_branch_from_head_and_worktree_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        fs::create_dir_all(repo.join(".git")).unwrap();
+        fs::create_dir_all(repo.join("src/deep")).unwrap();
+        fs::write(repo.join(".git/HEAD"), "ref: refs/heads/feature/x\n").unwrap();
+        assert_eq!(git_branch(&repo.join("src/deep")).as_deref(), Some("feature/x"));
+        let wt = dir.path().join("wt");
+        fs::create_dir_all(dir.path().join("gitdirs/wt")).unwrap();
+        fs::create_dir_all(&wt).unwrap();
+        fs::write(wt.join(".git"), "gitdir: ../gitdirs/wt\n").unwrap();
+        fs::write(dir.path().join("gitdirs/wt/HEAD"), "ref: refs/heads/integration\n").unwrap();
+        assert_eq!(git_branch(&wt).as_deref(), Some("integration"));
+        fs::write(repo.join(".git/HEAD"), "0123456789abcdef\n").unwrap();
+        assert_eq!(git_branch(&repo), None, "detached");
+    }
+
+    #[test]
+    fn busy_lock_spools_and_the_next_writer_drains() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        let key = SessionKey::new("claude", "s1");
+        let ended = |ts| {
+            Event::new(Ts(ts), "t", Some(key.clone()), Body::SessionEnded(SessionEnded { reason: "other".into() }))
+        };
+        let holder = FileLock::exclusive(&{
+            fs::create_dir_all(paths.tapes()).unwrap();
+            paths.tapes().join("LOCK")
+        })
+        .unwrap();
+        let got = record(&paths, "t", &[ended(1_000)], Duration::from_millis(20)).unwrap();
+        assert!(matches!(got, Recorded::Spooled(_)));
+        drop(holder);
+        let got = record(&paths, "t", &[ended(2_000)], Duration::from_millis(20)).unwrap();
+        assert_eq!(got, Recorded::Applied);
+        let j = Journal::open(&paths, "t").unwrap();
+        assert_eq!(j.tape().lock().unwrap().last_lsn(), 2, "the spooled event was appended first");
+        assert_eq!(fs::read_dir(spool_dir(&paths)).unwrap().count(), 0);
+        let ended_ms: i64 = j
+            .store()
+            .conn()
+            .query_row("SELECT ended_ms FROM sessions WHERE session_key = 'claude:s1'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(ended_ms, 2_000);
+    }
+}

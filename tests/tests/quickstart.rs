@@ -1,0 +1,36 @@
+//! The README's first run, `engram-ingestor quickstart`, end to end: on a
+//! machine with no agent history it uses the demo corpus; with history it
+//! scans that instead. Either way it ends with a summary and what to do
+//! next, and leaves memories and served rankings in the data home.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::World;
+
+#[test]
+fn without_history_the_demo_corpus_runs_the_whole_pipeline() {
+    let w = World::new();
+    let out = w.ok(&["quickstart", "--no-train", "--cwd", "/home/demo/webapp"]);
+    for want in ["1. Agent history", "No agent logs found", "demo corpus", "3. Memories learned", "Summary", "Next"] {
+        assert!(out.contains(want), "{want:?} missing:\n{out}");
+    }
+    assert!(out.contains("engram-ingestor install claude") && out.contains("engram-ingestor install codex"), "{out}");
+    assert!(out.contains("<engram-context>"), "shows what would be injected:\n{out}");
+    assert!(w.count("SELECT COUNT(*) FROM memories WHERE is_deleted = 0") >= 10);
+    assert!(w.count("SELECT COUNT(*) FROM rankings") > 0, "the demo replay records served rankings");
+    assert_eq!(w.count("SELECT COUNT(*) FROM sessions"), 12);
+}
+
+#[test]
+fn with_history_the_users_own_sessions_are_scanned() {
+    let w = World::new();
+    let transcript = w.claude_projects().join("-home-dev-webapp/11111111-1111-4111-8111-111111111111.jsonl");
+    w.copy(&common::ingestor_data("claude_session.jsonl"), &transcript);
+    let out = w.ok(&["quickstart", "--no-train", "--cwd", "/home/dev/webapp"]);
+    assert!(out.contains("Found 1 log(s): 1 claude") && !out.contains("demo corpus"), "{out}");
+    assert!(out.contains("Summary") && out.contains("Next"), "{out}");
+    assert!(w.count("SELECT COUNT(*) FROM sessions WHERE harness = 'claude'") >= 1);
+    assert!(!w.home().join("demo").exists());
+}
