@@ -175,8 +175,24 @@ const STOP_WORDS: &[&str] = &[
     "i've",
 ];
 
-/// Words that place something in time (relative days, calendar units, months,
-/// weekdays, seasons), lower-case.
+/// English month names, lower-case, January first.
+pub const MONTH_NAMES: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// Words other than month names that place something in time (relative
+/// days, calendar units, weekdays, seasons), lower-case.
 const TIME_WORDS: &[&str] = &[
     "yesterday",
     "today",
@@ -193,18 +209,6 @@ const TIME_WORDS: &[&str] = &[
     "years",
     "recently",
     "lately",
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
     "monday",
     "tuesday",
     "wednesday",
@@ -241,7 +245,7 @@ pub fn asks_about_time(query: &str) -> bool {
 pub fn has_time_expression(text: &str) -> bool {
     lower_words(text).iter().any(|w| {
         let w = w.trim_matches(':');
-        if TIME_WORDS.contains(&w) {
+        if TIME_WORDS.contains(&w) || MONTH_NAMES.contains(&w) {
             return true;
         }
         if w.len() == 4 && w.bytes().all(|b| b.is_ascii_digit()) {
