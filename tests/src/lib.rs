@@ -1,1 +1,25 @@
 //! Support code for the end-to-end tests that run the real Engram binaries.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Builds (or brings up to date) `bin` of `package` in the profile the calling
+/// test was built with, and returns its path. Call it once per test process
+/// (behind a `OnceLock`).
+///
+/// # Panics
+/// When the build fails (the test cannot run without the binary).
+pub fn build_bin(package: &str, bin: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    // <target>/<profile>/deps/<test binary>
+    let profile_dir = exe.parent().and_then(Path::parent).expect("<target>/<profile>/deps").to_path_buf();
+    let target_dir = profile_dir.parent().expect("a target directory");
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "--quiet", "-p", package, "--bin", bin, "--target-dir"]).arg(target_dir);
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let out = cmd.output().expect("run cargo build");
+    assert!(out.status.success(), "building {bin} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    profile_dir.join(bin)
+}

@@ -22,19 +22,7 @@ use shared::time::Ts;
 /// The `engram-scorer` binary of this test profile, built once.
 fn scorer_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-        let target_dir = profile_dir.parent().unwrap();
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--quiet", "-p", "scorer", "--bin", "engram-scorer", "--target-dir"]).arg(target_dir);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "building engram-scorer failed:\n{}", String::from_utf8_lossy(&out.stderr));
-        profile_dir.join("engram-scorer")
-    })
+    BIN.get_or_init(|| tests::build_bin("scorer", "engram-scorer"))
 }
 
 /// A running scorer with a line reader on its stdout.

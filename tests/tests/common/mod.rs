@@ -9,27 +9,10 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-/// Builds (or brings up to date) `bin` of `package` in the profile these
-/// tests were built with, and returns its path.
-fn build_bin(package: &str, bin: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    // <target>/<profile>/deps/<test binary>
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-    let target_dir = profile_dir.parent().unwrap();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "--quiet", "-p", package, "--bin", bin, "--target-dir"]).arg(target_dir);
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "building {bin} failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    profile_dir.join(bin)
-}
-
 /// The `engram-ingestor` binary, built once per test process.
 pub fn ingestor_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| build_bin("ingestor", "engram-ingestor"))
+    BIN.get_or_init(|| tests::build_bin("ingestor", "engram-ingestor"))
 }
 
 /// The ingestor's own test fixtures (written by this project).
@@ -188,7 +171,7 @@ pub fn contains_ignore_case(hay: &[u8], needle: &str) -> bool {
 /// The `engram-scorer` binary, built once per test process.
 pub fn scorer_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| build_bin("scorer", "engram-scorer"))
+    BIN.get_or_init(|| tests::build_bin("scorer", "engram-scorer"))
 }
 
 impl World {

@@ -31,20 +31,7 @@ use shared::time::Ts;
 /// The `engram-trainer` binary of this test profile, built once per process.
 pub fn trainer_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        // <target>/<profile>/deps/<test binary>
-        let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-        let target_dir = profile_dir.parent().unwrap();
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--quiet", "-p", "trainer", "--bin", "engram-trainer", "--target-dir"]).arg(target_dir);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "building engram-trainer failed:\n{}", String::from_utf8_lossy(&out.stderr));
-        profile_dir.join("engram-trainer")
-    })
+    BIN.get_or_init(|| tests::build_bin("trainer", "engram-trainer"))
 }
 
 /// 2026-01-05, a Monday, 00:00 UTC.
