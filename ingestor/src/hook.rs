@@ -268,24 +268,12 @@ pub fn worker(paths: &Paths, shutdown: &Shutdown) -> Result<(), Error> {
 /// The whole `engram-ingestor hook EVENT` process: logging to the hooks log,
 /// stdin, [`run`] under `catch_unwind`. Always exits 0 and prints nothing.
 pub fn main_entry(event: HookEvent, harness_arg: Option<&str>) {
-    let paths = match Paths::from_env() {
-        Ok(p) => p,
-        Err(e) => {
-            shared::logging::init_stderr("warn");
-            tracing::error!(error = %e, hook = event.arg(), "hook failed");
-            return;
-        }
-    };
-    shared::logging::init_file(&shared::hook::log_file(&paths), "warn");
-    let outcome = std::panic::catch_unwind(|| {
-        let input = shared::hook::read_stdin(MAX_INPUT).map_err(|e| Error::io("stdin", e))?;
+    let done = shared::hook::guarded(event.arg(), MAX_INPUT, |input, paths| {
         let exe = std::env::current_exe().map_err(|e| Error::io("current executable", e))?;
-        run(event, harness_arg, &input, &paths, Ts::now(), &exe)
+        run(event, harness_arg, input, paths, Ts::now(), &exe)
     });
-    match outcome {
-        Ok(Ok(o)) => tracing::debug!(hook = event.arg(), ?o, "hook done"),
-        Ok(Err(e)) => tracing::error!(error = %e, hook = event.arg(), "hook failed"),
-        Err(_) => tracing::error!(hook = event.arg(), "hook panicked"),
+    if let Some(o) = done {
+        tracing::debug!(hook = event.arg(), ?o, "hook done");
     }
 }
 

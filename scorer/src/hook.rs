@@ -207,34 +207,13 @@ pub fn output(event: HookEvent, context: &str) -> String {
 /// The whole `engram-scorer hook EVENT` process: logging to the hooks log,
 /// stdin, [`run`] under `catch_unwind`, stdout. Always exits 0.
 pub fn main_entry(event: HookEvent, harness: Option<&str>) {
-    let paths = match Paths::from_env() {
-        Ok(p) => p,
-        Err(e) => {
-            shared::logging::init_stderr("warn");
-            tracing::error!(error = %e, hook = event.arg(), "hook failed");
-            return;
+    let done =
+        shared::hook::guarded(event.arg(), MAX_INPUT, |input, paths| run(event, harness, input, paths, Ts::now()));
+    if let Some(line) = done.and_then(|o| o.stdout) {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+            tracing::warn!(error = %e, "cannot write the hook output");
         }
-    };
-    shared::logging::init_file(&shared::hook::log_file(&paths), "warn");
-    let outcome = std::panic::catch_unwind(|| {
-        let input = shared::hook::read_stdin(MAX_INPUT).map_err(|e| Error::io("read", Path::new("stdin"), e))?;
-        run(event, harness, &input, &paths, Ts::now())
-    });
-    match outcome {
-        Ok(Ok(o)) => {
-            if let Some(line) = o.stdout {
-                use std::io::Write as _;
-                let mut out = std::io::stdout().lock();
-                if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
-                    tracing::warn!(error = %e, "cannot write the hook output");
-                }
-            }
-        }
-        Ok(Err(e)) => tracing::error!(error = %e, hook = event.arg(), "hook failed; nothing injected"),
-        Err(panic) => tracing::error!(
-            panic = %crate::training::panic_message(&panic),
-            hook = event.arg(),
-            "hook panicked; nothing injected"
-        ),
     }
 }

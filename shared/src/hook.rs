@@ -263,6 +263,47 @@ pub fn read_stdin(max: usize) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// Runs a hook process's body the way every hook runs: the data home from
+/// the environment, logging to the hooks log, stdin read (at most
+/// `max_input` bytes), and the body under `catch_unwind`. A failure or a
+/// panic is logged (with `hook`, the event's name) and gives `None`: a hook
+/// never breaks the agent.
+pub fn guarded<T, E: std::fmt::Display>(
+    hook: &str,
+    max_input: usize,
+    body: impl FnOnce(&[u8], &Paths) -> std::result::Result<T, E>,
+) -> Option<T> {
+    let paths = match Paths::from_env() {
+        Ok(p) => p,
+        Err(e) => {
+            crate::logging::init_stderr("warn");
+            tracing::error!(error = %e, hook, "hook failed");
+            return None;
+        }
+    };
+    crate::logging::init_file(&log_file(&paths), "warn");
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match read_stdin(max_input) {
+        Ok(input) => body(&input, &paths).map_err(|e| e.to_string()),
+        Err(e) => Err(format!("read stdin: {e}")),
+    }));
+    match outcome {
+        Ok(Ok(value)) => Some(value),
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, hook, "hook failed");
+            None
+        }
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            tracing::error!(panic = %message, hook, "hook panicked");
+            None
+        }
+    }
+}
+
 /// Directory of events waiting for the tape lock.
 pub fn spool_dir(paths: &Paths) -> PathBuf {
     paths.home().join("hooks").join("spool")
