@@ -13,6 +13,7 @@
 //! exceeds its time budget (25 s by default, inside the daemon's 30 s RPC
 //! timeout); the epochs done so far are kept and gated.
 
+pub use shared::logging::panic_message;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -172,17 +173,6 @@ pub fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(payload) => Err(Error::Panicked(panic_message(payload.as_ref()))),
-    }
-}
-
-/// The text of a panic payload.
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_owned()
     }
 }
 

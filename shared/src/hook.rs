@@ -293,12 +293,7 @@ pub fn guarded<T, E: std::fmt::Display>(
             None
         }
         Err(panic) => {
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_owned());
-            tracing::error!(panic = %message, hook, "hook panicked");
+            tracing::error!(panic = %crate::logging::panic_message(panic.as_ref()), hook, "hook panicked");
             None
         }
     }

@@ -46,3 +46,14 @@ pub fn init_file(file: &Path, default: &str) {
         Err(_) => init_stderr(default),
     }
 }
+
+/// The message of a caught panic's payload (`&str` or `String`), for logs and errors.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_owned()
+    }
+}
