@@ -447,7 +447,7 @@ fn shuffle_key(seed: u64, salt: &str, l: &EvalList) -> u64 {
 /// Splits lists into two random halves (the first gets the odd one).
 fn halves<'a>(lists: &[&'a EvalList], seed: u64, salt: &str) -> (Vec<&'a EvalList>, Vec<&'a EvalList>) {
     let mut shuffled: Vec<&EvalList> = lists.to_vec();
-    shuffled.sort_by_key(|l| (shuffle_key(seed, salt, l), l.question));
+    shuffled.sort_by_cached_key(|l| (shuffle_key(seed, salt, l), l.question));
     let cut = shuffled.len().div_ceil(2);
     let second = shuffled.split_off(cut);
     (shuffled, second)
