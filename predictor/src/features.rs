@@ -35,6 +35,9 @@
 //! | 21 | `follows_hit` | clamped to `[0, 1]` |
 //! | 22 | `precedes_hit` | clamped to `[0, 1]` |
 //! | 23 | `time_match` | clamped to `[0, 1]` |
+//! | 24 | `context_before` | `max(x, 0) / max over the list` (0 when the max is ≤ 0) |
+//! | 25 | `context_after` | the same |
+//! | 26 | `context_wide` | the same |
 //!
 //! Features are only ever appended: a checkpoint written with fewer features
 //! loads with zero weights on the new ones (see [`crate::checkpoint::decode`]).
@@ -67,7 +70,7 @@ use crate::error::{Error, check_finite};
 use crate::tokenizer::fnv1a64;
 
 /// Number of encoded per-candidate features.
-pub const NUM_FEATURES: usize = 24;
+pub const NUM_FEATURES: usize = 27;
 
 /// Names of the encoded per-candidate features, in matrix row order.
 pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
@@ -95,6 +98,9 @@ pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
     "follows_hit",
     "precedes_hit",
     "time_match",
+    "context_before",
+    "context_after",
+    "context_wide",
 ];
 
 /// Row index of a named feature, for callers and tests that need one.
@@ -166,6 +172,13 @@ pub struct CandidateSignals {
     /// The query asks about time (when, how long, which year…) and the memory
     /// states one (a date, a weekday, "yesterday", "two weeks ago"…), in `[0, 1]`.
     pub time_match: f32,
+    /// BM25 of the memory read together with the one just before it in its
+    /// source session (an answer scored with its question), ≥ 0.
+    pub context_before: f32,
+    /// BM25 of the memory read together with the one just after it, ≥ 0.
+    pub context_after: f32,
+    /// BM25 of the window from two before to one after the memory, ≥ 0.
+    pub context_wide: f32,
 }
 
 /// Signals of the session a list is ranked for; equal for every candidate of the list.
@@ -213,6 +226,9 @@ fn check_signals(i: usize, s: &CandidateSignals) -> Result<(), Error> {
     check_finite(name("follows_hit"), s.follows_hit)?;
     check_finite(name("precedes_hit"), s.precedes_hit)?;
     check_finite(name("time_match"), s.time_match)?;
+    check_finite(name("context_before"), s.context_before)?;
+    check_finite(name("context_after"), s.context_after)?;
+    check_finite(name("context_wide"), s.context_wide)?;
     if let Some(b) = s.bm25_score {
         check_finite(name("bm25_score"), b)?;
     }
@@ -235,6 +251,10 @@ pub fn encode_candidates(signals: &[CandidateSignals]) -> Result<DMatrix<f32>, E
     let n = signals.len();
     let bm25_max = signals.iter().filter_map(|s| s.bm25_score).fold(0.0f32, f32::max);
     let eff_max = signals.iter().map(|s| s.effective_score).fold(0.0f32, f32::max);
+    let list_max = |f: fn(&CandidateSignals) -> f32| signals.iter().map(f).fold(0.0f32, f32::max);
+    let (before_max, after_max, wide_max) =
+        (list_max(|s| s.context_before), list_max(|s| s.context_after), list_max(|s| s.context_wide));
+    let relative = |x: f32, max: f32| if max > 0.0 { x.max(0.0) / max } else { 0.0 };
     // Recency rank: ascending age, ties by index (stable sort).
     let mut by_age: Vec<usize> = (0..n).collect();
     by_age.sort_by(|&a, &b| signals[a].age_days.total_cmp(&signals[b].age_days));
@@ -274,6 +294,9 @@ pub fn encode_candidates(signals: &[CandidateSignals]) -> Result<DMatrix<f32>, E
             s.follows_hit.clamp(0.0, 1.0),
             s.precedes_hit.clamp(0.0, 1.0),
             s.time_match.clamp(0.0, 1.0),
+            relative(s.context_before, before_max),
+            relative(s.context_after, after_max),
+            relative(s.context_wide, wide_max),
         ];
         m.column_mut(j).copy_from_slice(&col);
     }

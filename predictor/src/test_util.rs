@@ -101,6 +101,9 @@ pub fn random_signals(r: &mut ChaCha8Rng) -> CandidateSignals {
         follows_hit: r.random_range(0.0..1.0),
         precedes_hit: r.random_range(0.0..1.0),
         time_match: f32::from(u8::from(r.random_bool(0.3))),
+        context_before: r.random_range(0.0..12.0),
+        context_after: r.random_range(0.0..12.0),
+        context_wide: r.random_range(0.0..16.0),
     }
 }
 

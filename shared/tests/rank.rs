@@ -195,6 +195,35 @@ fn predictor_ranking_is_computed_and_recorded_during_cold_start() {
 }
 
 #[test]
+fn an_answer_is_scored_with_the_question_before_it() {
+    let (_d, j) = setup(&[
+        Mem { session: Some("engram:s1"), ..mem("q", "Melanie: Which flowers do you grow in the garden?") },
+        Mem { session: Some("engram:s1"), ..mem("a", "Audrey: Peruvian lilies, bright colours and delicate petals") },
+        Mem { session: Some("engram:s1"), ..mem("after", "Melanie: Lovely! I should plant some too") },
+        Mem { session: Some("engram:s2"), ..mem("other", "Audrey: The dogs love puzzles and hide-and-seek") },
+    ]);
+    let ids: Vec<MemoryId> = ["q", "a", "after", "other"].iter().map(|s| MemoryId::from(*s)).collect();
+    let query = rank::PoolQuery { text: "garden flowers", embedding: None, project: None, session: None, now: NOW };
+    for pool in [
+        rank::pool::gather_fixed(j.store(), &query, &ids).unwrap(),
+        rank::pool::gather(j.store(), &query, &rank::PoolLimits::default()).unwrap(),
+    ] {
+        let get = |id: &str| pool.memories.iter().find(|m| m.id.as_str() == id).expect(id).signals;
+        let (q, a) = (get("q"), get("a"));
+        // The answer shares no word with the query: only its window does.
+        assert_eq!(a.bm25_score, None);
+        assert!(a.context_before > 0.0 && a.context_before <= q.context_wide + 1e-6);
+        assert_eq!(a.context_before, q.context_after, "the same two memories read together");
+        assert!(q.context_before > 0.0, "a hit's window holds the hit");
+        assert_eq!(a.context_after, 0.0, "the answer and the memory after it share nothing with the query");
+        assert!(get("after").context_wide > 0.0, "two after the hit is still in its wide window");
+        if let Some(other) = pool.memories.iter().find(|m| m.id.as_str() == "other") {
+            assert_eq!(other.signals.context_wide, 0.0);
+        }
+    }
+}
+
+#[test]
 fn fixed_pools_rescore_a_recorded_set_in_its_order() {
     let (_d, j) = setup(&[mem("m1", "auth tokens expire"), mem("m2", "build uses cargo"), mem("m3", "auth flow")]);
     let ids: Vec<MemoryId> = ["m3", "m2", "m1"].iter().map(|s| MemoryId::from(*s)).collect();

@@ -107,7 +107,7 @@ fn every_input_can_change_a_ranking() {
 
     // Per-candidate raw signals: redraw one field for every candidate.
     type Setter = fn(&mut CandidateSignals, &mut ChaCha8Rng);
-    let setters: [(&str, Setter); 20] = [
+    let setters: [(&str, Setter); 23] = [
         ("age_days", |s, r| s.age_days = r.random_range(0.0..400.0)),
         ("importance", |s, r| s.importance = r.random_range(0.0..1.0)),
         ("access_count", |s, r| s.access_count = r.random_range(0..100)),
@@ -128,6 +128,9 @@ fn every_input_can_change_a_ranking() {
         ("follows_hit", |s, r| s.follows_hit = r.random_range(0.0..1.0)),
         ("precedes_hit", |s, r| s.precedes_hit = r.random_range(0.0..1.0)),
         ("time_match", |s, r| s.time_match = r.random_range(0.0..1.0)),
+        ("context_before", |s, r| s.context_before = r.random_range(0.0..12.0)),
+        ("context_after", |s, r| s.context_after = r.random_range(0.0..12.0)),
+        ("context_wide", |s, r| s.context_wide = r.random_range(0.0..12.0)),
     ];
     for (name, set) in setters {
         let mut c2 = cands.clone();

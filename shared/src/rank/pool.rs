@@ -248,8 +248,84 @@ pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<P
     )? {
         add(rowid, source::EFFECTIVE);
     }
-    order.truncate(limits.pool);
-    finish(store, q, info, &order, sources, &hits, &neighbor, &vector_sim)
+    let mut memories = load_rows(store, &order)?;
+    let context = context_scores(&mut memories, &neighbor, &info.query_terms);
+    if memories.len() > limits.pool {
+        keep_best(&mut memories, limits.pool, &sources, &context, &neighbor);
+    }
+    finish(store, q, info, memories, sources, &hits, &neighbor, &context, &vector_sim)
+}
+
+/// Keeps the `keep` most promising candidates: pinned memories first, then
+/// the text candidates (BM25 hits and their neighbours) by their context
+/// scores, then the rest in gathering order. BM25 alone ranks a hit without
+/// the turn before it, so the window read with its neighbours is the better
+/// prior for what the rankers should see.
+fn keep_best(
+    memories: &mut Vec<PoolMemory>,
+    keep: usize,
+    sources: &HashMap<i64, BTreeSet<&'static str>>,
+    context: &HashMap<i64, [f32; 3]>,
+    neighbor: &Neighbours,
+) {
+    let max = |i: usize| context.values().map(|c| c[i]).fold(f32::MIN_POSITIVE, f32::max);
+    let (before_max, wide_max) = (max(0), max(2));
+    let prior = |m: &PoolMemory| {
+        let src = sources.get(&m.rowid);
+        let has = |s: &str| src.is_some_and(|set| set.contains(s));
+        if has(source::PINNED) {
+            return (0u8, 0.0f32);
+        }
+        if has(source::BM25) || has(source::NEIGHBOR) {
+            let c = context.get(&m.rowid).copied().unwrap_or_default();
+            let near = neighbor.near.get(&m.rowid).copied().unwrap_or(0.0);
+            return (1, -(c[2] / wide_max + c[0] / before_max + 0.3 * near));
+        }
+        (2, 0.0)
+    };
+    let mut keyed: Vec<((u8, f32), usize)> = memories.iter().enumerate().map(|(i, m)| (prior(m), i)).collect();
+    keyed.sort_by(|a, b| a.0.0.cmp(&b.0.0).then(a.0.1.total_cmp(&b.0.1)).then(a.1.cmp(&b.1)));
+    let mut chosen: Vec<usize> = keyed.into_iter().take(keep).map(|(_, i)| i).collect();
+    chosen.sort_unstable();
+    let mut slots: Vec<Option<PoolMemory>> = std::mem::take(memories).into_iter().map(Some).collect();
+    *memories = chosen.into_iter().filter_map(|i| slots[i].take()).collect();
+}
+
+/// Tokenizes every memory's content once, and scores each with BM25 over the
+/// windows of its source session (see [`CandidateSignals::context_before`]):
+/// `[before, after, wide]` by rowid. Adjacency comes from the neighbour
+/// queries; a neighbour that is not loaded adds nothing to a window.
+fn context_scores(
+    memories: &mut [PoolMemory],
+    neighbor: &Neighbours,
+    query: &[text::QueryTerm],
+) -> HashMap<i64, [f32; 3]> {
+    for m in memories.iter_mut() {
+        m.bag = text::bag_of_words(&m.content);
+    }
+    let bags: HashMap<i64, &text::Bag> = memories.iter().map(|m| (m.rowid, &m.bag)).collect();
+    let avg_len = if memories.is_empty() {
+        0.0
+    } else {
+        (memories.iter().map(|m| m.bag.total()).sum::<f32>() / memories.len() as f32).max(1.0)
+    };
+    let prev = |r: i64| neighbor.prev.get(&r).copied();
+    let next = |r: i64| neighbor.next.get(&r).copied();
+    let window = |members: &[Option<i64>]| -> f32 {
+        let w: Vec<&text::Bag> = members.iter().flatten().filter_map(|r| bags.get(r).copied()).collect();
+        text::window_bm25(query, &w, avg_len)
+    };
+    memories
+        .iter()
+        .map(|m| {
+            let r = m.rowid;
+            let p = prev(r);
+            let before = window(&[p, Some(r)]);
+            let after = window(&[Some(r), next(r)]);
+            let wide = window(&[p.and_then(prev), p, Some(r), next(r)]);
+            (r, [before, after, wide])
+        })
+        .collect()
 }
 
 /// Builds the pool for a fixed set of memories (re-scoring a recorded ranking,
@@ -285,24 +361,27 @@ pub fn gather_fixed(store: &Store, q: &PoolQuery<'_>, ids: &[MemoryId]) -> Resul
     for &rowid in neighbor.near.keys() {
         sources.entry(rowid).or_default().insert(source::NEIGHBOR);
     }
-    finish(store, q, info, &rowids, sources, &hits, &neighbor, &HashMap::new())
+    let mut memories = load_rows(store, &rowids)?;
+    let context = context_scores(&mut memories, &neighbor, &info.query_terms);
+    finish(store, q, info, memories, sources, &hits, &neighbor, &context, &HashMap::new())
 }
 
-/// Loads the rows of `rowids` (in that order) and computes their signals.
+/// Computes the signals of the loaded pool memories (their bags already made
+/// by [`context_scores`]), keeping their order.
 #[allow(clippy::too_many_arguments)]
 fn finish(
     store: &Store,
     q: &PoolQuery<'_>,
     info: QueryInfo,
-    rowids: &[i64],
+    mut memories: Vec<PoolMemory>,
     mut sources: HashMap<i64, BTreeSet<&'static str>>,
     hits: &[(i64, f32)],
     neighbor: &Neighbours,
+    context: &HashMap<i64, [f32; 3]>,
     vector_sim: &HashMap<i64, f32>,
 ) -> Result<Pool> {
     let bm25: HashMap<i64, (f32, u32)> =
         hits.iter().enumerate().map(|(i, (rowid, s))| (*rowid, (*s, i as u32 + 1))).collect();
-    let mut memories = load_rows(store, rowids)?;
     let shown = shown_in_session(store, q.session)?;
     let history = usage_history(store, &memories)?;
     let query_tag_terms: BTreeSet<&str> = info.query_terms.iter().map(|t| t.text.as_str()).collect();
@@ -333,7 +412,6 @@ fn finish(
     for m in &mut memories {
         m.sources = sources.remove(&m.rowid).unwrap_or_default();
         let age_days = ((q.now.0 - m.created_ms).max(0) as f64 / 86_400_000.0) as f32;
-        m.bag = text::bag_of_words(&m.content);
         let tag_bag = text::bag_of_words(&m.tags.join(" "));
         let (overlap, matched) = text::lexical_overlap(&info.query_terms, &m.bag, &tag_bag);
         m.matched = matched.into_iter().map(str::to_owned).collect();
@@ -352,6 +430,7 @@ fn finish(
         let effective = predictor::baseline::effective_score(m.signals.importance, age_days, m.pinned);
         let (injected, useful) = history.get(&m.id).copied().unwrap_or((0, 0.0));
         let hit = bm25.get(&m.rowid);
+        let ctx = context.get(&m.rowid).copied().unwrap_or_default();
         m.signals = CandidateSignals {
             age_days,
             bm25_score: hit.map(|h| h.0),
@@ -369,6 +448,9 @@ fn finish(
             follows_hit: neighbor.follows.get(&m.rowid).copied().unwrap_or(0.0),
             precedes_hit: neighbor.precedes.get(&m.rowid).copied().unwrap_or(0.0),
             time_match: if asks_time && text::has_time_expression(&m.content) { 1.0 } else { 0.0 },
+            context_before: ctx[0],
+            context_after: ctx[1],
+            context_wide: ctx[2],
             ..m.signals
         };
         m.vector_similarity = vector_sim.get(&m.rowid).copied();
@@ -386,6 +468,10 @@ struct Neighbours {
     follows: BTreeMap<i64, f32>,
     /// The same, counting only hits that come just after the memory.
     precedes: BTreeMap<i64, f32>,
+    /// The memory just before, for every memory the neighbour queries reached.
+    prev: HashMap<i64, i64>,
+    /// The memory just after, likewise.
+    next: HashMap<i64, i64>,
 }
 
 /// For the strongest `limits.neighbor_hits` hits (best first), the memories up
@@ -407,7 +493,19 @@ fn neighbor_scores(
     let mut before = store.conn().prepare(&before_sql).sql("prepare neighbours")?;
     let mut after = store.conn().prepare(&after_sql).sql("prepare neighbours")?;
     for &(hit, score) in hits.iter().take(limits.neighbor_hits) {
+        // Rows come nearest first on each side, so each one is adjacent to
+        // the previous row of its side (the hit itself for the first).
+        let (mut last_before, mut last_after) = (hit, hit);
         for (rowid, distance, after) in neighbours(store, hit, [(&mut before, false), (&mut after, true)])? {
+            if after {
+                out.next.insert(last_after, rowid);
+                out.prev.insert(rowid, last_after);
+                last_after = rowid;
+            } else {
+                out.prev.insert(last_before, rowid);
+                out.next.insert(rowid, last_before);
+                last_before = rowid;
+            }
             if within.is_none_or(|set| set.contains(&rowid)) {
                 let value = score / max / distance as f32;
                 let s = out.near.entry(rowid).or_insert(0.0f32);

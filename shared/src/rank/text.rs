@@ -355,6 +355,16 @@ impl Bag {
         self.terms.binary_search_by_key(&hash, |(h, _)| *h).is_ok()
     }
 
+    /// How many times the term with this hash occurs (0 when absent).
+    pub fn count(&self, hash: u64) -> f32 {
+        self.terms.binary_search_by_key(&hash, |(h, _)| *h).map_or(0.0, |i| self.terms[i].1)
+    }
+
+    /// Terms counted with repetition: the length BM25 normalises by.
+    pub fn total(&self) -> f32 {
+        self.terms.iter().map(|(_, c)| c).sum()
+    }
+
     /// Distinct terms.
     pub fn len(&self) -> usize {
         self.terms.len()
@@ -386,6 +396,29 @@ pub fn bag_of_words(text: &str) -> Bag {
     Bag { terms, norm }
 }
 
+/// BM25's term-frequency saturation.
+const BM25_K1: f32 = 1.2;
+/// BM25's length normalisation.
+const BM25_B: f32 = 0.75;
+
+/// BM25 of the query over a window of memories read as one document: term
+/// counts and lengths add up, and the length is normalised by `avg_len` (the
+/// mean memory length) times the number of memories in the window.
+pub fn window_bm25(query: &[QueryTerm], window: &[&Bag], avg_len: f32) -> f32 {
+    if window.is_empty() || avg_len <= 0.0 {
+        return 0.0;
+    }
+    let len: f32 = window.iter().map(|b| b.total()).sum();
+    let k = BM25_K1 * (1.0 - BM25_B + BM25_B * len / (avg_len * window.len() as f32));
+    query
+        .iter()
+        .map(|t| {
+            let tf: f32 = window.iter().map(|b| b.count(t.hash)).sum();
+            if tf > 0.0 { t.idf * tf * (BM25_K1 + 1.0) / (tf + k) } else { 0.0 }
+        })
+        .sum()
+}
+
 /// Cosine similarity of two bags of words (0 when either is empty).
 pub fn bag_cosine(a: &Bag, b: &Bag) -> f32 {
     if a.norm == 0.0 || b.norm == 0.0 {
@@ -408,6 +441,33 @@ pub fn bag_cosine(a: &Bag, b: &Bag) -> f32 {
 
 #[cfg(test)]
 mod tests {
+
+    fn terms(words: &[(&str, f32)]) -> Vec<QueryTerm> {
+        words
+            .iter()
+            .map(|&(w, idf)| QueryTerm { text: w.into(), hash: predictor::tokenizer::fnv1a64(w.as_bytes()), idf })
+            .collect()
+    }
+
+    #[test]
+    fn window_bm25_adds_up_the_window_and_normalises_by_its_size() {
+        let q = terms(&[("flower", 2.0), ("garden", 1.0)]);
+        let (question, answer) = (bag_of_words("which flower grows in your garden"), bag_of_words("peruvian lilies"));
+        let alone = window_bm25(&q, &[&question], 4.0);
+        assert!(alone > 0.0);
+        assert_eq!(window_bm25(&q, &[&answer], 4.0), 0.0);
+        let pair = window_bm25(&q, &[&question, &answer], 4.0);
+        assert!(pair > 0.0 && pair <= alone * 1.5, "{pair} vs {alone}");
+        // Order inside a window does not matter; nothing is found in nothing.
+        assert_eq!(pair, window_bm25(&q, &[&answer, &question], 4.0));
+        assert_eq!(window_bm25(&q, &[], 4.0), 0.0);
+        assert_eq!(window_bm25(&[], &[&question], 4.0), 0.0);
+        // Repeating a term saturates: twice the count, less than twice the score.
+        let twice = bag_of_words("flower flower");
+        let once = bag_of_words("flower rose");
+        let (s2, s1) = (window_bm25(&q, &[&twice], 2.0), window_bm25(&q, &[&once], 2.0));
+        assert!(s2 > s1 && s2 < 2.0 * s1);
+    }
 
     #[test]
     fn time_questions_and_time_expressions() {
