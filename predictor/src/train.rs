@@ -17,6 +17,14 @@
 //!   column received a gradient; untouched columns (their values, `m` and
 //!   `v`) are left exactly as they are. A step therefore costs
 //!   `O(touched columns × d)`, not `buckets × d`.
+//! * **Weight decay** (decoupled, as in AdamW) on chosen dense tensors: every
+//!   step multiplies them by `1 − lr·decay` before the Adam update. By default
+//!   only the query and key projections decay ([`DEFAULT_QK_DECAY`]): their
+//!   similarity over hashed text learns the words of the lists it trains on,
+//!   and without decay it generalised worse to unseen users than no similarity
+//!   at all (LoCoMo across users, R@10 0.730 with it undecayed, 0.738 decayed;
+//!   per user 0.748 and 0.762). Decay keeps it small unless the data keeps
+//!   asking for it.
 //! * **Early stopping** on the validation split: after every epoch the
 //!   validation NDCG@10 (the ranking quality; the loss breaks ties and is used
 //!   alone when no list has a relevant candidate) is computed; training stops
@@ -38,7 +46,7 @@ use crate::autograd::{Grad, Gradients, Mat, ParamId};
 use crate::error::Error;
 use crate::fusion::order_by_score;
 use crate::metrics::ndcg_at_k;
-use crate::model::{Candidate, Model, NUM_PARAMS, OwnedCandidate, OwnedQuery, PARAM_NAMES, is_sparse};
+use crate::model::{Candidate, Model, NUM_PARAMS, OwnedCandidate, OwnedQuery, P_K, P_Q, PARAM_NAMES, is_sparse};
 
 /// One training list: a query, its candidates, one label per candidate and a weight.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -73,7 +81,13 @@ pub struct AdamParams {
     /// Per-tensor multiplier of the learning rate, in [`PARAM_NAMES`] order;
     /// 0 freezes a tensor (e.g. the embedding tables when fine-tuning).
     pub lr_scale: [f32; NUM_PARAMS],
+    /// Per-tensor decoupled weight decay, in [`PARAM_NAMES`] order (dense
+    /// tensors only; the lazily updated sparse tables must keep 0).
+    pub decay: [f32; NUM_PARAMS],
 }
+
+/// Decoupled weight decay of the query and key projections by default.
+pub const DEFAULT_QK_DECAY: f32 = 1.0;
 
 impl AdamParams {
     /// Sets the learning-rate multiplier of the named tensor; `false` if no tensor has that name.
@@ -90,7 +104,10 @@ impl AdamParams {
 
 impl Default for AdamParams {
     fn default() -> Self {
-        AdamParams { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, lr_scale: [1.0; NUM_PARAMS] }
+        let mut decay = [0.0; NUM_PARAMS];
+        decay[P_Q.0] = DEFAULT_QK_DECAY;
+        decay[P_K.0] = DEFAULT_QK_DECAY;
+        AdamParams { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, lr_scale: [1.0; NUM_PARAMS], decay }
     }
 }
 
@@ -151,6 +168,17 @@ impl TrainConfig {
         }
         if !(a.eps.is_finite() && a.eps > 0.0) {
             return bad("adam.eps must be finite and > 0");
+        }
+        for (i, &d) in a.decay.iter().enumerate() {
+            let name = PARAM_NAMES[i];
+            if !(d.is_finite() && d >= 0.0 && a.lr * a.lr_scale[i] * d < 1.0) {
+                return Err(Error::InvalidTrainConfig(format!(
+                    "adam.decay of {name} must be finite, >= 0 and below 1 / lr, got {d}"
+                )));
+            }
+            if d > 0.0 && is_sparse(ParamId(i)) {
+                return Err(Error::InvalidTrainConfig(format!("{name} is a lazily updated table: it cannot decay")));
+            }
         }
         for (name, t) in [
             ("temperature", self.temperature),
@@ -261,6 +289,10 @@ impl AdamState {
             }
             let scaled = AdamParams { lr: hp.lr * hp.lr_scale[i], ..*hp };
             let hp = &scaled;
+            if hp.decay[i] > 0.0 {
+                let keep = 1.0 - hp.lr * hp.decay[i];
+                model.params[i].as_mut_slice().iter_mut().for_each(|x| *x *= keep);
+            }
             let rows = model.params[i].nrows();
             let shape = model.params[i].shape();
             let p = model.params[i].as_mut_slice();

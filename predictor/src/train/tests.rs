@@ -432,7 +432,8 @@ fn lazy_adam_touches_only_the_columns_with_gradient() {
     assert!(touched.len() < 200);
 }
 
-/// Dense tensors follow textbook Adam with bias correction (checked against a naive reference).
+/// Dense tensors follow textbook Adam with bias correction and decoupled
+/// weight decay (checked against a naive reference).
 #[test]
 fn dense_adam_matches_a_reference() {
     let cfg = small_config();
@@ -454,12 +455,35 @@ fn dense_adam_matches_a_reference() {
             v_ref[k] = 0.999 * v_ref[k] + 0.001 * gk * gk;
             let mh = m_ref[k] / (1.0 - 0.9f64.powi(t as i32));
             let vh = v_ref[k] / (1.0 - 0.999f64.powi(t as i32));
+            p_ref[k] *= 1.0 - 0.01 * f64::from(crate::train::DEFAULT_QK_DECAY);
             p_ref[k] -= 0.01 * mh / (vh.sqrt() + 1e-8);
         }
     }
     for (a, b) in model.params[id].iter().zip(&p_ref) {
         assert!((f64::from(*a) - b).abs() < 1e-5, "{a} vs {b}");
     }
+}
+
+/// Decay shrinks only the tensors it is set for, and a sparse table cannot decay.
+#[test]
+fn weight_decay_shrinks_only_its_tensors_and_never_a_sparse_table() {
+    let model0 = Model::new(small_config(), 3).expect("model");
+    let mut model = model0.clone();
+    let mut opt = AdamState::new(&model);
+    let hp = AdamParams::default();
+    opt.apply(&mut model, &Gradients::empty(NUM_PARAMS), &hp);
+    let keep = 1.0 - hp.lr * DEFAULT_QK_DECAY;
+    for (i, (a, b)) in model.params.iter().zip(&model0.params).enumerate() {
+        if hp.decay[i] > 0.0 {
+            assert!(a.iter().zip(b.iter()).all(|(x, y)| (x - y * keep).abs() < 1e-7), "{}", PARAM_NAMES[i]);
+        } else {
+            assert_eq!(a, b, "{} moved without a gradient", PARAM_NAMES[i]);
+        }
+    }
+    let mut cfg = TrainConfig::default();
+    cfg.adam.decay[crate::model::P_HASH.0] = 0.1;
+    let err = train(&mut model, &mut opt, &[], &[], &cfg, &mut || false).expect_err("sparse decay is refused");
+    assert!(err.to_string().contains("hash_embed"), "{err}");
 }
 
 /// The BM25 and lexical features reach the logit through the gate: a fresh model
