@@ -440,7 +440,7 @@ fn dense_adam_matches_a_reference() {
     let mut model = Model::new(cfg, 1).expect("model");
     let mut opt = AdamState::new(&model);
     let hp = AdamParams { lr: 0.01, ..AdamParams::default() };
-    let id = crate::model::P_Q.0;
+    let id = P_Q.0;
     let shape = model.params[id].shape();
     let mut p_ref: Vec<f64> = model.params[id].iter().map(|&v| f64::from(v)).collect();
     let (mut m_ref, mut v_ref) = (vec![0.0f64; p_ref.len()], vec![0.0f64; p_ref.len()]);
@@ -455,7 +455,7 @@ fn dense_adam_matches_a_reference() {
             v_ref[k] = 0.999 * v_ref[k] + 0.001 * gk * gk;
             let mh = m_ref[k] / (1.0 - 0.9f64.powi(t as i32));
             let vh = v_ref[k] / (1.0 - 0.999f64.powi(t as i32));
-            p_ref[k] *= 1.0 - 0.01 * f64::from(crate::train::DEFAULT_QK_DECAY);
+            p_ref[k] *= 1.0 - 0.01 * f64::from(DEFAULT_QK_DECAY);
             p_ref[k] -= 0.01 * mh / (vh.sqrt() + 1e-8);
         }
     }
