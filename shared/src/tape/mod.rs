@@ -18,18 +18,18 @@
 
 mod format;
 mod read;
+mod timestamp;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-
-use serde::Deserialize;
 
 pub use format::{
     ACTIVE_HEADER, ActiveHeader, FRAME_HEADER, FrameRead, Lsn, MAX_PAYLOAD, SEALED_HEADER, SealedHeader, decode_frame,
     encode_frame,
 };
 pub use read::{Frame, FrameIter, Snapshot};
+use timestamp::payload_ts;
 
 use crate::error::{Error, ErrorClass, IoContext, Result};
 use crate::fsutil::{FileLock, fsync_dir};
@@ -571,16 +571,6 @@ fn split_frames<'a>(raw: &'a [u8], file: &Path, base: u64) -> Result<Vec<(Lsn, &
         }
     }
     Ok(out)
-}
-
-#[derive(Deserialize)]
-struct TsOnly {
-    ts: i64,
-}
-
-/// The time an event payload describes, if readable.
-fn payload_ts(payload: &[u8]) -> Option<i64> {
-    serde_json::from_slice::<TsOnly>(payload).ok().map(|t| t.ts)
 }
 
 /// Encodes frames into a sealed segment's bytes.
