@@ -22,6 +22,7 @@ mod timestamp;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 pub use format::{
@@ -438,15 +439,31 @@ impl TapeWriter<'_> {
         if self.active.end == ACTIVE_HEADER as u64 {
             return Ok(None);
         }
+        let mut raw = vec![0u8; (self.active.end - ACTIVE_HEADER as u64) as usize];
+        self.active.file.read_exact_at(&mut raw, ACTIVE_HEADER as u64).ctx("read", &self.active.path)?;
+        let seq = self.active.header.seq;
+        let input = SealInput {
+            raw: &raw,
+            verify_before: raw.len(),
+            first_lsn: self.active.header.first_lsn,
+            file: &self.active.path,
+            base: ACTIVE_HEADER as u64,
+        };
+        let (bytes, header) = build_sealed(seq, 0, &input, &self.log.opts)?;
+        if header.last_lsn != self.active.last_lsn {
+            return Err(Error::corrupt(
+                &self.active.path,
+                0,
+                format!(
+                    "segment ends at lsn {}, but the writer appended up to {}",
+                    header.last_lsn, self.active.last_lsn
+                ),
+            ));
+        }
         // A crash from here on must send the next opener down the slow path,
         // which resolves a half-finished seal from the directory listing.
+        // (Not before: a seal refused for a damaged frame changes nothing.)
         Hint::invalidate(self.lock.file()).ctx("write hint to", &self.log.dir.join("LOCK"))?;
-        let mut raw = vec![0u8; (self.active.end - ACTIVE_HEADER as u64) as usize];
-        self.active.file.seek(SeekFrom::Start(ACTIVE_HEADER as u64)).ctx("seek", &self.active.path)?;
-        self.active.file.read_exact(&mut raw).ctx("read", &self.active.path)?;
-        let frames = split_frames(&raw, &self.active.path, ACTIVE_HEADER as u64)?;
-        let seq = self.active.header.seq;
-        let (bytes, header) = build_sealed(seq, 0, &frames, &self.log.opts)?;
         let info = write_sealed(&self.log.dir, &bytes, &header)?;
         let next = ActiveHeader { seq: seq + 1, first_lsn: header.last_lsn + 1 };
         create_active(&self.log.dir, next)?;
@@ -509,21 +526,27 @@ impl TapeWriter<'_> {
             let raw = read::read_sealed_frames(&seg.path)?;
             let frames = split_frames(&raw, &seg.path, 0)?;
             let mut changed = 0u64;
-            let replaced: Vec<(Lsn, Vec<u8>)> = frames
-                .iter()
-                .map(|(lsn, payload)| match edit(*lsn, payload) {
-                    Some(new) if new.as_slice() != *payload => {
+            let mut rewritten = Vec::with_capacity(raw.len());
+            for &(lsn, payload) in &frames {
+                match edit(lsn, payload) {
+                    Some(new) if new.as_slice() != payload => {
                         changed += 1;
-                        (*lsn, new)
+                        encode_frame(&mut rewritten, lsn, &new);
                     }
-                    _ => (*lsn, payload.to_vec()),
-                })
-                .collect();
+                    _ => encode_frame(&mut rewritten, lsn, payload),
+                }
+            }
             if changed == 0 {
                 continue;
             }
-            let borrowed: Vec<(Lsn, &[u8])> = replaced.iter().map(|(l, p)| (*l, p.as_slice())).collect();
-            let (bytes, header) = build_sealed(seg.header.seq, seg.header.generation + 1, &borrowed, &self.log.opts)?;
+            let input = SealInput {
+                raw: &rewritten,
+                verify_before: 0,
+                first_lsn: seg.header.first_lsn,
+                file: &seg.path,
+                base: 0,
+            };
+            let (bytes, header) = build_sealed(seg.header.seq, seg.header.generation + 1, &input, &self.log.opts)?;
             let info = write_sealed(&self.log.dir, &bytes, &header)?;
             if info.name != seg.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default() {
                 fs::remove_file(&seg.path).ctx("remove", &seg.path)?;
@@ -573,60 +596,85 @@ fn split_frames<'a>(raw: &'a [u8], file: &Path, base: u64) -> Result<Vec<(Lsn, &
     Ok(out)
 }
 
-/// Encodes frames into a sealed segment's bytes.
+/// Frame bytes to seal: consecutive encoded frames as they lie in a segment.
+struct SealInput<'a> {
+    /// The frames.
+    raw: &'a [u8],
+    /// Frames that start before this offset of `raw` have their checksums
+    /// verified; the rest are known good (this writer encoded them).
+    verify_before: usize,
+    /// The LSN the first frame must have.
+    first_lsn: Lsn,
+    /// Where `raw` comes from, for errors: the file and the offset of `raw[0]`.
+    file: &'a Path,
+    base: u64,
+}
+
+/// Compresses frames into a sealed segment's bytes: chunks are cut at frame
+/// boundaries of `input.raw` and compressed as they are, without re-encoding.
 fn build_sealed(
     seq: u64,
     generation: u64,
-    frames: &[(Lsn, &[u8])],
+    input: &SealInput<'_>,
     opts: &TapeOptions,
 ) -> Result<(Vec<u8>, SealedHeader)> {
-    let (Some(first), Some(last)) = (frames.first(), frames.last()) else {
+    let SealInput { raw, verify_before, first_lsn, file, base } = *input;
+    if raw.is_empty() {
         return Err(Error::InvalidInput("cannot seal an empty segment".into()));
-    };
+    }
     let mut header = SealedHeader {
         chunks: 0,
         seq,
         generation,
-        first_lsn: first.0,
-        last_lsn: last.0,
-        events: frames.len() as u64,
+        first_lsn,
+        last_lsn: first_lsn,
+        events: 0,
         min_ts: i64::MAX,
         max_ts: i64::MIN,
-        raw_bytes: 0,
+        raw_bytes: raw.len() as u64,
     };
-    let mut body = Vec::new();
-    let mut chunk = Vec::with_capacity(opts.chunk_bytes + 4096);
-    let mut chunk_first = first.0;
+    let zstd_error = |e: std::io::Error| Error::InvalidInput(format!("zstd compression failed: {e}"));
+    let mut compressor = zstd::bulk::Compressor::new(opts.zstd_level).map_err(zstd_error)?;
+    let mut compressed = Vec::new();
+    let mut body = Vec::with_capacity(raw.len() / 2);
+    let mut chunk_start = 0usize;
     let mut chunk_frames = 0u32;
-    let flush = |chunk: &mut Vec<u8>, first_lsn: Lsn, n: u32, body: &mut Vec<u8>, header: &mut SealedHeader| {
-        let compressed = zstd::bulk::compress(chunk, opts.zstd_level)
-            .map_err(|e| Error::InvalidInput(format!("zstd compression failed: {e}")))?;
-        let ch = format::ChunkHeader::new(&compressed, chunk.len() as u32, first_lsn, n);
-        body.extend_from_slice(&ch.encode());
-        body.extend_from_slice(&compressed);
-        header.chunks += 1;
-        header.raw_bytes += chunk.len() as u64;
-        chunk.clear();
-        Ok::<(), Error>(())
-    };
-    for &(lsn, payload) in frames {
-        if chunk_frames == 0 {
-            chunk_first = lsn;
+    let mut pos = 0usize;
+    let mut next = first_lsn;
+    while pos < raw.len() {
+        let read =
+            if pos < verify_before { decode_frame(&raw[pos..]) } else { format::decode_frame_trusted(&raw[pos..]) };
+        let (lsn, payload, size) = match read {
+            FrameRead::Frame { lsn, payload, size } => (lsn, payload, size),
+            FrameRead::Incomplete => return Err(Error::corrupt(file, base + pos as u64, "incomplete frame")),
+            FrameRead::Invalid(why) => return Err(Error::corrupt(file, base + pos as u64, why)),
+        };
+        if lsn != next {
+            return Err(Error::corrupt(file, base + pos as u64, format!("frame has lsn {lsn}, expected {next}")));
         }
-        encode_frame(&mut chunk, lsn, payload);
-        chunk_frames += 1;
         if let Some(ts) = payload_ts(payload) {
             header.min_ts = header.min_ts.min(ts);
             header.max_ts = header.max_ts.max(ts);
         }
-        if chunk.len() >= opts.chunk_bytes {
-            flush(&mut chunk, chunk_first, chunk_frames, &mut body, &mut header)?;
+        next += 1;
+        pos += size;
+        chunk_frames += 1;
+        if pos - chunk_start >= opts.chunk_bytes || pos == raw.len() {
+            let chunk = &raw[chunk_start..pos];
+            compressed.clear();
+            compressed.reserve(zstd::compress_bound(chunk.len()));
+            compressor.compress_to_buffer(chunk, &mut compressed).map_err(zstd_error)?;
+            let ch =
+                format::ChunkHeader::new(&compressed, chunk.len() as u32, next - u64::from(chunk_frames), chunk_frames);
+            body.extend_from_slice(&ch.encode());
+            body.extend_from_slice(&compressed);
+            header.chunks += 1;
+            chunk_start = pos;
             chunk_frames = 0;
         }
     }
-    if chunk_frames > 0 {
-        flush(&mut chunk, chunk_first, chunk_frames, &mut body, &mut header)?;
-    }
+    header.last_lsn = next - 1;
+    header.events = next - first_lsn;
     if header.min_ts > header.max_ts {
         header.min_ts = 0;
         header.max_ts = 0;

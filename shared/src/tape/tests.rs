@@ -324,3 +324,32 @@ fn frames_at_reads_only_what_is_asked_across_segments() {
     assert!(got.iter().all(|f| f.payload == payload(f.lsn)));
     assert!(snap.frames_at(&[]).unwrap().is_empty());
 }
+
+#[test]
+fn seal_refuses_a_damaged_frame_in_the_active_segment_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 5);
+    let active = dir.path().join(format::active_name(1));
+    let mut bytes = fs::read(&active).unwrap();
+    // Inside the second frame's payload; the last frame (which opening checks) stays intact.
+    let second = ACTIVE_HEADER + FRAME_HEADER + payload(1).len();
+    let at = second + FRAME_HEADER + 3;
+    bytes[at] ^= 0x01;
+    fs::write(&active, &bytes).unwrap();
+    let named = |log: &TapeLog| {
+        let report = log.verify().unwrap();
+        report.problems.iter().any(|p| p.file == active && p.offset == second as u64)
+    };
+    assert!(named(&log));
+    let before = files(&log);
+    let err = log.lock().unwrap().seal().unwrap_err();
+    assert_eq!(err.class(), ErrorClass::Corrupt, "{err}");
+    assert!(err.to_string().contains(&second.to_string()), "{err}");
+    assert_eq!(files(&log), before);
+    assert_eq!(fs::read(&active).unwrap(), bytes);
+    // The refused seal left the hint alone: the next opener does not take the
+    // damage for a torn tail and cut the frames after it.
+    assert!(named(&log));
+    assert_eq!(log.lock().unwrap().last_lsn(), 5);
+}
