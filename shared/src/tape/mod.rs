@@ -147,7 +147,8 @@ impl TapeLog {
             Some(active) => active,
             None => self.slow_recover()?,
         };
-        let mut writer = TapeWriter { log: self, lock, active };
+        let written_from = active.end;
+        let mut writer = TapeWriter { log: self, lock, active, written: Vec::new(), written_from };
         writer.write_hint();
         Ok(writer)
     }
@@ -383,7 +384,18 @@ pub struct TapeWriter<'a> {
     log: &'a TapeLog,
     lock: FileLock,
     active: ActiveState,
+    /// Frames this writer appended, as written: the active segment's bytes
+    /// from offset `written_from` on. Their checksums were computed here and
+    /// they are durable, so sealing takes them from memory instead of reading
+    /// them back and verifying them again. Also the buffer appends encode into.
+    written: Vec<u8>,
+    written_from: u64,
 }
+
+/// The most frame bytes a writer keeps in memory for the next seal; beyond
+/// this (a segment threshold set very high) it starts over and the seal reads
+/// the older frames back from the file.
+const WRITTEN_LIMIT: usize = 64 << 20;
 
 impl TapeWriter<'_> {
     /// LSN of the last frame in the log (0 if the log is empty).
@@ -406,24 +418,28 @@ impl TapeWriter<'_> {
             )));
         }
         let total: usize = payloads.iter().map(|p| p.len() + FRAME_HEADER).sum();
-        let mut buf = Vec::with_capacity(total);
+        // Keep what this writer appends until the next seal when that seal may
+        // come in this session; otherwise only reuse the buffer.
+        if !(self.log.opts.auto_seal && self.written_covers_tail() && self.written.len() + total <= WRITTEN_LIMIT) {
+            self.written.clear();
+            self.written_from = self.active.end;
+        }
+        let start = self.written.len();
+        self.written.reserve(total);
         let mut last_frame_start = self.active.last_frame_start;
         for (i, payload) in payloads.iter().enumerate() {
-            last_frame_start = self.active.end + buf.len() as u64;
-            encode_frame(&mut buf, first + i as u64, payload);
+            last_frame_start = self.active.end + (self.written.len() - start) as u64;
+            encode_frame(&mut self.written, first + i as u64, payload);
         }
-        let path = self.active.path.clone();
-        let written = (|| {
-            self.active.file.seek(SeekFrom::Start(self.active.end))?;
-            self.active.file.write_all(&buf)?;
-            self.active.file.sync_data()
-        })();
+        let batch = &self.written[start..];
+        let written = self.active.file.write_all_at(batch, self.active.end).and_then(|()| self.active.file.sync_data());
         if let Err(e) = written {
             // Leave no partial batch behind: a later append must not follow junk.
             let _ = self.active.file.set_len(self.active.end);
-            return Err(Error::io("append to", &path, e));
+            self.written.truncate(start);
+            return Err(Error::io("append to", &self.active.path, e));
         }
-        self.active.end += buf.len() as u64;
+        self.active.end += total as u64;
         self.active.last_lsn = first + payloads.len() as u64 - 1;
         self.active.last_frame_start = last_frame_start;
         self.write_hint();
@@ -433,18 +449,35 @@ impl TapeWriter<'_> {
         Ok(first)
     }
 
+    /// Whether `written` holds every byte of the active segment from
+    /// `written_from` to its end (and nothing of its header).
+    fn written_covers_tail(&self) -> bool {
+        self.written_from >= ACTIVE_HEADER as u64 && self.written_from + self.written.len() as u64 == self.active.end
+    }
+
     /// Seals the active segment (if it holds any frame) into a compressed,
     /// content-addressed file and starts a new active segment.
     pub fn seal(&mut self) -> Result<Option<SegmentInfo>> {
         if self.active.end == ACTIVE_HEADER as u64 {
             return Ok(None);
         }
-        let mut raw = vec![0u8; (self.active.end - ACTIVE_HEADER as u64) as usize];
+        // Only frames this writer did not append itself are read back (and verified).
+        let disk_end = if self.written_covers_tail() { self.written_from } else { self.active.end };
+        let mut raw = vec![0u8; (disk_end - ACTIVE_HEADER as u64) as usize];
         self.active.file.read_exact_at(&mut raw, ACTIVE_HEADER as u64).ctx("read", &self.active.path)?;
+        let verify_before = raw.len();
+        let raw = if raw.is_empty() {
+            &self.written
+        } else {
+            if disk_end < self.active.end {
+                raw.extend_from_slice(&self.written);
+            }
+            &raw
+        };
         let seq = self.active.header.seq;
         let input = SealInput {
-            raw: &raw,
-            verify_before: raw.len(),
+            raw,
+            verify_before,
             first_lsn: self.active.header.first_lsn,
             file: &self.active.path,
             base: ACTIVE_HEADER as u64,
@@ -479,6 +512,8 @@ impl TapeWriter<'_> {
             last_lsn: next.first_lsn - 1,
             last_frame_start: 0,
         };
+        self.written.clear();
+        self.written_from = self.active.end;
         self.write_hint();
         tracing::debug!(segment = %info.name, events = info.events, bytes = info.bytes, "sealed segment");
         Ok(Some(info))
@@ -636,7 +671,9 @@ fn build_sealed(
     let zstd_error = |e: std::io::Error| Error::InvalidInput(format!("zstd compression failed: {e}"));
     let mut compressor = zstd::bulk::Compressor::new(opts.zstd_level).map_err(zstd_error)?;
     let mut compressed = Vec::new();
-    let mut body = Vec::with_capacity(raw.len() / 2);
+    // The header goes in front once the chunks are known.
+    let mut bytes = Vec::with_capacity(SEALED_HEADER + raw.len() / 2);
+    bytes.resize(SEALED_HEADER, 0);
     let mut chunk_start = 0usize;
     let mut chunk_frames = 0u32;
     let mut pos = 0usize;
@@ -666,8 +703,8 @@ fn build_sealed(
             compressor.compress_to_buffer(chunk, &mut compressed).map_err(zstd_error)?;
             let ch =
                 format::ChunkHeader::new(&compressed, chunk.len() as u32, next - u64::from(chunk_frames), chunk_frames);
-            body.extend_from_slice(&ch.encode());
-            body.extend_from_slice(&compressed);
+            bytes.extend_from_slice(&ch.encode());
+            bytes.extend_from_slice(&compressed);
             header.chunks += 1;
             chunk_start = pos;
             chunk_frames = 0;
@@ -679,9 +716,7 @@ fn build_sealed(
         header.min_ts = 0;
         header.max_ts = 0;
     }
-    let mut bytes = Vec::with_capacity(SEALED_HEADER + body.len());
-    bytes.extend_from_slice(&header.encode());
-    bytes.extend_from_slice(&body);
+    bytes[..SEALED_HEADER].copy_from_slice(&header.encode());
     Ok((bytes, header))
 }
 
@@ -833,10 +868,9 @@ impl Hint {
         out
     }
 
-    fn read(mut file: &File) -> Option<Hint> {
+    fn read(file: &File) -> Option<Hint> {
         let mut buf = [0u8; Self::LEN];
-        file.seek(SeekFrom::Start(0)).ok()?;
-        file.read_exact(&mut buf).ok()?;
+        file.read_exact_at(&mut buf, 0).ok()?;
         if &buf[0..4] != b"HINT" || buf[36..44] != format::checksum(&[&buf[0..36]]) {
             return None;
         }
@@ -848,15 +882,13 @@ impl Hint {
         })
     }
 
-    fn write(&self, mut file: &File) -> std::io::Result<()> {
-        file.seek(SeekFrom::Start(0))?;
-        file.write_all(&self.encode())
+    fn write(&self, file: &File) -> std::io::Result<()> {
+        file.write_all_at(&self.encode(), 0)
     }
 
     /// Destroys the hint durably (before a seal).
-    fn invalidate(mut file: &File) -> std::io::Result<()> {
-        file.seek(SeekFrom::Start(0))?;
-        file.write_all(&[0u8; Self::LEN])?;
+    fn invalidate(file: &File) -> std::io::Result<()> {
+        file.write_all_at(&[0u8; Self::LEN], 0)?;
         file.sync_data()
     }
 }
