@@ -6,7 +6,9 @@
 //! its frames are zstd-compressed in independent chunks into an immutable file
 //! named by the blake3 of its bytes (`<seq>-<hash>.seg`), and a new active
 //! segment starts. Every frame has a log sequence number ([`Lsn`]) that is
-//! never reused.
+//! never reused. Sealing compresses the frames as they lie in the file;
+//! frames the sealing writer appended while holding the lock come from its
+//! memory, the others are read back and verified first.
 //!
 //! Crash safety: a writer that dies mid-append leaves at most a torn tail in
 //! the active segment; the next holder of the lock finds it, truncates it and
