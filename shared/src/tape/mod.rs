@@ -381,7 +381,6 @@ impl ActiveState {
 }
 
 /// The exclusive right to append; dropping it releases the lock.
-#[derive(Debug)]
 pub struct TapeWriter<'a> {
     log: &'a TapeLog,
     lock: FileLock,
@@ -392,6 +391,18 @@ pub struct TapeWriter<'a> {
     /// them back and verifying them again. Also the buffer appends encode into.
     written: Vec<u8>,
     written_from: u64,
+}
+
+impl std::fmt::Debug for TapeWriter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the frames themselves: they can be megabytes.
+        f.debug_struct("TapeWriter")
+            .field("log", &self.log)
+            .field("active", &self.active)
+            .field("written_from", &self.written_from)
+            .field("written_bytes", &self.written.len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The most frame bytes a writer keeps in memory for the next seal; beyond
