@@ -6,7 +6,9 @@
 //! its frames are zstd-compressed in independent chunks into an immutable file
 //! named by the blake3 of its bytes (`<seq>-<hash>.seg`), and a new active
 //! segment starts. Every frame has a log sequence number ([`Lsn`]) that is
-//! never reused.
+//! never reused. Sealing compresses the frames as they lie in the file;
+//! frames the sealing writer appended while holding the lock come from its
+//! memory, the others are read back and verified first.
 //!
 //! Crash safety: a writer that dies mid-append leaves at most a torn tail in
 //! the active segment; the next holder of the lock finds it, truncates it and
@@ -18,18 +20,19 @@
 
 mod format;
 mod read;
+mod timestamp;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-
-use serde::Deserialize;
 
 pub use format::{
     ACTIVE_HEADER, ActiveHeader, FRAME_HEADER, FrameRead, Lsn, MAX_PAYLOAD, SEALED_HEADER, SealedHeader, decode_frame,
     encode_frame,
 };
 pub use read::{Frame, FrameIter, Snapshot};
+use timestamp::payload_ts;
 
 use crate::error::{Error, ErrorClass, IoContext, Result};
 use crate::fsutil::{FileLock, fsync_dir};
@@ -146,7 +149,8 @@ impl TapeLog {
             Some(active) => active,
             None => self.slow_recover()?,
         };
-        let mut writer = TapeWriter { log: self, lock, active };
+        let written_from = active.end;
+        let mut writer = TapeWriter { log: self, lock, active, written: Vec::new(), written_from };
         writer.write_hint();
         Ok(writer)
     }
@@ -377,12 +381,34 @@ impl ActiveState {
 }
 
 /// The exclusive right to append; dropping it releases the lock.
-#[derive(Debug)]
 pub struct TapeWriter<'a> {
     log: &'a TapeLog,
     lock: FileLock,
     active: ActiveState,
+    /// Frames this writer appended, as written: the active segment's bytes
+    /// from offset `written_from` on. Their checksums were computed here and
+    /// they are durable, so sealing takes them from memory instead of reading
+    /// them back and verifying them again. Also the buffer appends encode into.
+    written: Vec<u8>,
+    written_from: u64,
 }
+
+impl std::fmt::Debug for TapeWriter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the frames themselves: they can be megabytes.
+        f.debug_struct("TapeWriter")
+            .field("log", &self.log)
+            .field("active", &self.active)
+            .field("written_from", &self.written_from)
+            .field("written_bytes", &self.written.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The most frame bytes a writer keeps in memory for the next seal; beyond
+/// this (a segment threshold set very high) it starts over and the seal reads
+/// the older frames back from the file.
+const WRITTEN_LIMIT: usize = 64 << 20;
 
 impl TapeWriter<'_> {
     /// LSN of the last frame in the log (0 if the log is empty).
@@ -405,24 +431,28 @@ impl TapeWriter<'_> {
             )));
         }
         let total: usize = payloads.iter().map(|p| p.len() + FRAME_HEADER).sum();
-        let mut buf = Vec::with_capacity(total);
+        // Keep what this writer appends until the next seal when that seal may
+        // come in this session; otherwise only reuse the buffer.
+        if !(self.log.opts.auto_seal && self.written_covers_tail() && self.written.len() + total <= WRITTEN_LIMIT) {
+            self.written.clear();
+            self.written_from = self.active.end;
+        }
+        let start = self.written.len();
+        self.written.reserve(total);
         let mut last_frame_start = self.active.last_frame_start;
         for (i, payload) in payloads.iter().enumerate() {
-            last_frame_start = self.active.end + buf.len() as u64;
-            encode_frame(&mut buf, first + i as u64, payload);
+            last_frame_start = self.active.end + (self.written.len() - start) as u64;
+            encode_frame(&mut self.written, first + i as u64, payload);
         }
-        let path = self.active.path.clone();
-        let written = (|| {
-            self.active.file.seek(SeekFrom::Start(self.active.end))?;
-            self.active.file.write_all(&buf)?;
-            self.active.file.sync_data()
-        })();
+        let batch = &self.written[start..];
+        let written = self.active.file.write_all_at(batch, self.active.end).and_then(|()| self.active.file.sync_data());
         if let Err(e) = written {
             // Leave no partial batch behind: a later append must not follow junk.
             let _ = self.active.file.set_len(self.active.end);
-            return Err(Error::io("append to", &path, e));
+            self.written.truncate(start);
+            return Err(Error::io("append to", &self.active.path, e));
         }
-        self.active.end += buf.len() as u64;
+        self.active.end += total as u64;
         self.active.last_lsn = first + payloads.len() as u64 - 1;
         self.active.last_frame_start = last_frame_start;
         self.write_hint();
@@ -432,21 +462,54 @@ impl TapeWriter<'_> {
         Ok(first)
     }
 
+    /// Whether `written` holds every byte of the active segment from
+    /// `written_from` to its end (and nothing of its header).
+    fn written_covers_tail(&self) -> bool {
+        self.written_from >= ACTIVE_HEADER as u64 && self.written_from + self.written.len() as u64 == self.active.end
+    }
+
     /// Seals the active segment (if it holds any frame) into a compressed,
     /// content-addressed file and starts a new active segment.
     pub fn seal(&mut self) -> Result<Option<SegmentInfo>> {
         if self.active.end == ACTIVE_HEADER as u64 {
             return Ok(None);
         }
+        // Only frames this writer did not append itself are read back (and verified).
+        let disk_end = if self.written_covers_tail() { self.written_from } else { self.active.end };
+        let mut raw = vec![0u8; (disk_end - ACTIVE_HEADER as u64) as usize];
+        self.active.file.read_exact_at(&mut raw, ACTIVE_HEADER as u64).ctx("read", &self.active.path)?;
+        let verify_before = raw.len();
+        let raw = if raw.is_empty() {
+            &self.written
+        } else {
+            if disk_end < self.active.end {
+                raw.extend_from_slice(&self.written);
+            }
+            &raw
+        };
+        let seq = self.active.header.seq;
+        let input = SealInput {
+            raw,
+            verify_before,
+            first_lsn: self.active.header.first_lsn,
+            file: &self.active.path,
+            base: ACTIVE_HEADER as u64,
+        };
+        let (bytes, header) = build_sealed(seq, 0, &input, &self.log.opts)?;
+        if header.last_lsn != self.active.last_lsn {
+            return Err(Error::corrupt(
+                &self.active.path,
+                0,
+                format!(
+                    "segment ends at lsn {}, but the writer appended up to {}",
+                    header.last_lsn, self.active.last_lsn
+                ),
+            ));
+        }
         // A crash from here on must send the next opener down the slow path,
         // which resolves a half-finished seal from the directory listing.
+        // (Not before: a seal refused for a damaged frame changes nothing.)
         Hint::invalidate(self.lock.file()).ctx("write hint to", &self.log.dir.join("LOCK"))?;
-        let mut raw = vec![0u8; (self.active.end - ACTIVE_HEADER as u64) as usize];
-        self.active.file.seek(SeekFrom::Start(ACTIVE_HEADER as u64)).ctx("seek", &self.active.path)?;
-        self.active.file.read_exact(&mut raw).ctx("read", &self.active.path)?;
-        let frames = split_frames(&raw, &self.active.path, ACTIVE_HEADER as u64)?;
-        let seq = self.active.header.seq;
-        let (bytes, header) = build_sealed(seq, 0, &frames, &self.log.opts)?;
         let info = write_sealed(&self.log.dir, &bytes, &header)?;
         let next = ActiveHeader { seq: seq + 1, first_lsn: header.last_lsn + 1 };
         create_active(&self.log.dir, next)?;
@@ -462,6 +525,8 @@ impl TapeWriter<'_> {
             last_lsn: next.first_lsn - 1,
             last_frame_start: 0,
         };
+        self.written.clear();
+        self.written_from = self.active.end;
         self.write_hint();
         tracing::debug!(segment = %info.name, events = info.events, bytes = info.bytes, "sealed segment");
         Ok(Some(info))
@@ -509,21 +574,27 @@ impl TapeWriter<'_> {
             let raw = read::read_sealed_frames(&seg.path)?;
             let frames = split_frames(&raw, &seg.path, 0)?;
             let mut changed = 0u64;
-            let replaced: Vec<(Lsn, Vec<u8>)> = frames
-                .iter()
-                .map(|(lsn, payload)| match edit(*lsn, payload) {
-                    Some(new) if new.as_slice() != *payload => {
+            let mut rewritten = Vec::with_capacity(raw.len());
+            for &(lsn, payload) in &frames {
+                match edit(lsn, payload) {
+                    Some(new) if new.as_slice() != payload => {
                         changed += 1;
-                        (*lsn, new)
+                        encode_frame(&mut rewritten, lsn, &new);
                     }
-                    _ => (*lsn, payload.to_vec()),
-                })
-                .collect();
+                    _ => encode_frame(&mut rewritten, lsn, payload),
+                }
+            }
             if changed == 0 {
                 continue;
             }
-            let borrowed: Vec<(Lsn, &[u8])> = replaced.iter().map(|(l, p)| (*l, p.as_slice())).collect();
-            let (bytes, header) = build_sealed(seg.header.seq, seg.header.generation + 1, &borrowed, &self.log.opts)?;
+            let input = SealInput {
+                raw: &rewritten,
+                verify_before: 0,
+                first_lsn: seg.header.first_lsn,
+                file: &seg.path,
+                base: 0,
+            };
+            let (bytes, header) = build_sealed(seg.header.seq, seg.header.generation + 1, &input, &self.log.opts)?;
             let info = write_sealed(&self.log.dir, &bytes, &header)?;
             if info.name != seg.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default() {
                 fs::remove_file(&seg.path).ctx("remove", &seg.path)?;
@@ -573,77 +644,92 @@ fn split_frames<'a>(raw: &'a [u8], file: &Path, base: u64) -> Result<Vec<(Lsn, &
     Ok(out)
 }
 
-#[derive(Deserialize)]
-struct TsOnly {
-    ts: i64,
+/// Frame bytes to seal: consecutive encoded frames as they lie in a segment.
+struct SealInput<'a> {
+    /// The frames.
+    raw: &'a [u8],
+    /// Frames that start before this offset of `raw` have their checksums
+    /// verified; the rest are known good (this writer encoded them).
+    verify_before: usize,
+    /// The LSN the first frame must have.
+    first_lsn: Lsn,
+    /// Where `raw` comes from, for errors: the file and the offset of `raw[0]`.
+    file: &'a Path,
+    base: u64,
 }
 
-/// The time an event payload describes, if readable.
-fn payload_ts(payload: &[u8]) -> Option<i64> {
-    serde_json::from_slice::<TsOnly>(payload).ok().map(|t| t.ts)
-}
-
-/// Encodes frames into a sealed segment's bytes.
+/// Compresses frames into a sealed segment's bytes: chunks are cut at frame
+/// boundaries of `input.raw` and compressed as they are, without re-encoding.
 fn build_sealed(
     seq: u64,
     generation: u64,
-    frames: &[(Lsn, &[u8])],
+    input: &SealInput<'_>,
     opts: &TapeOptions,
 ) -> Result<(Vec<u8>, SealedHeader)> {
-    let (Some(first), Some(last)) = (frames.first(), frames.last()) else {
+    let SealInput { raw, verify_before, first_lsn, file, base } = *input;
+    if raw.is_empty() {
         return Err(Error::InvalidInput("cannot seal an empty segment".into()));
-    };
+    }
     let mut header = SealedHeader {
         chunks: 0,
         seq,
         generation,
-        first_lsn: first.0,
-        last_lsn: last.0,
-        events: frames.len() as u64,
+        first_lsn,
+        last_lsn: first_lsn,
+        events: 0,
         min_ts: i64::MAX,
         max_ts: i64::MIN,
-        raw_bytes: 0,
+        raw_bytes: raw.len() as u64,
     };
-    let mut body = Vec::new();
-    let mut chunk = Vec::with_capacity(opts.chunk_bytes + 4096);
-    let mut chunk_first = first.0;
+    let zstd_error = |e: std::io::Error| Error::InvalidInput(format!("zstd compression failed: {e}"));
+    let mut compressor = zstd::bulk::Compressor::new(opts.zstd_level).map_err(zstd_error)?;
+    let mut compressed = Vec::new();
+    // The header goes in front once the chunks are known.
+    let mut bytes = Vec::with_capacity(SEALED_HEADER + raw.len() / 2);
+    bytes.resize(SEALED_HEADER, 0);
+    let mut chunk_start = 0usize;
     let mut chunk_frames = 0u32;
-    let flush = |chunk: &mut Vec<u8>, first_lsn: Lsn, n: u32, body: &mut Vec<u8>, header: &mut SealedHeader| {
-        let compressed = zstd::bulk::compress(chunk, opts.zstd_level)
-            .map_err(|e| Error::InvalidInput(format!("zstd compression failed: {e}")))?;
-        let ch = format::ChunkHeader::new(&compressed, chunk.len() as u32, first_lsn, n);
-        body.extend_from_slice(&ch.encode());
-        body.extend_from_slice(&compressed);
-        header.chunks += 1;
-        header.raw_bytes += chunk.len() as u64;
-        chunk.clear();
-        Ok::<(), Error>(())
-    };
-    for &(lsn, payload) in frames {
-        if chunk_frames == 0 {
-            chunk_first = lsn;
+    let mut pos = 0usize;
+    let mut next = first_lsn;
+    while pos < raw.len() {
+        let read =
+            if pos < verify_before { decode_frame(&raw[pos..]) } else { format::decode_frame_trusted(&raw[pos..]) };
+        let (lsn, payload, size) = match read {
+            FrameRead::Frame { lsn, payload, size } => (lsn, payload, size),
+            FrameRead::Incomplete => return Err(Error::corrupt(file, base + pos as u64, "incomplete frame")),
+            FrameRead::Invalid(why) => return Err(Error::corrupt(file, base + pos as u64, why)),
+        };
+        if lsn != next {
+            return Err(Error::corrupt(file, base + pos as u64, format!("frame has lsn {lsn}, expected {next}")));
         }
-        encode_frame(&mut chunk, lsn, payload);
-        chunk_frames += 1;
         if let Some(ts) = payload_ts(payload) {
             header.min_ts = header.min_ts.min(ts);
             header.max_ts = header.max_ts.max(ts);
         }
-        if chunk.len() >= opts.chunk_bytes {
-            flush(&mut chunk, chunk_first, chunk_frames, &mut body, &mut header)?;
+        next += 1;
+        pos += size;
+        chunk_frames += 1;
+        if pos - chunk_start >= opts.chunk_bytes || pos == raw.len() {
+            let chunk = &raw[chunk_start..pos];
+            compressed.clear();
+            compressed.reserve(zstd::compress_bound(chunk.len()));
+            compressor.compress_to_buffer(chunk, &mut compressed).map_err(zstd_error)?;
+            let ch =
+                format::ChunkHeader::new(&compressed, chunk.len() as u32, next - u64::from(chunk_frames), chunk_frames);
+            bytes.extend_from_slice(&ch.encode());
+            bytes.extend_from_slice(&compressed);
+            header.chunks += 1;
+            chunk_start = pos;
             chunk_frames = 0;
         }
     }
-    if chunk_frames > 0 {
-        flush(&mut chunk, chunk_first, chunk_frames, &mut body, &mut header)?;
-    }
+    header.last_lsn = next - 1;
+    header.events = next - first_lsn;
     if header.min_ts > header.max_ts {
         header.min_ts = 0;
         header.max_ts = 0;
     }
-    let mut bytes = Vec::with_capacity(SEALED_HEADER + body.len());
-    bytes.extend_from_slice(&header.encode());
-    bytes.extend_from_slice(&body);
+    bytes[..SEALED_HEADER].copy_from_slice(&header.encode());
     Ok((bytes, header))
 }
 
@@ -795,10 +881,9 @@ impl Hint {
         out
     }
 
-    fn read(mut file: &File) -> Option<Hint> {
+    fn read(file: &File) -> Option<Hint> {
         let mut buf = [0u8; Self::LEN];
-        file.seek(SeekFrom::Start(0)).ok()?;
-        file.read_exact(&mut buf).ok()?;
+        file.read_exact_at(&mut buf, 0).ok()?;
         if &buf[0..4] != b"HINT" || buf[36..44] != format::checksum(&[&buf[0..36]]) {
             return None;
         }
@@ -810,15 +895,13 @@ impl Hint {
         })
     }
 
-    fn write(&self, mut file: &File) -> std::io::Result<()> {
-        file.seek(SeekFrom::Start(0))?;
-        file.write_all(&self.encode())
+    fn write(&self, file: &File) -> std::io::Result<()> {
+        file.write_all_at(&self.encode(), 0)
     }
 
     /// Destroys the hint durably (before a seal).
-    fn invalidate(mut file: &File) -> std::io::Result<()> {
-        file.seek(SeekFrom::Start(0))?;
-        file.write_all(&[0u8; Self::LEN])?;
+    fn invalidate(file: &File) -> std::io::Result<()> {
+        file.write_all_at(&[0u8; Self::LEN], 0)?;
         file.sync_data()
     }
 }

@@ -6,7 +6,8 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use super::format::{self, ChunkHeader, FrameRead, Lsn, decode_frame, decode_frame_trusted};
-use super::{ACTIVE_HEADER, ActiveHeader, Problem, SEALED_HEADER, SealedHeader, SegmentInfo, VerifyReport, payload_ts};
+use super::timestamp::payload_ts;
+use super::{ACTIVE_HEADER, ActiveHeader, Problem, SEALED_HEADER, SealedHeader, SegmentInfo, VerifyReport};
 use crate::error::{Error, IoContext, Result};
 
 /// A sealed segment in a snapshot.

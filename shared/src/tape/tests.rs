@@ -312,6 +312,95 @@ proptest! {
     }
 }
 
+#[derive(Clone, Debug)]
+enum HeldOp {
+    /// Append through the writer held across operations.
+    Append(u8),
+    /// Release the held writer and append in a session of its own.
+    AppendAlone(u8),
+    /// Seal through the held writer.
+    Seal,
+    /// Release the held writer.
+    Release,
+}
+
+fn held_op() -> impl Strategy<Value = HeldOp> {
+    prop_oneof![
+        6 => (1u8..12).prop_map(HeldOp::Append),
+        2 => (1u8..6).prop_map(HeldOp::AppendAlone),
+        1 => Just(HeldOp::Seal),
+        1 => Just(HeldOp::Release),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// A writer that holds the lock across appends seals from the frames it
+    /// keeps in memory, alone or after frames of other sessions; the log
+    /// still reads back exactly what was acknowledged, and verifies.
+    #[test]
+    fn held_writer_equals_model(ops in proptest::collection::vec(held_op(), 1..40), segment in 600u64..3_000) {
+        let dir = tempfile::tempdir().unwrap();
+        let log = TapeLog::open(dir.path(), opts(segment)).unwrap();
+        let mut model: Vec<Vec<u8>> = Vec::new();
+        let mut held: Option<TapeWriter<'_>> = None;
+        for op in ops {
+            let batch = |n: u8, model: &Vec<Vec<u8>>| -> Vec<Vec<u8>> {
+                (0..n).map(|i| payload(model.len() as u64 + 1 + u64::from(i))).collect()
+            };
+            match op {
+                HeldOp::Append(n) | HeldOp::AppendAlone(n) => {
+                    let b = batch(n, &model);
+                    let refs: Vec<&[u8]> = b.iter().map(Vec::as_slice).collect();
+                    let first = if matches!(op, HeldOp::Append(_)) {
+                        held.get_or_insert_with(|| log.lock().unwrap()).append(&refs).unwrap()
+                    } else {
+                        held = None;
+                        log.lock().unwrap().append(&refs).unwrap()
+                    };
+                    prop_assert_eq!(first, model.len() as u64 + 1);
+                    model.extend(b);
+                }
+                HeldOp::Seal => { held.get_or_insert_with(|| log.lock().unwrap()).seal().unwrap(); }
+                HeldOp::Release => held = None,
+            }
+        }
+        drop(held);
+        let frames = read_all(&log);
+        prop_assert_eq!(frames.len(), model.len());
+        for (i, (f, m)) in frames.iter().zip(&model).enumerate() {
+            prop_assert_eq!(f.lsn, i as u64 + 1);
+            prop_assert_eq!(&f.payload, m);
+        }
+        prop_assert!(log.verify().unwrap().problems.is_empty());
+    }
+}
+
+#[test]
+fn a_seal_in_the_appending_session_takes_the_frames_as_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 3);
+    let mut w = log.lock().unwrap();
+    let more: Vec<Vec<u8>> = (4..=6).map(payload).collect();
+    w.append(&more.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+    // Damage on disk after the append: frame 5 (this session's) and, separately
+    // checked below, nothing before it. The seal reads frames 1-3 back and
+    // verifies them, and takes 4-6 from what this writer acknowledged.
+    let active = dir.path().join(format::active_name(1));
+    let mut bytes = fs::read(&active).unwrap();
+    let fifth = ACTIVE_HEADER + (1..=4).map(|i| FRAME_HEADER + payload(i).len()).sum::<usize>();
+    bytes[fifth + FRAME_HEADER + 2] ^= 0x01;
+    fs::write(&active, &bytes).unwrap();
+    let info = w.seal().unwrap().unwrap();
+    drop(w);
+    assert_eq!(info.events, 6);
+    assert!(log.verify().unwrap().problems.is_empty());
+    let frames = read_all(&log);
+    assert!(frames.iter().all(|f| f.payload == payload(f.lsn)), "the sealed frames are the acknowledged ones");
+}
+
 #[test]
 fn frames_at_reads_only_what_is_asked_across_segments() {
     let dir = tempfile::tempdir().unwrap();
@@ -323,4 +412,33 @@ fn frames_at_reads_only_what_is_asked_across_segments() {
     assert_eq!(got.iter().map(|f| f.lsn).collect::<Vec<_>>(), vec![1, 2, 57, 58, 119, 120]);
     assert!(got.iter().all(|f| f.payload == payload(f.lsn)));
     assert!(snap.frames_at(&[]).unwrap().is_empty());
+}
+
+#[test]
+fn seal_refuses_a_damaged_frame_in_the_active_segment_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 5);
+    let active = dir.path().join(format::active_name(1));
+    let mut bytes = fs::read(&active).unwrap();
+    // Inside the second frame's payload; the last frame (which opening checks) stays intact.
+    let second = ACTIVE_HEADER + FRAME_HEADER + payload(1).len();
+    let at = second + FRAME_HEADER + 3;
+    bytes[at] ^= 0x01;
+    fs::write(&active, &bytes).unwrap();
+    let named = |log: &TapeLog| {
+        let report = log.verify().unwrap();
+        report.problems.iter().any(|p| p.file == active && p.offset == second as u64)
+    };
+    assert!(named(&log));
+    let before = files(&log);
+    let err = log.lock().unwrap().seal().unwrap_err();
+    assert_eq!(err.class(), ErrorClass::Corrupt, "{err}");
+    assert!(err.to_string().contains(&second.to_string()), "{err}");
+    assert_eq!(files(&log), before);
+    assert_eq!(fs::read(&active).unwrap(), bytes);
+    // The refused seal left the hint alone: the next opener does not take the
+    // damage for a torn tail and cut the frames after it.
+    assert!(named(&log));
+    assert_eq!(log.lock().unwrap().last_lsn(), 5);
 }
