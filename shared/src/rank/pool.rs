@@ -178,7 +178,7 @@ fn query_info(store: &Store, text_: &str, limits: &PoolLimits) -> Result<QueryIn
 }
 
 /// Builds the pool for a query. (Limits are written into the SQL rather than
-/// bound: see [`neighbour_sql`].)
+/// bound, so that each source is one cached statement.)
 pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<Pool> {
     let info = query_info(store, q.text, limits)?;
     let mut order: Vec<i64> = Vec::new();
@@ -403,11 +403,10 @@ fn neighbor_scores(
         return Ok(out);
     }
     let [(before_sql, _), (after_sql, _)] = neighbour_sql(limits.neighbor_window);
-    // Prepared once per ranking and rebound for each hit: see `neighbour_sql`.
-    let mut before = store.conn().prepare(&before_sql).sql("prepare neighbours")?;
-    let mut after = store.conn().prepare(&after_sql).sql("prepare neighbours")?;
+    let mut before = store.conn().prepare_cached(&before_sql).sql("prepare neighbours")?;
+    let mut after = store.conn().prepare_cached(&after_sql).sql("prepare neighbours")?;
     for &(hit, score) in hits.iter().take(limits.neighbor_hits) {
-        for (rowid, distance, after) in neighbours(store, hit, [(&mut before, false), (&mut after, true)])? {
+        for (rowid, distance, after) in neighbours(store, hit, [(&mut *before, false), (&mut *after, true)])? {
             if within.is_none_or(|set| set.contains(&rowid)) {
                 let value = score / max / distance as f32;
                 let s = out.near.entry(rowid).or_insert(0.0f32);
@@ -444,15 +443,10 @@ fn document_frequencies(store: &Store, terms: &[String]) -> Result<HashMap<Strin
     Ok(out)
 }
 
-/// The queries of [`neighbours`] for `window` places on each side (before, after).
-///
-/// Limits are written into the SQL, never bound: SQLite's planner reads a
-/// bound `LIMIT ?` and then marks the statement expired on every rebinding,
-/// so it is compiled again on every execution. Even with a literal limit, a
-/// statement with `ORDER BY … LIMIT` and a bound parameter is expired by
-/// `sqlite3_clear_bindings`, which rusqlite's statement cache calls whenever a
-/// statement goes back into it: these two run up to 20 times per ranking, so
-/// they are prepared once per ranking, outside the cache.
+/// The queries of [`neighbours`] for `window` places on each side (before,
+/// after), held for the whole ranking and rebound for each hit. (The store's
+/// connections plan without looking at bound values, so neither rebinding nor
+/// the statement cache makes SQLite compile them again: see `store::configure`.)
 fn neighbour_sql(window: usize) -> [(String, bool); 2] {
     [
         (
