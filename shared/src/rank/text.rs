@@ -3,7 +3,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-/// English function words dropped from queries (they match everything).
+/// English function words dropped from queries (they match everything),
+/// in byte order for [`is_stop_word`]'s binary search.
 const STOP_WORDS: &[&str] = &[
     "a",
     "about",
@@ -36,7 +37,9 @@ const STOP_WORDS: &[&str] = &[
     "do",
     "does",
     "doing",
+    "don't",
     "done",
+    "dont",
     "down",
     "during",
     "each",
@@ -58,18 +61,25 @@ const STOP_WORDS: &[&str] = &[
     "here",
     "hers",
     "herself",
+    "hey",
+    "hi",
     "him",
     "himself",
     "his",
     "how",
     "i",
+    "i'm",
+    "i've",
     "if",
+    "im",
     "in",
     "into",
     "is",
     "it",
+    "it's",
     "its",
     "itself",
+    "ive",
     "just",
     "let",
     "lets",
@@ -89,8 +99,11 @@ const STOP_WORDS: &[&str] = &[
     "now",
     "of",
     "off",
+    "ok",
+    "okay",
     "on",
     "once",
+    "one",
     "only",
     "or",
     "other",
@@ -109,7 +122,11 @@ const STOP_WORDS: &[&str] = &[
     "some",
     "such",
     "than",
+    "thank",
+    "thanks",
     "that",
+    "that's",
+    "thats",
     "the",
     "their",
     "theirs",
@@ -121,9 +138,11 @@ const STOP_WORDS: &[&str] = &[
     "they",
     "this",
     "those",
+    "three",
     "through",
     "to",
     "too",
+    "two",
     "under",
     "until",
     "up",
@@ -133,6 +152,8 @@ const STOP_WORDS: &[&str] = &[
     "we",
     "were",
     "what",
+    "what's",
+    "whats",
     "when",
     "where",
     "which",
@@ -143,36 +164,13 @@ const STOP_WORDS: &[&str] = &[
     "will",
     "with",
     "would",
+    "yeah",
+    "yes",
     "you",
     "your",
     "yours",
     "yourself",
     "yourselves",
-    "ok",
-    "okay",
-    "yes",
-    "yeah",
-    "hey",
-    "hi",
-    "thanks",
-    "thank",
-    "one",
-    "two",
-    "three",
-    "did",
-    "does",
-    "dont",
-    "don't",
-    "im",
-    "i'm",
-    "its",
-    "it's",
-    "thats",
-    "that's",
-    "whats",
-    "what's",
-    "ive",
-    "i've",
 ];
 
 /// English month names, lower-case, January first.
@@ -264,7 +262,7 @@ pub fn has_time_expression(text: &str) -> bool {
 
 /// Whether `word` (lower-case) is a stop word.
 pub fn is_stop_word(word: &str) -> bool {
-    STOP_WORDS.contains(&word)
+    STOP_WORDS.binary_search(&word).is_ok()
 }
 
 /// Words as SQLite's `unicode61` tokenizer sees them (runs of alphanumerics),
@@ -408,6 +406,17 @@ pub fn bag_cosine(a: &Bag, b: &Bag) -> f32 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn stop_words_are_sorted_and_unique_for_the_binary_search() {
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+        for w in ["a", "the", "yourselves", "okay", "its", "did"] {
+            assert!(is_stop_word(w), "{w}");
+        }
+        for w in ["cache", "", "zzz", "aa", "The"] {
+            assert!(!is_stop_word(w), "{w}");
+        }
+    }
 
     #[test]
     fn time_questions_and_time_expressions() {
