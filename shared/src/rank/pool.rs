@@ -333,7 +333,7 @@ fn finish(
     for m in &mut memories {
         m.sources = sources.remove(&m.rowid).unwrap_or_default();
         let age_days = ((q.now.0 - m.created_ms).max(0) as f64 / 86_400_000.0) as f32;
-        m.bag = text::bag_of_words(&m.content);
+        m.bag = text::memory_bag(&m.content);
         let tag_bag = text::bag_of_words(&m.tags.join(" "));
         let (overlap, matched) = text::lexical_overlap(&info.query_terms, &m.bag, &tag_bag);
         m.matched = matched.into_iter().map(str::to_owned).collect();
