@@ -587,26 +587,24 @@ fn shown_in_session(store: &Store, session: Option<&str>) -> Result<BTreeSet<Str
     rows.collect::<rusqlite::Result<BTreeSet<String>>>().sql("shown")
 }
 
-/// Times each memory was injected and the sum of its positive labels.
+/// Sessions each memory was injected in and the sum of its positive labels
+/// (`memory_usage`, kept by triggers: one row per candidate).
 fn usage_history(store: &Store, memories: &[PoolMemory]) -> Result<HashMap<MemoryId, (u32, f32)>> {
-    let ids: Vec<&str> = memories.iter().map(|m| m.id.as_str()).collect();
-    let json = serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into());
     let mut stmt = store
         .conn()
-        .prepare_cached(
-            "SELECT memory_id, SUM(was_injected), SUM(MAX(COALESCE(label, relevance_score, 0), 0))
-             FROM session_memories WHERE memory_id IN (SELECT value FROM json_each(?1)) GROUP BY memory_id",
-        )
+        .prepare_cached("SELECT sessions_injected, MAX(useful, 0) FROM memory_usage WHERE memory_id = ?1")
         .sql("prepare usage history")?;
-    let rows = stmt
-        .query_map([json], |r| {
-            Ok((
-                MemoryId(r.get(0)?),
-                (u32::try_from(r.get::<_, i64>(1)?.max(0)).unwrap_or(0), r.get::<_, f64>(2)? as f32),
-            ))
-        })
-        .sql("usage history")?;
-    rows.collect::<rusqlite::Result<HashMap<_, _>>>().sql("usage history")
+    let mut out = HashMap::with_capacity(memories.len());
+    for m in memories {
+        let row = stmt
+            .query_row([m.id.as_str()], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?)))
+            .optional()
+            .sql("usage history")?;
+        if let Some((injected, useful)) = row {
+            out.insert(m.id.clone(), (u32::try_from(injected.max(0)).unwrap_or(u32::MAX), useful as f32));
+        }
+    }
+    Ok(out)
 }
 
 /// FTS5 BM25 over all live memories for `text` (every non-stop word OR-ed, no

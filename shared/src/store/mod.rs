@@ -25,7 +25,10 @@ use crate::error::{Error, IoContext, Result, SqlContext};
 use crate::tape::Lsn;
 
 /// The numbered migrations, applied in order. Each is a file in `migrations/`.
-const MIGRATIONS: &[(u32, &str, &str)] = &[(1, "initial", include_str!("../../../migrations/0001_initial.sql"))];
+const MIGRATIONS: &[(u32, &str, &str)] = &[
+    (1, "initial", include_str!("../../../migrations/0001_initial.sql")),
+    (2, "memory_usage", include_str!("../../../migrations/0002_memory_usage.sql")),
+];
 
 /// The newest schema version this build knows.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
