@@ -11,8 +11,10 @@
 //! * Read side (`engram-scorer hook …`): `session-start` in a fresh session
 //!   each run; `user-prompt-submit` and `pre-tool-use` with varying prompts
 //!   and commands, eight runs per session (so the no-repeat filter works as
-//!   in a real session). Each run ranks, prints the context and appends the
-//!   served ranking to the tape log (fdatasync).
+//!   in a real session). Each run ranks, spools what it served, starts the
+//!   detached recorder (unless one is running) and prints the context; the
+//!   recorder's append (fdatasync) is not in the time, but it runs
+//!   meanwhile, as it does between an agent's hooks.
 //! * Write side (`engram-ingestor hook …`): records the event and starts the
 //!   detached ingestion worker when there is something to read; the time is
 //!   the hook's own, not the worker's.
@@ -215,14 +217,19 @@ fn main() {
                 verdict
             );
         }
-        // Let the detached ingestion worker finish before the store is deleted.
-        let lock = root.join("engram/hooks/ingest.lock");
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(30) {
-            if shared::fsutil::FileLock::try_exclusive(&lock).map(|l| l.is_some()).unwrap_or(true) {
-                break;
+        // Let the detached workers (ingestion, the read side's recorder)
+        // finish before the store is deleted.
+        for lock in ["engram/hooks/ingest.lock", "engram/hooks/record.lock"] {
+            let lock = root.join(lock);
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_secs(30) {
+                if shared::fsutil::FileLock::try_exclusive(&lock).map(|l| l.is_some()).unwrap_or(true) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
             }
-            std::thread::sleep(Duration::from_millis(50));
         }
+        let spooled = shared::hook::spool_pending(&Paths::at(root.join("engram")));
+        assert!(!spooled, "the recorder left events in the spool");
     }
 }

@@ -1,12 +1,30 @@
-//! Times the phases of a ranking on a large store (for profiling):
-//! `rank_phases DIR [N]` builds DIR once, then times the queries.
+//! Times the phases of a ranking on a large store (for profiling).
+//!
+//! * `rank_phases DIR [N]` builds DIR (a data home of `N` memories, the
+//!   benches' corpus) once, then times single queries of each candidate source.
+//! * `rank_phases DIR [N] loop [ITERS]` ranks `ITERS` times (default 200)
+//!   with the 64 queries, project and sessions of the scorer bench's
+//!   `rank_rpc`, and prints per phase (pool, predictor state, session
+//!   signals, the whole ranking) the fastest, median and mean. Nothing is
+//!   recorded, so under `valgrind --tool=callgrind` the instruction counts
+//!   are those of ranking alone.
+//! * `rank_phases DIR [N] rpc [ITERS] [GAP_MS]` sends the same `rank`
+//!   requests as the scorer bench through `scorer::serve` (in-memory
+//!   connection, recorder thread and all) and prints the fastest, median and
+//!   mean answer time; `GAP_MS` pauses between requests so that the recorder
+//!   is idle when the next one arrives. Under
+//!   `valgrind --tool=callgrind --separate-threads=yes` the main thread's
+//!   count is the ranking's and `scorer-recorder`'s the recording's.
 
 #![allow(clippy::unwrap_used)]
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use shared::config::Config;
+use shared::ids::SessionKey;
 use shared::journal::Journal;
 use shared::paths::Paths;
+use shared::rank::{self, PoolLimits, PoolQuery, PredictorState, RankRequest};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -19,32 +37,139 @@ fn main() {
             j.append(chunk).unwrap();
         }
     }
-    if args.get(3).map(String::as_str) == Some("loop") {
-        let tz = jiff::tz::TimeZone::UTC;
-        let t = Instant::now();
-        use rand::SeedableRng;
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(99);
-        let owned: Vec<String> = (0..4).map(|i| benches::lesson(&mut rng, 6 + i * 3)).collect();
-        let queries: Vec<&str> = owned.iter().map(String::as_str).collect();
-        for i in 0..200 {
-            let req = shared::rank::RankRequest {
-                query: queries[i % 4],
-                query_embedding: None,
-                session: None,
-                project: Some("engram"),
-                trigger: "prompt",
-                now: benches::BENCH_NOW,
-                tz: &tz,
-                k: 5,
-                budget_chars: 8000,
-                require_match: true,
-                explore_draw: 0.99,
-            };
-            shared::rank::rank(j.store(), &shared::config::Config::default(), None, &req).unwrap();
+    let iters: usize = args.get(4).and_then(|a| a.parse().ok()).unwrap_or(200);
+    match args.get(3).map(String::as_str) {
+        Some("loop") => ranking_loop(&j, iters),
+        Some("rpc") => {
+            drop(j);
+            let gap = Duration::from_millis(args.get(5).and_then(|a| a.parse().ok()).unwrap_or(0));
+            rpc_loop(Paths::at(&dir), iters, gap);
         }
-        eprintln!("rank: {:.2} ms each", t.elapsed().as_secs_f64() * 1e3 / 200.0);
-        return;
+        _ => sources(&j),
     }
+}
+
+/// The scorer bench's `rank_rpc` requests, answered by `scorer::serve`.
+fn rpc_loop(paths: Paths, iters: usize, gap: Duration) {
+    use rand::SeedableRng;
+    let opts = scorer::ServeOptions {
+        native_dim: 768,
+        checkpoint: None,
+        paths: Some(paths),
+        max_line: shared::rpc::DEFAULT_MAX_LINE,
+        training_budget: Duration::from_secs(60),
+    };
+    let (conn, client, _threads) = shared::rpc::Connection::<scorer::protocol::Request>::memory(opts.max_line);
+    let server = std::thread::spawn(move || scorer::serve(conn, opts, shared::shutdown::Shutdown::manual()));
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(99);
+    let requests: Vec<Vec<u8>> = (0..64)
+        .map(|i| {
+            let q = benches::lesson(&mut rng, 6 + i % 10);
+            serde_json::json!({"jsonrpc": "2.0", "id": i, "method": "rank",
+                   "params": {"query": q, "project": "engram", "trigger": "prompt", "session_key": format!("claude:bench{}", i % 8),
+                              "now_ms": benches::BENCH_NOW.0}})
+            .to_string()
+            .into_bytes()
+        })
+        .collect();
+    let call = |line: &[u8]| {
+        client.send_line(line);
+        client.output.recv_timeout(Duration::from_secs(120)).unwrap()
+    };
+    call(&requests[0]);
+    let mut phases = Phases::default();
+    for i in 0..iters {
+        if !gap.is_zero() {
+            std::thread::sleep(gap);
+        }
+        let t = Instant::now();
+        call(&requests[(i + 1) % requests.len()]);
+        phases.add("rank rpc", t.elapsed());
+    }
+    drop(client);
+    server.join().unwrap().unwrap();
+    eprintln!("{iters} rank requests, {} ms apart", gap.as_millis());
+    phases.print();
+}
+
+/// Per-phase durations of one run.
+#[derive(Default)]
+struct Phases(Vec<(&'static str, Vec<Duration>)>);
+
+impl Phases {
+    fn add(&mut self, name: &'static str, d: Duration) {
+        match self.0.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, v)) => v.push(d),
+            None => self.0.push((name, vec![d])),
+        }
+    }
+
+    fn print(mut self) {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        for (name, v) in &mut self.0 {
+            v.sort();
+            let mean = v.iter().sum::<Duration>() / v.len() as u32;
+            eprintln!(
+                "{name:<16} fastest {:>6.3} ms  median {:>6.3} ms  mean {:>6.3} ms",
+                ms(v[0]),
+                ms(v[v.len() / 2]),
+                ms(mean)
+            );
+        }
+    }
+}
+
+fn ranking_loop(j: &Journal, iters: usize) {
+    use rand::SeedableRng;
+    let tz = jiff::tz::TimeZone::UTC;
+    let config = Config::default();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(99);
+    let queries: Vec<String> = (0..64).map(|i| benches::lesson(&mut rng, 6 + i % 10)).collect();
+    let sessions: Vec<SessionKey> = (0..8).map(|i| SessionKey(format!("claude:bench{i}"))).collect();
+    let limits = PoolLimits { pool: config.predictor.candidate_pool_size, ..PoolLimits::default() };
+    let store = j.store();
+    let mut phases = Phases::default();
+    for i in 0..iters {
+        let query = &queries[i % queries.len()];
+        let session = &sessions[i % sessions.len()];
+        let req = RankRequest {
+            query,
+            query_embedding: None,
+            session: Some(session),
+            project: Some("engram"),
+            trigger: "prompt",
+            now: benches::BENCH_NOW,
+            tz: &tz,
+            k: 5,
+            budget_chars: 8000,
+            require_match: true,
+            explore_draw: 0.99,
+        };
+        let t = Instant::now();
+        rank::rank(store, &config, None, &req).unwrap();
+        phases.add("rank", t.elapsed());
+        let t = Instant::now();
+        let q = PoolQuery {
+            text: query,
+            embedding: None,
+            project: Some("engram"),
+            session: Some(session.as_str()),
+            now: benches::BENCH_NOW,
+        };
+        rank::pool::gather(store, &q, &limits).unwrap();
+        phases.add("  pool", t.elapsed());
+        let t = Instant::now();
+        PredictorState::load(store, &config.predictor).unwrap();
+        phases.add("  state", t.elapsed());
+        let t = Instant::now();
+        rank::session_signals(store, Some(session), Some("engram"), benches::BENCH_NOW, &tz).unwrap();
+        phases.add("  session", t.elapsed());
+    }
+    eprintln!("{iters} rankings; the indented phases are timed separately, after each ranking");
+    phases.print();
+}
+
+fn sources(j: &Journal) {
     let conn = j.store().conn();
     for q in ["\"auth\" OR \"token\" OR \"cache\" OR \"retry\"", "\"sqlite\" OR \"migration\"", "\"auth\""] {
         let t = Instant::now();
@@ -79,7 +204,3 @@ fn main() {
         eprintln!("{name}: {:.3} ms ({k} rows) plan {plan:?}", t.elapsed().as_secs_f64() * 1e3);
     }
 }
-
-/// Ranks repeatedly (for `perf record`): `rank_phases DIR N loop`.
-#[allow(dead_code)]
-fn _doc() {}

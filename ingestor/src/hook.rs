@@ -24,12 +24,9 @@
 //! A hook never breaks the agent: errors and panics are logged to
 //! `logs/hooks.log`, nothing is printed, the exit status is 0.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::Write as _;
-use std::os::fd::AsFd;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -150,30 +147,7 @@ pub fn enqueue(paths: &Paths, entry: &str) -> Result<(), Error> {
 /// Starts the worker if none runs; `true` when one was started.
 pub fn start_worker(paths: &Paths, exe: &Path) -> Result<bool, Error> {
     let lock = lock_file(paths);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&lock)
-        .map_err(|e| Error::io(&lock, e))?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(fs::TryLockError::WouldBlock) => return Ok(false),
-        Err(fs::TryLockError::Error(e)) => return Err(Error::io(&lock, e)),
-    }
-    // The child inherits the locked file as its stdin: the lock belongs to
-    // the open file, so it stays held after this process exits.
-    let log = OpenOptions::new().create(true).append(true).open(shared::hook::log_file(paths)).ok();
-    let mut cmd = Command::new(exe);
-    cmd.args(["hook", "ingest"])
-        .env("ENGRAM_HOME", paths.home())
-        .stdin(Stdio::from(file))
-        .stdout(Stdio::null())
-        .stderr(log.map_or_else(Stdio::null, Stdio::from))
-        .process_group(0);
-    cmd.spawn().map_err(|e| Error::io(exe, e))?;
-    Ok(true)
+    shared::hook::start_detached(paths, &lock, exe, &["hook", "ingest"]).map_err(|e| Error::io(&lock, e))
 }
 
 /// Takes every queued entry (renaming the queue first, so entries added
@@ -238,7 +212,7 @@ fn ingest(paths: &Paths, entries: &[String], shutdown: &Shutdown) -> Result<(), 
 /// `engram-ingestor hook ingest`: the detached worker (see the module docs).
 /// Its stdin is the locked `ingest.lock` its parent took.
 pub fn worker(paths: &Paths, shutdown: &Shutdown) -> Result<(), Error> {
-    let held = std::io::stdin().as_fd().try_clone_to_owned().map(File::from).ok();
+    let held = shared::hook::inherited_lock();
     loop {
         std::thread::sleep(COALESCE);
         let entries = take_queue(paths)?;

@@ -222,6 +222,7 @@ pub fn run(
                 now,
                 status_line: false,
                 explore_draw: 1.0,
+                unapplied: &[],
             },
         )
         .context("preview a prompt")?;
@@ -374,6 +375,7 @@ fn ingest_demo(
                             now: at,
                             status_line: trig == trigger::SESSION_START,
                             explore_draw: 1.0,
+                            unapplied: &[],
                         },
                     )
                     .context("serve a demo ranking")?;

@@ -95,6 +95,7 @@ pub fn context(
                     now,
                     status_line: false,
                     explore_draw: 1.0,
+                    unapplied: &[],
                 },
             )?;
             Preview::new(&served, trigger::PROMPT, &prompt, None, NEXT_BEST)

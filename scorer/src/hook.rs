@@ -11,18 +11,36 @@
 //! `injection.max_chars` and memories already shown in the session are
 //! never repeated (see [`shared::injection`]).
 //!
+//! **Recording off the critical path.** A hook never takes the tape lock and
+//! never waits for a disk sync. It reads the projection as it is, writes its
+//! events to the hooks' spool without syncing them
+//! ([`shared::hook::spool_unsynced`]) and starts the recorder,
+//! `engram-scorer hook record` ([`recorder`]): one detached process at a time
+//! (lock `hooks/record.lock`), which appends everything spooled through the
+//! journal (tape append with fsync, then the projection) and exits when the
+//! spool is empty. A ranking still in the spool is seen by every later hook
+//! ([`shared::hook::pending_rankings`], passed to
+//! [`shared::rank::rank_after`]): its memories count as shown in its session,
+//! so two prompts in quick succession never repeat one. What this trades
+//! (ARCHITECTURE.md, "Durability"): when the hook exits its events are in a
+//! file, not yet synced; a crash of the machine before the recorder's append
+//! (milliseconds later) can lose them. If the recorder cannot start or dies,
+//! the spool waits for the next writer (any hook's recorder, a write-side
+//! hook, the ingestion worker).
+//!
 //! A hook never breaks the agent: [`main_entry`] turns every error, and
 //! every panic, into an entry in `logs/hooks.log`, no output and exit 0.
-//! What is printed is exactly what was recorded: if recording fails nothing
-//! is printed.
+//! What is printed is exactly what was spooled: if spooling fails nothing is
+//! printed.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use shared::config::Config;
 use shared::event::{Body, Event, FtsHits, SessionStarted, trigger};
 use shared::hook::{HookEvent, HookInput};
 use shared::injection::{self, ServeRequest, SessionContext};
+use shared::journal::Journal;
 use shared::paths::Paths;
 use shared::store::Store;
 use shared::time::Ts;
@@ -32,8 +50,6 @@ use crate::native::writer_name;
 
 /// Largest hook input read (a Write tool's input carries the whole file).
 const MAX_INPUT: usize = 32 << 20;
-/// How long a read-side hook waits for the tape lock before spooling.
-const LOCK_WAIT: Duration = Duration::from_millis(300);
 /// BM25 hits of a prompt recorded as its `fts.hits`.
 const FTS_HITS: u32 = 10;
 /// Tools before which nothing is injected: Engram's own (the agent is already
@@ -49,17 +65,46 @@ pub struct HookOutcome {
     pub stdout: Option<String>,
     /// Memories injected.
     pub injected: usize,
-    /// Events spooled instead of appended (the tape lock was busy).
-    pub spooled: bool,
+    /// A recorder was started for the spooled events (false when one was
+    /// already running, or there was nothing to record).
+    pub recorder_started: bool,
+}
+
+/// Time spent in each phase of a hook call, for the debug log.
+#[derive(Debug)]
+struct Phases {
+    last: Instant,
+    laps: Vec<(&'static str, f64)>,
+}
+
+impl Phases {
+    fn start() -> Phases {
+        Phases { last: Instant::now(), laps: Vec::with_capacity(8) }
+    }
+
+    /// Ends the phase `name` now.
+    fn lap(&mut self, name: &'static str) {
+        let now = Instant::now();
+        self.laps.push((name, (now - self.last).as_secs_f64() * 1e3));
+        self.last = now;
+    }
 }
 
 /// Handles one read-side hook call. `harness` is the `--harness` given by
-/// install, if any.
-pub fn run(event: HookEvent, harness: Option<&str>, input: &[u8], paths: &Paths, now: Ts) -> Result<HookOutcome> {
+/// install, if any; `exe` is the binary started as the recorder (`None`:
+/// the events stay spooled for the next writer).
+pub fn run(
+    event: HookEvent,
+    harness: Option<&str>,
+    input: &[u8],
+    paths: &Paths,
+    now: Ts,
+    exe: Option<&Path>,
+) -> Result<HookOutcome> {
     if !event.is_read_side() {
         return Err(Error::params("event", format!("{} is handled by engram-ingestor hook", event.arg())));
     }
-    let started = Instant::now();
+    let mut phases = Phases::start();
     let input = HookInput::parse(input).map_err(|why| Error::params("stdin", why))?;
     let harness = input.harness(harness);
     let session = input.session_key(harness);
@@ -81,27 +126,19 @@ pub fn run(event: HookEvent, harness: Option<&str>, input: &[u8], paths: &Paths,
         _ => unreachable!("checked above"),
     };
     let branch = branch.and_then(shared::hook::git_branch);
-    // With the tape lock free, one journal serves both the ranking and the
-    // append; otherwise rank from the projection and spool the events.
-    let writer = writer_name();
-    let mut journal = if shared::hook::tape_lock_free(paths, LOCK_WAIT)? {
-        Some(shared::hook::open_journal(paths, &writer)?)
-    } else {
-        None
-    };
-    let read_only;
-    let store: &Store = match &journal {
-        Some(j) => j.store(),
-        None => {
-            read_only = Store::open(&paths.db())?;
-            shared::hook::tune_connection(read_only.conn());
-            &read_only
-        }
-    };
+    phases.lap("input");
+    // The projection as it is: no tape lock, no catch-up (the recorder
+    // catches up when it appends).
+    let store = Store::open(&paths.db())?;
+    shared::hook::tune_connection(store.conn());
+    phases.lap("open");
+    // Read before the ranking's snapshot: see `shared::hook::pending_rankings`.
+    let pending = shared::hook::pending_rankings(paths)?;
+    phases.lap("pending");
     let query = match query {
         Some(q) => q,
         None => {
-            SessionContext::load(store, project.clone(), input.cwd.clone(), branch.clone(), session.as_ref())?.query()
+            SessionContext::load(&store, project.clone(), input.cwd.clone(), branch.clone(), session.as_ref())?.query()
         }
     };
     let model = injection::load_model(paths).unwrap_or_else(|e| {
@@ -109,8 +146,9 @@ pub fn run(event: HookEvent, harness: Option<&str>, input: &[u8], paths: &Paths,
         None
     });
     let tz = injection::time_zone(&config);
+    phases.lap("query+model");
     let served = injection::serve(
-        store,
+        &store,
         &config,
         model.as_ref().map(injection::LoadedModel::serving),
         &tz,
@@ -122,10 +160,12 @@ pub fn run(event: HookEvent, harness: Option<&str>, input: &[u8], paths: &Paths,
             now,
             status_line: event == HookEvent::SessionStart,
             explore_draw: rand::random::<f32>(),
+            unapplied: &pending,
         },
     )?;
-    let ranked = started.elapsed();
+    phases.lap("rank");
 
+    let writer = writer_name();
     let mut events = Vec::new();
     if event == HookEvent::SessionStart
         && let Some(key) = &session
@@ -165,26 +205,49 @@ pub fn run(event: HookEvent, harness: Option<&str>, input: &[u8], paths: &Paths,
             Body::FtsHits(FtsHits { ranking_id: Some(ranking_id), memory_ids: fts }),
         ));
     }
-    let spooled = match journal.as_mut() {
-        Some(j) => {
-            shared::hook::append_with_spool(j, &events)?;
-            shared::hook::finish_connection(j.store());
-            false
+    let mut recorder_started = false;
+    if !events.is_empty() {
+        shared::hook::spool_unsynced(paths, &events)?;
+        phases.lap("spool");
+        if let Some(exe) = exe {
+            let lock = shared::hook::recorder_lock(paths);
+            match shared::hook::start_detached(paths, &lock, exe, &["hook", RECORD]) {
+                Ok(started) => recorder_started = started,
+                Err(e) => tracing::warn!(error = %e, "cannot start the recorder; the events wait in the spool"),
+            }
         }
-        None => {
-            shared::hook::spool(paths, &events)?;
-            true
-        }
-    };
-    tracing::debug!(
-        event = event.name(),
-        injected = served.injected.len(),
-        rank_ms = ranked.as_secs_f64() * 1e3,
-        total_ms = started.elapsed().as_secs_f64() * 1e3,
-        "hook served"
-    );
+        phases.lap("recorder");
+    }
+    drop(store);
+    phases.lap("close");
+    tracing::debug!(event = event.name(), injected = served.injected.len(), phases_ms = ?phases.laps, "hook served");
     let stdout = served.context.map(|text| output(event, &text));
-    Ok(HookOutcome { stdout, injected: served.injected.len(), spooled })
+    Ok(HookOutcome { stdout, injected: served.injected.len(), recorder_started })
+}
+
+/// The internal `engram-scorer hook` argument of the recorder.
+pub const RECORD: &str = "record";
+
+/// The recorder (see the module docs): appends everything spooled, then
+/// releases the lock it inherited and looks once more, so that events
+/// spooled while it held the lock (their hooks did not start a recorder) are
+/// never stranded. Returns the events appended.
+pub fn recorder(paths: &Paths) -> Result<usize> {
+    let held = shared::hook::inherited_lock();
+    // Default options: this process is off every critical path, so it may
+    // seal a full segment, and its connection checkpoints the WAL when it
+    // closes as the last one (hooks' connections never do).
+    let mut journal = Journal::open(paths, &writer_name())?;
+    let mut appended = 0;
+    loop {
+        appended += shared::hook::drain_spool(&mut journal)?;
+        let Some(lock) = &held else { break };
+        let _ = lock.unlock();
+        if !shared::hook::spool_pending(paths) || lock.try_lock().is_err() {
+            break;
+        }
+    }
+    Ok(appended)
 }
 
 /// `{"hookSpecificOutput":{"hookEventName":…,"additionalContext":…}}`.
@@ -207,13 +270,31 @@ pub fn output(event: HookEvent, context: &str) -> String {
 /// The whole `engram-scorer hook EVENT` process: logging to the hooks log,
 /// stdin, [`run`] under `catch_unwind`, stdout. Always exits 0.
 pub fn main_entry(event: HookEvent, harness: Option<&str>) {
-    let done =
-        shared::hook::guarded(event.arg(), MAX_INPUT, |input, paths| run(event, harness, input, paths, Ts::now()));
+    let done = shared::hook::guarded(event.arg(), MAX_INPUT, |input, paths| {
+        let exe = std::env::current_exe()
+            .inspect_err(|e| tracing::warn!(error = %e, "cannot find this executable to start the recorder"))
+            .ok();
+        run(event, harness, input, paths, Ts::now(), exe.as_deref())
+    });
     if let Some(line) = done.and_then(|o| o.stdout) {
         use std::io::Write as _;
         let mut out = std::io::stdout().lock();
         if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
             tracing::warn!(error = %e, "cannot write the hook output");
+        }
+    }
+}
+
+/// The `engram-scorer hook record` process: logs to the hooks log, never
+/// fails (errors and panics are logged; what is not appended stays spooled).
+pub fn recorder_entry() {
+    let Ok(paths) = Paths::from_env() else { return };
+    shared::logging::init_file(&shared::hook::log_file(&paths), "warn");
+    match std::panic::catch_unwind(|| recorder(&paths)) {
+        Ok(Ok(n)) => tracing::debug!(events = n, "spooled hook events recorded"),
+        Ok(Err(e)) => tracing::error!(error = %e, "the hook recorder failed; the events stay spooled"),
+        Err(panic) => {
+            tracing::error!(panic = %shared::logging::panic_message(panic.as_ref()), "the hook recorder panicked")
         }
     }
 }

@@ -31,9 +31,10 @@ enum Command {
     Serve,
     /// A read-side hook of Claude Code or Codex: hook JSON on stdin, context on stdout.
     Hook {
-        /// session-start, user-prompt-submit or pre-tool-use.
-        #[arg(value_parser = parse_read_event)]
-        event: HookEvent,
+        /// session-start, user-prompt-submit or pre-tool-use (`record` is the
+        /// recorder the hooks start themselves).
+        #[arg(value_parser = parse_hook)]
+        event: HookCommand,
         /// The harness calling (claude or codex); guessed from the input when absent.
         #[arg(long)]
         harness: Option<String>,
@@ -77,9 +78,21 @@ enum Command {
     },
 }
 
-fn parse_read_event(s: &str) -> Result<HookEvent, String> {
+/// What `engram-scorer hook` runs.
+#[derive(Clone, Copy, Debug)]
+enum HookCommand {
+    /// A read-side hook.
+    Event(HookEvent),
+    /// The detached recorder of what the hooks spooled.
+    Record,
+}
+
+fn parse_hook(s: &str) -> Result<HookCommand, String> {
+    if s == scorer::hook::RECORD {
+        return Ok(HookCommand::Record);
+    }
     match HookEvent::from_arg(s) {
-        Some(e) if e.is_read_side() => Ok(e),
+        Some(e) if e.is_read_side() => Ok(HookCommand::Event(e)),
         Some(e) => Err(format!("{} is a write-side hook: use `engram-ingestor hook {}`", e.arg(), e.arg())),
         None => Err(format!("unknown hook {s:?}; one of: session-start, user-prompt-submit, pre-tool-use")),
     }
@@ -95,7 +108,10 @@ fn main() -> ExitCode {
     let command = cli.command.unwrap_or(Command::Serve);
     if let Command::Hook { event, harness } = &command {
         // Hooks log to the data home and always exit 0.
-        scorer::hook::main_entry(*event, harness.as_deref());
+        match event {
+            HookCommand::Event(e) => scorer::hook::main_entry(*e, harness.as_deref()),
+            HookCommand::Record => scorer::hook::recorder_entry(),
+        }
         return ExitCode::SUCCESS;
     }
     shared::logging::init_stderr("warn");

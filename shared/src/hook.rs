@@ -14,22 +14,37 @@
 //! only if the tape lock is free within a short wait ([`record`]): a scan that
 //! holds it for a large batch must not stall a prompt. Otherwise the events go
 //! to a spool file (`<home>/hooks/spool/*.jsonl`, written atomically) that the
-//! next writer to hold the lock through [`drain_spool`] appends first; event
-//! ids make a double drain harmless (the projection dedupes them).
+//! next writer to hold the lock appends first ([`append_with_spool`],
+//! [`drain_spool`]): it reads the spool, appends and applies what it found,
+//! and removes those files, all under the tape lock, so two writers never
+//! append the same file and a spool file disappears only once its events are
+//! in the projection. Event ids make a repeated append harmless anyway (the
+//! projection dedupes them).
+//!
+//! **Read side.** The read-side hooks never wait for the tape at all: they
+//! spool what they served without syncing it ([`spool_unsynced`]) and start
+//! one detached recorder ([`start_detached`], `engram-scorer hook record`)
+//! that appends it durably. Until then a later hook sees those rankings
+//! through [`pending_rankings`] (read before its own snapshot of the
+//! projection), so a session's memories are never shown twice.
 
-use std::fs;
-use std::io::{self, Read};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::error::{Error, IoContext, Result};
-use crate::event::{Event, harness};
-use crate::fsutil::{FileLock, atomic_write};
+use crate::event::{Body, Event, harness};
+use crate::fsutil::{FileLock, atomic_write, temp_path_for};
 use crate::ids::SessionKey;
 use crate::journal::{Journal, JournalOptions};
 use crate::paths::Paths;
+use crate::rank::Unapplied;
 
 /// The hook events Engram handles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -384,8 +399,22 @@ pub fn open_journal(paths: &Paths, writer: &str) -> Result<Journal> {
     Ok(journal)
 }
 
-/// Writes `events` to a new spool file.
+/// Writes `events` to a new spool file, durably (file and directory synced).
 pub fn spool(paths: &Paths, events: &[Event]) -> Result<PathBuf> {
+    let path = write_spool(paths, events, true)?;
+    tracing::info!(file = %path.display(), events = events.len(), "the tape log is busy; events spooled");
+    Ok(path)
+}
+
+/// Writes `events` to a new spool file without syncing it (a read-side hook's
+/// critical path; its recorder syncs them into the tape log a moment later).
+/// The file appears whole or not at all (written aside, then renamed), but a
+/// crash of the machine before the recorder's append can lose it.
+pub fn spool_unsynced(paths: &Paths, events: &[Event]) -> Result<PathBuf> {
+    write_spool(paths, events, false)
+}
+
+fn write_spool(paths: &Paths, events: &[Event], durable: bool) -> Result<PathBuf> {
     let dir = spool_dir(paths);
     fs::create_dir_all(&dir).ctx("create directory", &dir)?;
     let mut bytes = Vec::new();
@@ -393,90 +422,163 @@ pub fn spool(paths: &Paths, events: &[Event]) -> Result<PathBuf> {
         bytes.extend_from_slice(&e.to_json());
         bytes.push(b'\n');
     }
-    let name = format!("{}-{}.jsonl", events[0].id.as_str(), std::process::id());
-    let path = dir.join(name);
-    atomic_write(&path, &bytes).ctx("write", &path)?;
-    tracing::info!(file = %path.display(), events = events.len(), "the tape log is busy; events spooled");
+    // Named by the first event's id (time-sortable): drained in that order.
+    let first = events.first().map_or("empty", |e| e.id.as_str());
+    let path = dir.join(format!("{first}-{}.jsonl", std::process::id()));
+    if durable {
+        atomic_write(&path, &bytes).ctx("write", &path)?;
+    } else {
+        let tmp = temp_path_for(&path);
+        let written = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(&bytes))
+            .and_then(|()| fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(Error::io("write", &path, e));
+        }
+    }
     Ok(path)
 }
 
-/// Appends whatever is spooled, then `events`, in one batch.
+/// Appends whatever is spooled, then `events`, in one batch (see the module docs).
 pub fn append_with_spool(journal: &mut Journal, events: &[Event]) -> Result<()> {
-    let (spooled, claimed) = take_spool(journal.paths())?;
-    if spooled.is_empty() && events.is_empty() {
+    let paths = journal.paths().clone();
+    let mut locked = journal.locked()?;
+    let (mut batch, files) = read_spool(&paths)?;
+    if batch.is_empty() && events.is_empty() {
         return Ok(());
     }
-    let mut batch = spooled;
     batch.extend_from_slice(events);
-    journal.append(&batch)?;
-    for file in claimed {
-        if let Err(e) = fs::remove_file(&file) {
-            tracing::warn!(file = %file.display(), error = %e, "cannot remove a drained spool file");
-        }
-    }
+    locked.append(&batch)?;
+    remove_drained(&files);
     Ok(())
 }
 
 /// Appends whatever is spooled; returns how many events.
 pub fn drain_spool(journal: &mut Journal) -> Result<usize> {
-    let (spooled, claimed) = take_spool(journal.paths())?;
-    let n = spooled.len();
-    if n > 0 {
-        journal.append(&spooled)?;
+    let paths = journal.paths().clone();
+    let mut locked = journal.locked()?;
+    let (spooled, files) = read_spool(&paths)?;
+    if !spooled.is_empty() {
+        locked.append(&spooled)?;
     }
-    for file in claimed {
-        let _ = fs::remove_file(&file);
-    }
-    Ok(n)
+    remove_drained(&files);
+    Ok(spooled.len())
 }
 
-/// A claimed spool file older than this is taken over (its drainer died).
-const STALE_CLAIM: Duration = Duration::from_secs(60);
+fn remove_drained(files: &[PathBuf]) {
+    for file in files {
+        if let Err(e) = fs::remove_file(file) {
+            tracing::warn!(file = %file.display(), error = %e, "cannot remove a drained spool file");
+        }
+    }
+}
 
-/// Claims every spool file (renaming it, so that two drainers do not both
-/// take it) and reads its events.
-fn take_spool(paths: &Paths) -> Result<(Vec<Event>, Vec<PathBuf>)> {
+/// The spool files, oldest first (written aside under a hidden name, so only
+/// whole files are listed).
+fn spool_files(paths: &Paths) -> Result<Vec<PathBuf>> {
     let dir = spool_dir(paths);
     let entries = match fs::read_dir(&dir) {
         Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), Vec::new())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(Error::io("list", &dir, e)),
     };
-    let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(".jsonl") && !n.starts_with('.'))
+        })
+        .collect();
     files.sort();
+    Ok(files)
+}
+
+/// Whether anything is spooled.
+pub fn spool_pending(paths: &Paths) -> bool {
+    spool_files(paths).is_ok_and(|f| !f.is_empty())
+}
+
+/// Every spooled event, in order, and the files read. A file removed while
+/// being listed was drained (its events are in the projection) and is
+/// skipped; an unreadable line is skipped with a warning.
+fn read_spool(paths: &Paths) -> Result<(Vec<Event>, Vec<PathBuf>)> {
     let mut events = Vec::new();
-    let mut claimed = Vec::new();
-    for path in files {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
-        let claim = if name.ends_with(".jsonl") {
-            let to = path.with_file_name(format!("{name}.{}.claimed", std::process::id()));
-            if fs::rename(&path, &to).is_err() {
-                continue;
-            }
-            to
-        } else if name.ends_with(".claimed") {
-            let old = fs::metadata(&path)
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| SystemTime::now().duration_since(t).ok())
-                .is_some_and(|age| age > STALE_CLAIM);
-            if !old {
-                continue;
-            }
-            path
-        } else {
-            continue;
+    let mut read = Vec::new();
+    for path in spool_files(paths)? {
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io("read", &path, e)),
         };
-        let bytes = fs::read(&claim).ctx("read", &claim)?;
         for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
             match Event::from_json(line) {
                 Ok(e) => events.push(e),
-                Err(e) => tracing::warn!(file = %claim.display(), error = %e, "unreadable spooled event skipped"),
+                Err(e) => tracing::warn!(file = %path.display(), error = %e, "unreadable spooled event skipped"),
             }
         }
-        claimed.push(claim);
+        read.push(path);
     }
-    Ok((events, claimed))
+    Ok((events, read))
+}
+
+/// The rankings spooled and not yet drained, for [`crate::rank::rank_after`]:
+/// read before the ranking's snapshot of the projection, every ranking a
+/// previous hook served is either here or already applied there.
+pub fn pending_rankings(paths: &Paths) -> Result<Vec<Unapplied>> {
+    let (events, _) = read_spool(paths)?;
+    Ok(events
+        .into_iter()
+        .filter_map(|e| match e.body {
+            Body::RankingServed(r) => Some(Unapplied {
+                ranking_id: r.ranking_id,
+                session: e.session,
+                injected: r.candidates.into_iter().filter(|c| c.injected).map(|c| c.memory_id).collect(),
+            }),
+            _ => None,
+        })
+        .collect())
+}
+
+/// Starts `exe args` as a detached worker that owns the exclusive lock
+/// `lock`, unless another process holds it (then that one does the work and
+/// `false` is returned). The worker gets the locked file as its stdin (the
+/// lock belongs to the open file, so it stays held after this process
+/// exits; [`inherited_lock`] takes it back), runs in its own process group,
+/// writes nothing to this process's stdout (a harness waits for that pipe
+/// to close) and logs to the hooks log.
+pub fn start_detached(paths: &Paths, lock: &Path, exe: &Path, args: &[&str]) -> io::Result<bool> {
+    if let Some(dir) = lock.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(lock)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => return Ok(false),
+        Err(fs::TryLockError::Error(e)) => return Err(e),
+    }
+    let log = OpenOptions::new().create(true).append(true).open(log_file(paths)).ok();
+    Command::new(exe)
+        .args(args)
+        .env("ENGRAM_HOME", paths.home())
+        .stdin(Stdio::from(file))
+        .stdout(Stdio::null())
+        .stderr(log.map_or_else(Stdio::null, Stdio::from))
+        .process_group(0)
+        .spawn()?;
+    Ok(true)
+}
+
+/// In a worker started by [`start_detached`]: the locked file it was given as stdin.
+pub fn inherited_lock() -> Option<File> {
+    io::stdin().as_fd().try_clone_to_owned().map(File::from).ok()
+}
+
+/// The lock of the read-side hooks' recorder.
+pub fn recorder_lock(paths: &Paths) -> PathBuf {
+    paths.home().join("hooks").join("record.lock")
 }
 
 #[cfg(test)]
@@ -538,6 +640,49 @@ mod tests {
         assert_eq!(git_branch(&wt).as_deref(), Some("integration"));
         fs::write(repo.join(".git/HEAD"), "0123456789abcdef\n").unwrap();
         assert_eq!(git_branch(&repo), None, "detached");
+    }
+
+    #[test]
+    fn unsynced_spool_is_pending_until_a_writer_drains_it() {
+        use crate::event::{RankingServed, ServedCandidate};
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        let key = SessionKey::new("claude", "s1");
+        let candidate = |id: &str, injected| ServedCandidate {
+            memory_id: crate::ids::MemoryId(id.into()),
+            injected,
+            ..ServedCandidate::default()
+        };
+        let served = Event::new(
+            Ts(1_000),
+            "t",
+            Some(key.clone()),
+            Body::RankingServed(RankingServed {
+                ranking_id: "rk_1".into(),
+                trigger: "prompt".into(),
+                candidates: vec![candidate("mem_a", true), candidate("mem_b", false)],
+                ..RankingServed::default()
+            }),
+        );
+        assert!(!spool_pending(&paths));
+        spool_unsynced(&paths, std::slice::from_ref(&served)).unwrap();
+        assert!(spool_pending(&paths));
+        let pending = pending_rankings(&paths).unwrap();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].ranking_id, "rk_1");
+        assert_eq!(pending[0].session.as_ref(), Some(&key));
+        assert_eq!(pending[0].injected, [crate::ids::MemoryId("mem_a".into())]);
+        // A half-written file (hidden temporary name) is never read.
+        fs::write(spool_dir(&paths).join(".x.jsonl.1.0.tmp"), b"{").unwrap();
+        assert_eq!(pending_rankings(&paths).unwrap().len(), 1);
+
+        let mut j = Journal::open(&paths, "t").unwrap();
+        assert_eq!(drain_spool(&mut j).unwrap(), 1);
+        assert!(!spool_pending(&paths));
+        assert!(pending_rankings(&paths).unwrap().is_empty());
+        let rankings: i64 = j.store().conn().query_row("SELECT COUNT(*) FROM rankings", [], |r| r.get(0)).unwrap();
+        assert_eq!(rankings, 1, "applied before the file went away");
+        assert_eq!(drain_spool(&mut j).unwrap(), 0);
     }
 
     #[test]

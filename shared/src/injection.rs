@@ -267,6 +267,9 @@ pub struct ServeRequest<'a> {
     pub status_line: bool,
     /// Uniform draw in `[0, 1)` for exploration.
     pub explore_draw: f32,
+    /// Rankings served but not yet in the projection (a read-side hook's
+    /// spooled ones): ranked as if applied, see [`rank::rank_after`].
+    pub unapplied: &'a [rank::Unapplied],
 }
 
 /// A ranking and the text to inject.
@@ -318,7 +321,7 @@ pub fn serve(
         require_match: req.trigger != trigger::SESSION_START,
         explore_draw: req.explore_draw,
     };
-    let mut ranking = rank::rank(store, config, model, &rank_req)?;
+    let mut ranking = rank::rank_after(store, config, model, &rank_req, req.unapplied)?;
     let status = req.status_line.then(|| ranking.state.status_line());
     let mut chosen: Vec<usize> =
         ranking.items.iter().enumerate().filter(|(_, it)| it.injected).map(|(i, _)| i).collect();
@@ -612,6 +615,7 @@ pub fn preview_session_start(
             now,
             status_line: true,
             explore_draw: 1.0,
+            unapplied: &[],
         },
     )?;
     Ok(Preview::new(&served, trigger::SESSION_START, &query, Some(ctx), extra))
@@ -717,6 +721,7 @@ mod tests {
                 now: Ts(100_000),
                 status_line: true,
                 explore_draw: 1.0,
+                unapplied: &[],
             },
         )
         .unwrap();
@@ -751,6 +756,7 @@ mod tests {
                 now: Ts(5_000),
                 status_line: false,
                 explore_draw: 1.0,
+                unapplied: &[],
             },
         )
         .unwrap();

@@ -107,39 +107,24 @@ impl Journal {
 
     /// Appends events durably and applies them. See the module docs.
     pub fn append(&mut self, events: &[Event]) -> Result<Receipt> {
-        let payloads: Vec<Vec<u8>> = events.iter().map(Event::to_json).collect();
-        let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
         if events.is_empty() {
             let last = self.tape.lock()?.last_lsn();
             return Ok(Receipt { first_lsn: last + 1, last_lsn: last, applied: true });
         }
-        let mut writer = self.tape.lock()?;
+        // Encoded before the lock is taken: other writers wait less.
+        let payloads: Vec<Vec<u8>> = events.iter().map(Event::to_json).collect();
+        self.locked()?.append_encoded(events, &payloads)
+    }
+
+    /// Takes the tape lock and brings the projection up to the end of the
+    /// log: until the returned guard is dropped no other writer appends, so
+    /// what the caller reads or removes meanwhile is consistent with what it
+    /// appends (the hooks' spool is drained this way).
+    pub fn locked(&mut self) -> Result<Locked<'_>> {
+        let writer = self.tape.lock()?;
         reopen_if_replaced(&mut self.store, &self.paths)?;
         catch_up_locked(&mut self.store, &writer)?;
-        let first = writer.append(&refs)?;
-        let last = first + events.len() as u64 - 1;
-        // Apply exactly what the log holds: an event this build cannot read is
-        // applied in its decoded form, as replay will see it.
-        let decoded: Vec<Option<Event>> = events
-            .iter()
-            .zip(&payloads)
-            .map(|(e, p)| matches!(e.body, Body::Unknown(_)).then(|| Event::from_json(p).ok()).flatten())
-            .collect();
-        let batch: Vec<(Lsn, &Event)> = events
-            .iter()
-            .zip(&decoded)
-            .enumerate()
-            .map(|(i, (e, d))| (first + i as u64, d.as_ref().unwrap_or(e)))
-            .collect();
-        let applied = match self.store.apply(&batch) {
-            Ok(_) => true,
-            Err(e) => {
-                tracing::error!(error = %e, first, last, "events are durable but the projection could not apply them; the next open will catch up");
-                false
-            }
-        };
-        drop(writer);
-        Ok(Receipt { first_lsn: first, last_lsn: last, applied })
+        Ok(Locked { writer, store: &mut self.store })
     }
 
     /// Applies whatever the log holds beyond the projection's position.
@@ -230,6 +215,59 @@ impl Journal {
         replay(&self.paths, &mut |_| {})?;
         self.reopen_if_replaced()?;
         Ok(report)
+    }
+}
+
+/// The journal with the tape lock held ([`Journal::locked`]); dropping it
+/// releases the lock.
+#[derive(Debug)]
+pub struct Locked<'j> {
+    writer: TapeWriter<'j>,
+    store: &'j mut Store,
+}
+
+impl Locked<'_> {
+    /// The projection (up to date with the log).
+    pub fn store(&self) -> &Store {
+        self.store
+    }
+
+    /// Appends events durably and applies them, in one batch.
+    pub fn append(&mut self, events: &[Event]) -> Result<Receipt> {
+        let payloads: Vec<Vec<u8>> = events.iter().map(Event::to_json).collect();
+        self.append_encoded(events, &payloads)
+    }
+
+    /// [`Locked::append`] with the events' encodings (`Event::to_json`).
+    fn append_encoded(&mut self, events: &[Event], payloads: &[Vec<u8>]) -> Result<Receipt> {
+        let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+        if events.is_empty() {
+            let last = self.writer.last_lsn();
+            return Ok(Receipt { first_lsn: last + 1, last_lsn: last, applied: true });
+        }
+        let first = self.writer.append(&refs)?;
+        let last = first + events.len() as u64 - 1;
+        // Apply exactly what the log holds: an event this build cannot read is
+        // applied in its decoded form, as replay will see it.
+        let decoded: Vec<Option<Event>> = events
+            .iter()
+            .zip(payloads)
+            .map(|(e, p)| matches!(e.body, Body::Unknown(_)).then(|| Event::from_json(p).ok()).flatten())
+            .collect();
+        let batch: Vec<(Lsn, &Event)> = events
+            .iter()
+            .zip(&decoded)
+            .enumerate()
+            .map(|(i, (e, d))| (first + i as u64, d.as_ref().unwrap_or(e)))
+            .collect();
+        let applied = match self.store.apply(&batch) {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::error!(error = %e, first, last, "events are durable but the projection could not apply them; the next open will catch up");
+                false
+            }
+        };
+        Ok(Receipt { first_lsn: first, last_lsn: last, applied })
     }
 }
 

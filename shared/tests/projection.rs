@@ -356,6 +356,34 @@ fn dump(store: &Store, positions: bool) -> String {
     canonical_dump(store.conn(), positions).unwrap()
 }
 
+/// `memory_usage` (kept by triggers) agrees with the aggregate of `session_memories`.
+fn assert_usage_is_the_aggregate(store: &Store) {
+    let rows = |sql: &str| -> Vec<(String, i64, f64)> {
+        store
+            .conn()
+            .prepare(sql)
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let kept = rows(
+        "SELECT memory_id, sessions_injected, useful FROM memory_usage
+         WHERE sessions_injected != 0 OR abs(useful) > 1e-9 ORDER BY memory_id",
+    );
+    let summed = rows(
+        "SELECT memory_id, SUM(was_injected), SUM(MAX(COALESCE(label, relevance_score, 0), 0)) FROM session_memories
+         GROUP BY memory_id HAVING SUM(was_injected) != 0 OR SUM(MAX(COALESCE(label, relevance_score, 0), 0)) > 1e-9
+         ORDER BY memory_id",
+    );
+    assert_eq!(kept.len(), summed.len(), "{kept:?} != {summed:?}");
+    for (k, s) in kept.iter().zip(&summed) {
+        assert_eq!((&k.0, k.1), (&s.0, s.1));
+        assert!((k.2 - s.2).abs() < 1e-6, "{k:?} != {s:?}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 
@@ -383,6 +411,7 @@ proptest! {
             }
         }
         journal.catch_up().unwrap();
+        assert_usage_is_the_aggregate(journal.store());
         let incremental = dump(journal.store(), true);
         prop_assert_eq!(journal.store().applied_lsn().unwrap(), events.len() as u64);
         drop(journal);

@@ -324,3 +324,39 @@ fn ranking_after_unapplied_rankings_equals_ranking_after_applying_them() {
     assert_eq!(seen(&rank::rank_after(j.store(), &config, None, &req_other, &pending).unwrap()), seen(&applied_other));
     assert!(applied_same.items.iter().filter(|i| i.memory.shown).count() == 2);
 }
+
+#[test]
+fn bm25_source_keeps_the_best_hits_in_the_order_of_order_by_rank() {
+    // 160 memories over a small vocabulary, every text twice: many matches
+    // and exact ties, more than the 60 hits kept.
+    let words = ["cache", "token", "retry", "sqlite", "deploy", "lint", "redis", "timeout", "worker", "queue"];
+    let texts: Vec<String> = (0..80)
+        .map(|i| {
+            let n = 3 + i % 5;
+            (0..n).map(|k| words[(i * 7 + k * 3) % words.len()]).collect::<Vec<_>>().join(" ")
+        })
+        .collect();
+    let ids: Vec<String> = (0..160).map(|i| format!("mem_{i:03}")).collect();
+    let mems: Vec<Mem<'_>> = (0..160).map(|i| mem(&ids[i], &texts[i % 80])).collect();
+    let (_dir, j) = setup(&mems);
+    let store = j.store();
+    for query in ["cache retry timeout", "sqlite deploy", "redis queue worker lint token"] {
+        let q = rank::PoolQuery { text: query, embedding: None, project: None, session: None, now: NOW };
+        let pool = rank::pool::gather(store, &q, &rank::PoolLimits::default()).unwrap();
+        let mut hits: Vec<(u32, i64)> =
+            pool.memories.iter().filter_map(|m| m.signals.bm25_rank.map(|r| (r, m.rowid))).collect();
+        hits.sort();
+        let ours: Vec<i64> = hits.into_iter().map(|(_, rowid)| rowid).collect();
+        let expr = pool.fts_query.unwrap();
+        let sqlite: Vec<i64> = store
+            .conn()
+            .prepare("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rank LIMIT 60")
+            .unwrap()
+            .query_map([&expr], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(ours.len(), 60, "{query}");
+        assert_eq!(ours, sqlite, "{query}");
+    }
+}

@@ -1,7 +1,7 @@
 //! The hooks end to end: `engram-scorer hook …` and `engram-ingestor hook …`
 //! run as Claude Code and Codex run them (the JSON they send on stdin, one
 //! process per event), with the recorded events read back from the
-//! projection.
+//! projection and the tape log once the read side's recorder is done.
 
 #![allow(clippy::unwrap_used)]
 
@@ -149,6 +149,7 @@ fn claude_read_side_hooks_inject_once_per_session_and_record_what_they_served() 
     assert!(shown_again.is_disjoint(&before), "{shown_again:?} repeats");
 
     // What was served is what is recorded.
+    w.wait_for_recorder();
     let key = format!("claude:{s}");
     let store = w.store();
     let conn = store.conn();
@@ -209,6 +210,7 @@ fn the_budget_bounds_the_context_even_at_the_hard_cap() {
     let text = context(&scorer_hook(&w, "user-prompt-submit", &prompt("s-cap")), "UserPromptSubmit").unwrap();
     assert!(text.chars().count() <= 10_000);
     assert!(ids(&text).len() > n);
+    w.wait_for_recorder();
     let recorded = w.count("SELECT injected_count FROM rankings WHERE session_key = 'claude:s-cap'");
     assert_eq!(recorded as usize, ids(&text).len(), "the event marks exactly what was shown");
 }
@@ -246,6 +248,7 @@ fn codex_dialect_with_a_null_transcript_gets_a_codex_session() {
                      "tool_input": {"command": ["bash", "-lc", "pnpm codegen"]}, "tool_use_id": "call_1"})),
     );
     context(&tool, "PreToolUse");
+    w.wait_for_recorder();
     let key = "codex:019e9625-802f-7e91-840a-cfe88d14117a";
     assert_eq!(w.count(&format!("SELECT COUNT(*) FROM rankings WHERE session_key = '{key}'")), 3);
     assert_eq!(w.count(&format!("SELECT COUNT(*) FROM sessions WHERE session_key = '{key}' AND harness = 'codex'")), 1);
@@ -338,28 +341,90 @@ fn codex_write_side_hooks_without_a_transcript_scan_recent_rollouts() {
     );
 }
 
+/// The spooled files waiting for the recorder.
+fn spooled(w: &World) -> usize {
+    std::fs::read_dir(w.home().join("hooks/spool"))
+        .map(|d| d.filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".jsonl")).count())
+        .unwrap_or(0)
+}
+
 #[test]
-fn a_busy_tape_log_spools_the_served_ranking_and_the_next_hook_appends_it() {
+fn a_busy_tape_log_never_delays_a_hook_and_its_spooled_rankings_are_never_repeated() {
     let w = World::new();
     seed(&w, &web_memories());
+    // A long scan holds the tape lock: the hooks answer at once, their
+    // recorder waits for the lock.
     let lock = FileLock::exclusive(&w.home().join("tapes/LOCK")).unwrap();
     let prompt = claude_input("UserPromptSubmit", "s-busy", json!({"prompt": "the login test is flaky"}));
-    let out = scorer_hook(&w, "user-prompt-submit", &prompt);
-    let first = context(&out, "UserPromptSubmit").expect("injects while the log is busy");
-    let spooled = std::fs::read_dir(w.home().join("hooks/spool")).unwrap().count();
-    assert_eq!(spooled, 1);
+    common::scorer_bin(); // built before the clock starts
+    let t = Instant::now();
+    let first = context(&scorer_hook(&w, "user-prompt-submit", &prompt), "UserPromptSubmit").expect("injects");
+    assert!(t.elapsed() < Duration::from_secs(5), "the hook waited for the tape lock");
+    assert_eq!(spooled(&w), 1);
+    // The same prompt again: the first ranking is only in the spool, and
+    // still nothing it showed comes back.
+    let again = context(&scorer_hook(&w, "user-prompt-submit", &prompt), "UserPromptSubmit");
+    let again = again.map(|t| ids(&t)).unwrap_or_default();
+    assert!(again.is_disjoint(&ids(&first)), "{again:?} repeats {first:?}");
+    assert_eq!(spooled(&w), 2);
+    assert_eq!(w.count("SELECT COUNT(*) FROM rankings"), 0, "nothing is applied while the log is busy");
     drop(lock);
-    let again = scorer_hook(
-        &w,
-        "user-prompt-submit",
-        &claude_input("UserPromptSubmit", "s-busy", json!({"prompt": "cache ttl in ci"})),
-    );
-    assert!(again.status.success());
-    assert_eq!(std::fs::read_dir(w.home().join("hooks/spool")).unwrap().count(), 0);
+    w.wait_for_recorder();
+    assert_eq!(spooled(&w), 0);
     assert_eq!(w.count("SELECT COUNT(*) FROM rankings WHERE session_key = 'claude:s-busy'"), 2);
     let shown =
         w.count("SELECT COUNT(*) FROM session_memories WHERE session_key = 'claude:s-busy' AND was_injected = 1");
-    assert!(shown as usize >= ids(&first).len());
+    assert_eq!(shown as usize, ids(&first).len() + again.len());
+}
+
+#[test]
+fn two_prompts_back_to_back_never_repeat_a_memory() {
+    let w = World::new();
+    seed(&w, &web_memories());
+    for round in 0..3 {
+        let session = format!("s-quick-{round}");
+        // The same prompt twice, the second hook started as soon as the first
+        // exits, while its recorder is (most likely) still appending.
+        let prompt = claude_input(
+            "UserPromptSubmit",
+            &session,
+            json!({"prompt": "web app conventions: lint, zod, codegen, redis tests"}),
+        );
+        let first = context(&scorer_hook(&w, "user-prompt-submit", &prompt), "UserPromptSubmit").expect("injects");
+        let second = context(&scorer_hook(&w, "user-prompt-submit", &prompt), "UserPromptSubmit");
+        let (first, second) = (ids(&first), second.map(|t| ids(&t)).unwrap_or_default());
+        assert!(!first.is_empty());
+        assert!(first.is_disjoint(&second), "round {round}: {second:?} repeats {first:?}");
+    }
+}
+
+#[test]
+fn every_served_ranking_reaches_the_tape_log() {
+    let w = World::new();
+    seed(&w, &web_memories());
+    let s = "s-tape";
+    let start = scorer_hook(&w, "session-start", &claude_input("SessionStart", s, json!({"source": "startup"})));
+    context(&start, "SessionStart").expect("session start injects");
+    let prompt = claude_input("UserPromptSubmit", s, json!({"prompt": "why is the login test flaky in CI?"}));
+    context(&scorer_hook(&w, "user-prompt-submit", &prompt), "UserPromptSubmit");
+    let tool = claude_input("PreToolUse", s, json!({"tool_name": "Bash", "tool_input": {"command": "pnpm lint"}}));
+    context(&scorer_hook(&w, "pre-tool-use", &tool), "PreToolUse");
+    w.wait_for_recorder();
+    let events = w.tape_events();
+    let of_session: Vec<&Value> = events.iter().filter(|e| e["s"] == format!("claude:{s}")).collect();
+    let kinds: Vec<&str> = of_session.iter().map(|e| e["k"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        ["session.started", "ranking.served", "ranking.served", "fts.hits", "ranking.served"],
+        "in the order they were served"
+    );
+    let triggers: Vec<&str> =
+        of_session.iter().filter(|e| e["k"] == "ranking.served").map(|e| e["b"]["trigger"].as_str().unwrap()).collect();
+    assert_eq!(triggers, ["session_start", "prompt", "tool"]);
+    assert_eq!(w.count("SELECT COUNT(*) FROM rankings WHERE session_key = 'claude:s-tape'"), 3);
+    assert_eq!(spooled(&w), 0);
+    let log = std::fs::read_to_string(w.home().join("logs/hooks.log")).unwrap_or_default();
+    assert!(!log.contains("ERROR") && !log.contains("WARN"), "{log}");
 }
 
 fn assert_silent(out: &Output, what: &str) {

@@ -178,7 +178,7 @@ fn query_info(store: &Store, text_: &str, limits: &PoolLimits) -> Result<QueryIn
 }
 
 /// Builds the pool for a query. (Limits are written into the SQL rather than
-/// bound: see [`neighbour_sql`].)
+/// bound, so that each source is one cached statement.)
 pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<Pool> {
     let info = query_info(store, q.text, limits)?;
     let mut order: Vec<i64> = Vec::new();
@@ -201,14 +201,7 @@ pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<P
         add(rowid, source::PINNED);
     }
     let hits = match &info.fts_query {
-        Some(expr) => query_scored(
-            store,
-            &format!(
-                "SELECT rowid, -rank FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rank LIMIT {}",
-                limits.bm25
-            ),
-            [expr],
-        )?,
+        Some(expr) => bm25_top(store, expr, limits.bm25)?,
         None => Vec::new(),
     };
     for &(rowid, _) in &hits {
@@ -301,7 +294,7 @@ fn context_scores(
     query: &[text::QueryTerm],
 ) -> HashMap<i64, [f32; 3]> {
     for m in memories.iter_mut() {
-        m.bag = text::bag_of_words(&m.content);
+        m.bag = text::memory_bag(&m.content);
     }
     let bags: HashMap<i64, &text::Bag> = memories.iter().map(|m| (m.rowid, &m.bag)).collect();
     let avg_len = if memories.is_empty() {
@@ -489,14 +482,13 @@ fn neighbor_scores(
         return Ok(out);
     }
     let [(before_sql, _), (after_sql, _)] = neighbour_sql(limits.neighbor_window);
-    // Prepared once per ranking and rebound for each hit: see `neighbour_sql`.
-    let mut before = store.conn().prepare(&before_sql).sql("prepare neighbours")?;
-    let mut after = store.conn().prepare(&after_sql).sql("prepare neighbours")?;
+    let mut before = store.conn().prepare_cached(&before_sql).sql("prepare neighbours")?;
+    let mut after = store.conn().prepare_cached(&after_sql).sql("prepare neighbours")?;
     for &(hit, score) in hits.iter().take(limits.neighbor_hits) {
         // Rows come nearest first on each side, so each one is adjacent to
         // the previous row of its side (the hit itself for the first).
         let (mut last_before, mut last_after) = (hit, hit);
-        for (rowid, distance, after) in neighbours(store, hit, [(&mut before, false), (&mut after, true)])? {
+        for (rowid, distance, after) in neighbours(store, hit, [(&mut *before, false), (&mut *after, true)])? {
             if after {
                 out.next.insert(last_after, rowid);
                 out.prev.insert(rowid, last_after);
@@ -517,6 +509,27 @@ fn neighbor_scores(
         }
     }
     Ok(out)
+}
+
+/// The `limit` best BM25 hits of the FTS5 expression `expr`, best first (ties:
+/// lower rowid first), as `ORDER BY rank LIMIT n` would return them. FTS5
+/// scores every match either way; choosing the best here spares its sorter
+/// (a second statement compiled for every query, each match's position
+/// lists copied and sorted): about a third of the cost of BM25.
+fn bm25_top(store: &Store, expr: &str, limit: usize) -> Result<Vec<(i64, f32)>> {
+    let mut stmt = store
+        .conn()
+        .prepare_cached("SELECT rowid, -rank FROM memories_fts WHERE memories_fts MATCH ?1")
+        .sql("prepare search")?;
+    let rows = stmt.query_map([expr], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))).sql("search")?;
+    let mut hits = rows.collect::<rusqlite::Result<Vec<(i64, f64)>>>().sql("search")?;
+    let better = |a: &(i64, f64), b: &(i64, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if hits.len() > limit && limit > 0 {
+        hits.select_nth_unstable_by(limit - 1, better);
+    }
+    hits.truncate(limit);
+    hits.sort_unstable_by(better);
+    Ok(hits.into_iter().map(|(rowid, score)| (rowid, score as f32)).collect())
 }
 
 fn query_scored(store: &Store, sql: &str, p: impl rusqlite::Params) -> Result<Vec<(i64, f32)>> {
@@ -542,15 +555,10 @@ fn document_frequencies(store: &Store, terms: &[String]) -> Result<HashMap<Strin
     Ok(out)
 }
 
-/// The queries of [`neighbours`] for `window` places on each side (before, after).
-///
-/// Limits are written into the SQL, never bound: SQLite's planner reads a
-/// bound `LIMIT ?` and then marks the statement expired on every rebinding,
-/// so it is compiled again on every execution. Even with a literal limit, a
-/// statement with `ORDER BY … LIMIT` and a bound parameter is expired by
-/// `sqlite3_clear_bindings`, which rusqlite's statement cache calls whenever a
-/// statement goes back into it: these two run up to 20 times per ranking, so
-/// they are prepared once per ranking, outside the cache.
+/// The queries of [`neighbours`] for `window` places on each side (before,
+/// after), held for the whole ranking and rebound for each hit. (The store's
+/// connections plan without looking at bound values, so neither rebinding nor
+/// the statement cache makes SQLite compile them again: see `store::configure`.)
 fn neighbour_sql(window: usize) -> [(String, bool); 2] {
     [
         (
@@ -691,26 +699,24 @@ fn shown_in_session(store: &Store, session: Option<&str>) -> Result<BTreeSet<Str
     rows.collect::<rusqlite::Result<BTreeSet<String>>>().sql("shown")
 }
 
-/// Times each memory was injected and the sum of its positive labels.
+/// Sessions each memory was injected in and the sum of its positive labels
+/// (`memory_usage`, kept by triggers: one row per candidate).
 fn usage_history(store: &Store, memories: &[PoolMemory]) -> Result<HashMap<MemoryId, (u32, f32)>> {
-    let ids: Vec<&str> = memories.iter().map(|m| m.id.as_str()).collect();
-    let json = serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into());
     let mut stmt = store
         .conn()
-        .prepare_cached(
-            "SELECT memory_id, SUM(was_injected), SUM(MAX(COALESCE(label, relevance_score, 0), 0))
-             FROM session_memories WHERE memory_id IN (SELECT value FROM json_each(?1)) GROUP BY memory_id",
-        )
+        .prepare_cached("SELECT sessions_injected, MAX(useful, 0) FROM memory_usage WHERE memory_id = ?1")
         .sql("prepare usage history")?;
-    let rows = stmt
-        .query_map([json], |r| {
-            Ok((
-                MemoryId(r.get(0)?),
-                (u32::try_from(r.get::<_, i64>(1)?.max(0)).unwrap_or(0), r.get::<_, f64>(2)? as f32),
-            ))
-        })
-        .sql("usage history")?;
-    rows.collect::<rusqlite::Result<HashMap<_, _>>>().sql("usage history")
+    let mut out = HashMap::with_capacity(memories.len());
+    for m in memories {
+        let row = stmt
+            .query_row([m.id.as_str()], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?)))
+            .optional()
+            .sql("usage history")?;
+        if let Some((injected, useful)) = row {
+            out.insert(m.id.clone(), (u32::try_from(injected.max(0)).unwrap_or(u32::MAX), useful as f32));
+        }
+    }
+    Ok(out)
 }
 
 /// FTS5 BM25 over all live memories for `text` (every non-stop word OR-ed, no

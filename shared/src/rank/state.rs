@@ -66,33 +66,31 @@ pub fn alpha_for(cold_start_exited: bool, sessions_after_cold_start: u32, succes
 impl PredictorState {
     /// Reads the state from the projection.
     pub fn load(store: &Store, config: &PredictorConfig) -> Result<PredictorState> {
+        // Every ranking reads this: the statements come from the cache.
         let conn = store.conn();
         let model: Option<(i64, String)> = conn
-            .query_row("SELECT model_version, checkpoint FROM models ORDER BY model_version DESC LIMIT 1", [], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()
+            .prepare_cached("SELECT model_version, checkpoint FROM models ORDER BY model_version DESC LIMIT 1")
+            .and_then(|mut s| s.query_row([], |r| Ok((r.get(0)?, r.get(1)?))).optional())
             .sql("read latest model")?;
         let scored: i64 = conn
-            .query_row(
-                "SELECT COUNT(DISTINCT session_key) FROM session_scores WHERE confidence >= ?1",
-                [MIN_SCORER_CONFIDENCE],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT COUNT(DISTINCT session_key) FROM session_scores WHERE confidence >= ?1")
+            .and_then(|mut s| s.query_row([MIN_SCORER_CONFIDENCE], |r| r.get(0)))
             .sql("count scored sessions")?;
         let latest: Option<(f32, bool, u32, i64)> = conn
-            .query_row(
+            .prepare_cached(
                 "SELECT success_rate, cold_start_exited, sessions_after_cold_start, created_ms
                  FROM predictor_comparisons ORDER BY created_ms DESC, id DESC LIMIT 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )
-            .optional()
+            .and_then(|mut s| s.query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).optional())
             .sql("read latest comparison")?;
-        let comparisons: i64 =
-            conn.query_row("SELECT COUNT(*) FROM predictor_comparisons", [], |r| r.get(0)).sql("count comparisons")?;
-        let last_drift: Option<i64> =
-            conn.query_row("SELECT MAX(created_ms) FROM drift_resets", [], |r| r.get(0)).sql("read drift resets")?;
+        let comparisons: i64 = conn
+            .prepare_cached("SELECT COUNT(*) FROM predictor_comparisons")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .sql("count comparisons")?;
+        let last_drift: Option<i64> = conn
+            .prepare_cached("SELECT MAX(created_ms) FROM drift_resets")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .sql("read drift resets")?;
         let (success_rate, exited, after, at) = latest.unwrap_or((0.5, false, 0, i64::MIN));
         let drift_reset_pending = last_drift.is_some_and(|d| d >= at);
         let (exited, after) = if drift_reset_pending { (false, 0) } else { (exited, after) };

@@ -2,8 +2,10 @@
 //! lexical overlap, and a bag-of-words similarity for topic diversity.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::{LazyLock, Mutex, PoisonError};
 
-/// English function words dropped from queries (they match everything).
+/// English function words dropped from queries (they match everything),
+/// in byte order for [`is_stop_word`]'s binary search.
 const STOP_WORDS: &[&str] = &[
     "a",
     "about",
@@ -36,7 +38,9 @@ const STOP_WORDS: &[&str] = &[
     "do",
     "does",
     "doing",
+    "don't",
     "done",
+    "dont",
     "down",
     "during",
     "each",
@@ -58,18 +62,25 @@ const STOP_WORDS: &[&str] = &[
     "here",
     "hers",
     "herself",
+    "hey",
+    "hi",
     "him",
     "himself",
     "his",
     "how",
     "i",
+    "i'm",
+    "i've",
     "if",
+    "im",
     "in",
     "into",
     "is",
     "it",
+    "it's",
     "its",
     "itself",
+    "ive",
     "just",
     "let",
     "lets",
@@ -89,8 +100,11 @@ const STOP_WORDS: &[&str] = &[
     "now",
     "of",
     "off",
+    "ok",
+    "okay",
     "on",
     "once",
+    "one",
     "only",
     "or",
     "other",
@@ -109,7 +123,11 @@ const STOP_WORDS: &[&str] = &[
     "some",
     "such",
     "than",
+    "thank",
+    "thanks",
     "that",
+    "that's",
+    "thats",
     "the",
     "their",
     "theirs",
@@ -121,9 +139,11 @@ const STOP_WORDS: &[&str] = &[
     "they",
     "this",
     "those",
+    "three",
     "through",
     "to",
     "too",
+    "two",
     "under",
     "until",
     "up",
@@ -133,6 +153,8 @@ const STOP_WORDS: &[&str] = &[
     "we",
     "were",
     "what",
+    "what's",
+    "whats",
     "when",
     "where",
     "which",
@@ -143,36 +165,13 @@ const STOP_WORDS: &[&str] = &[
     "will",
     "with",
     "would",
+    "yeah",
+    "yes",
     "you",
     "your",
     "yours",
     "yourself",
     "yourselves",
-    "ok",
-    "okay",
-    "yes",
-    "yeah",
-    "hey",
-    "hi",
-    "thanks",
-    "thank",
-    "one",
-    "two",
-    "three",
-    "did",
-    "does",
-    "dont",
-    "don't",
-    "im",
-    "i'm",
-    "its",
-    "it's",
-    "thats",
-    "that's",
-    "whats",
-    "what's",
-    "ive",
-    "i've",
 ];
 
 /// English month names, lower-case, January first.
@@ -264,7 +263,7 @@ pub fn has_time_expression(text: &str) -> bool {
 
 /// Whether `word` (lower-case) is a stop word.
 pub fn is_stop_word(word: &str) -> bool {
-    STOP_WORDS.contains(&word)
+    STOP_WORDS.binary_search(&word).is_ok()
 }
 
 /// Words as SQLite's `unicode61` tokenizer sees them (runs of alphanumerics),
@@ -419,6 +418,42 @@ pub fn window_bm25(query: &[QueryTerm], window: &[&Bag], avg_len: f32) -> f32 {
         .sum()
 }
 
+/// Bytes (texts and terms) the memo of [`memory_bag`] holds before it is emptied.
+const BAG_MEMO_BYTES: usize = 16 << 20;
+
+/// Bags already computed in this process, keyed by their text, and their size.
+#[derive(Default)]
+struct BagMemo {
+    bags: HashMap<Box<str>, Bag>,
+    bytes: usize,
+}
+
+static BAG_MEMO: LazyLock<Mutex<BagMemo>> = LazyLock::new(Mutex::default);
+
+/// [`bag_of_words`] of a memory's text, remembered for the life of the
+/// process: a warm process ranks the same memories over and over, and
+/// tokenizing and stemming a hundred candidates again was about a fifth of a
+/// ranking. Keyed by the text itself (an edited memory is a new key), so it
+/// is exactly `bag_of_words(text)`; emptied when it holds more than
+/// [`BAG_MEMO_BYTES`].
+pub fn memory_bag(text: &str) -> Bag {
+    let memo = || BAG_MEMO.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(bag) = memo().bags.get(text) {
+        return bag.clone();
+    }
+    let bag = bag_of_words(text);
+    let size = text.len() + bag.terms.len() * size_of::<(u64, f32)>() + 64;
+    let mut m = memo();
+    if m.bytes + size > BAG_MEMO_BYTES {
+        m.bags.clear();
+        m.bytes = 0;
+    }
+    if m.bags.insert(text.into(), bag.clone()).is_none() {
+        m.bytes += size;
+    }
+    bag
+}
+
 /// Cosine similarity of two bags of words (0 when either is empty).
 pub fn bag_cosine(a: &Bag, b: &Bag) -> f32 {
     if a.norm == 0.0 || b.norm == 0.0 {
@@ -467,6 +502,17 @@ mod tests {
         let once = bag_of_words("flower rose");
         let (s2, s1) = (window_bm25(&q, &[&twice], 2.0), window_bm25(&q, &[&once], 2.0));
         assert!(s2 > s1 && s2 < 2.0 * s1);
+    }
+
+    #[test]
+    fn stop_words_are_sorted_and_unique_for_the_binary_search() {
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+        for w in ["a", "the", "yourselves", "okay", "its", "did"] {
+            assert!(is_stop_word(w), "{w}");
+        }
+        for w in ["cache", "", "zzz", "aa", "The"] {
+            assert!(!is_stop_word(w), "{w}");
+        }
     }
 
     #[test]
@@ -530,6 +576,8 @@ mod tests {
     #[test]
     fn near_duplicate_texts_are_similar() {
         let a = bag_of_words("Run sqlite migrations inside a transaction");
+        assert_eq!(memory_bag("Run sqlite migrations inside a transaction"), a);
+        assert_eq!(memory_bag("Run sqlite migrations inside a transaction"), a, "remembered");
         let b = bag_of_words("run the sqlite migrations inside one transaction");
         let c = bag_of_words("The build uses two cores");
         assert!(bag_cosine(&a, &b) > 0.85);

@@ -836,6 +836,19 @@ impl Projector<'_> {
                     .execute(params![c.memory_id.as_str(), at])?;
             }
             if let Some(session) = session {
+                if c.injected {
+                    // A first injection in this session adds a session to the memory's usage.
+                    let was: Option<bool> = self
+                        .conn
+                        .prepare_cached(
+                            "SELECT was_injected FROM session_memories WHERE session_key = ?1 AND memory_id = ?2",
+                        )?
+                        .query_row(params![session.as_str(), c.memory_id.as_str()], |r| r.get(0))
+                        .optional()?;
+                    if was != Some(true) {
+                        self.add_usage(c.memory_id.as_str(), 1, 0.0)?;
+                    }
+                }
                 let signet_source =
                     if explored.contains(&c.memory_id.as_str()) { source::EXPLORATION.to_owned() } else { sources };
                 self.conn
@@ -942,17 +955,71 @@ impl Projector<'_> {
                 event.ts.0
             ])?;
         for (memory, relevance) in &b.relevance {
+            let relevance = finite_or(*relevance, 0.0);
+            let before = self.usage_contribution(session, memory)?;
             self.conn
                 .prepare_cached(
                     "UPDATE session_memories SET relevance_score = ?3 WHERE session_key = ?1 AND memory_id = ?2",
                 )?
-                .execute(params![session.as_str(), memory.as_str(), finite_or(*relevance, 0.0)])?;
+                .execute(params![session.as_str(), memory.as_str(), relevance])?;
+            if let Some((label, old)) = before {
+                self.change_usage(memory.as_str(), (label, old), (label, Some(f64::from(relevance))))?;
+            }
         }
         for (memory, label) in &b.labels {
+            let label = finite_or(*label, 0.0);
+            let before = self.usage_contribution(session, memory)?;
             self.conn
                 .prepare_cached("UPDATE session_memories SET label = ?3 WHERE session_key = ?1 AND memory_id = ?2")?
-                .execute(params![session.as_str(), memory.as_str(), finite_or(*label, 0.0)])?;
+                .execute(params![session.as_str(), memory.as_str(), label])?;
+            if let Some((old, relevance)) = before {
+                self.change_usage(memory.as_str(), (old, relevance), (Some(f64::from(label)), relevance))?;
+            }
         }
+        Ok(())
+    }
+
+    /// The `(label, relevance_score)` of a session's row for `memory`, if any.
+    fn usage_contribution(
+        &self,
+        session: &SessionKey,
+        memory: &crate::ids::MemoryId,
+    ) -> Step<Option<(Option<f64>, Option<f64>)>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT label, relevance_score FROM session_memories WHERE session_key = ?1 AND memory_id = ?2",
+            )?
+            .query_row(params![session.as_str(), memory.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?)
+    }
+
+    /// Moves a row's `useful` contribution (MAX(COALESCE(label, relevance), 0))
+    /// in `memory_usage` from what `before` gave to what `after` gives.
+    fn change_usage(
+        &self,
+        memory: &str,
+        before: (Option<f64>, Option<f64>),
+        after: (Option<f64>, Option<f64>),
+    ) -> Step<()> {
+        let useful = |(label, relevance): (Option<f64>, Option<f64>)| label.or(relevance).unwrap_or(0.0).max(0.0);
+        let delta = useful(after) - useful(before);
+        if delta != 0.0 {
+            self.add_usage(memory, 0, delta)?;
+        }
+        Ok(())
+    }
+
+    /// Adds to a memory's `memory_usage` row (migration 0002).
+    fn add_usage(&self, memory: &str, sessions_injected: i64, useful: f64) -> Step<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO memory_usage (memory_id, sessions_injected, useful) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (memory_id) DO UPDATE SET
+                    sessions_injected = sessions_injected + excluded.sessions_injected,
+                    useful = useful + excluded.useful",
+            )?
+            .execute(params![memory, sessions_injected, useful])?;
         Ok(())
     }
 

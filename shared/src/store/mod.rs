@@ -25,7 +25,10 @@ use crate::error::{Error, IoContext, Result, SqlContext};
 use crate::tape::Lsn;
 
 /// The numbered migrations, applied in order. Each is a file in `migrations/`.
-const MIGRATIONS: &[(u32, &str, &str)] = &[(1, "initial", include_str!("../../../migrations/0001_initial.sql"))];
+const MIGRATIONS: &[(u32, &str, &str)] = &[
+    (1, "initial", include_str!("../../../migrations/0001_initial.sql")),
+    (2, "memory_usage", include_str!("../../../migrations/0002_memory_usage.sql")),
+];
 
 /// The newest schema version this build knows.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -138,6 +141,15 @@ fn configure(conn: &Connection, tuning: Tuning) -> Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT).sql("set busy timeout")?;
     // The ranking pipeline and the projection use a few dozen distinct statements.
     conn.set_prepared_statement_cache_capacity(256);
+    // The query planner stability guarantee: plans never depend on the values
+    // bound. Without it the planner peeks at some bound values (an `x = ?`
+    // term it only filters on, a bound `LIMIT`), and every rebinding, or the
+    // `sqlite3_clear_bindings` of rusqlite's statement cache, then expires
+    // the statement, which is compiled again on its next step: the
+    // effective-score query of every ranking, and FTS5's own segment lookups
+    // for every query term. Nothing here relies on such plans (no LIKE with a
+    // bound pattern, no `sqlite_stat4`).
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true).sql("enable QPSG")?;
     match tuning {
         Tuning::Live => {
             let mode = enable_wal(conn)?;

@@ -193,6 +193,22 @@ impl World {
         child.wait_with_output().unwrap()
     }
 
+    /// Waits until the read-side hooks' recorder has appended everything
+    /// they spooled (no spool file left, its lock free).
+    pub fn wait_for_recorder(&self) {
+        let paths = shared::paths::Paths::at(self.home());
+        let lock = shared::hook::recorder_lock(&paths);
+        let start = std::time::Instant::now();
+        loop {
+            let idle = shared::fsutil::FileLock::try_exclusive(&lock).map_or(true, |l| l.is_some());
+            if idle && !shared::hook::spool_pending(&paths) {
+                return;
+            }
+            assert!(start.elapsed() < std::time::Duration::from_secs(60), "the hooks' recorder did not finish");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// The projection, opened for queries.
     pub fn store(&self) -> shared::store::Store {
         shared::store::Store::open(&self.home().join("engram.db")).unwrap()
