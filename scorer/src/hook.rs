@@ -28,6 +28,10 @@
 //! the spool waits for the next writer (any hook's recorder, a write-side
 //! hook, the ingestion worker).
 //!
+//! With `ENGRAM_LOG=scorer=debug`, every call logs the time of its phases
+//! (input, open, pending, query+model, rank, spool, recorder, close) to the
+//! hooks log.
+//!
 //! A hook never breaks the agent: [`main_entry`] turns every error, and
 //! every panic, into an entry in `logs/hooks.log`, no output and exit 0.
 //! What is printed is exactly what was spooled: if spooling fails nothing is

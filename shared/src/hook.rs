@@ -17,9 +17,10 @@
 //! next writer to hold the lock appends first ([`append_with_spool`],
 //! [`drain_spool`]): it reads the spool, appends and applies what it found,
 //! and removes those files, all under the tape lock, so two writers never
-//! append the same file and a spool file disappears only once its events are
-//! in the projection. Event ids make a repeated append harmless anyway (the
-//! projection dedupes them).
+//! append the same file and a spool file disappears only after its events
+//! were appended and applied (or the apply failed, which is logged: they are
+//! in the tape log, and the next writer's catch-up applies them). Event ids
+//! make a repeated append harmless anyway (the projection dedupes them).
 //!
 //! **Read side.** The read-side hooks never wait for the tape at all: they
 //! spool what they served without syncing it ([`spool_unsynced`]) and start
