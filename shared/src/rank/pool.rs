@@ -241,6 +241,23 @@ pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<P
     )? {
         add(rowid, source::EFFECTIVE);
     }
+    if order.len() > limits.pool {
+        // Only pinned and text candidates can outrank the others (see
+        // `keep_best`): load the rest just for the places they leave.
+        let first = |r: &i64| {
+            sources
+                .get(r)
+                .is_some_and(|s| [source::PINNED, source::BM25, source::NEIGHBOR].iter().any(|x| s.contains(x)))
+        };
+        let mut spare = limits.pool.saturating_sub(order.iter().filter(|r| first(r)).count());
+        order.retain(|r| {
+            first(r) || {
+                let keep = spare > 0;
+                spare = spare.saturating_sub(1);
+                keep
+            }
+        });
+    }
     let mut memories = load_rows(store, &order)?;
     let context = context_scores(&mut memories, &neighbor, &info.query_terms);
     if memories.len() > limits.pool {
