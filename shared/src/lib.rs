@@ -10,6 +10,7 @@ pub mod hook;
 pub mod ids;
 pub mod injection;
 pub mod journal;
+mod json_scan;
 pub mod logging;
 pub mod memory_ops;
 pub mod models;

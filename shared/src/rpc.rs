@@ -28,6 +28,7 @@ use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::thread::{self, JoinHandle};
 
+use crate::json_scan::{skip_string, skip_value, skip_ws};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
@@ -398,62 +399,6 @@ pub fn sniff_id(head: &[u8]) -> Option<Id> {
             return None;
         }
         i += 1;
-    }
-}
-
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && b[i].is_ascii_whitespace() {
-        i += 1;
-    }
-    i
-}
-
-/// Index just past the string starting at `i` (a `"`).
-fn skip_string(b: &[u8], i: usize) -> Option<usize> {
-    let mut j = i + 1;
-    while j < b.len() {
-        match b[j] {
-            b'\\' => j += 2,
-            b'"' => return Some(j + 1),
-            _ => j += 1,
-        }
-    }
-    None
-}
-
-/// Index just past the value starting at `i`.
-fn skip_value(b: &[u8], i: usize) -> Option<usize> {
-    match *b.get(i)? {
-        b'"' => skip_string(b, i),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut j = i;
-            while j < b.len() {
-                match b[j] {
-                    b'"' => {
-                        j = skip_string(b, j)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(j + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-            None
-        }
-        _ => {
-            let mut j = i;
-            while j < b.len() && !matches!(b[j], b',' | b'}' | b']') && !b[j].is_ascii_whitespace() {
-                j += 1;
-            }
-            (j < b.len()).then_some(j)
-        }
     }
 }
 

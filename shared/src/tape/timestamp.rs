@@ -11,6 +11,8 @@
 
 use serde::Deserialize;
 
+use crate::json_scan::{skip_value, skip_ws};
+
 #[derive(Deserialize)]
 struct TsOnly {
     ts: i64,
@@ -56,58 +58,6 @@ fn scan(p: &[u8]) -> Option<i64> {
             return None;
         }
         i += 1;
-    }
-}
-
-fn skip_ws(p: &[u8], mut i: usize) -> usize {
-    while matches!(p.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-        i += 1;
-    }
-    i
-}
-
-/// Index just past the string that opens at `i` (which holds `"`).
-fn skip_string(p: &[u8], mut i: usize) -> Option<usize> {
-    i += 1;
-    loop {
-        match p.get(i)? {
-            b'"' => return Some(i + 1),
-            b'\\' => i += 2,
-            _ => i += 1,
-        }
-    }
-}
-
-/// Index just past the value that starts at `i`.
-fn skip_value(p: &[u8], i: usize) -> Option<usize> {
-    match p.get(i)? {
-        b'"' => skip_string(p, i),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut j = i;
-            loop {
-                match p.get(j)? {
-                    b'"' => {
-                        j = skip_string(p, j)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(j + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-        }
-        _ => {
-            let len =
-                p.get(i..)?.iter().position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))?;
-            (len > 0).then_some(i + len)
-        }
     }
 }
 
