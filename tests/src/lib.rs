@@ -23,3 +23,16 @@ pub fn build_bin(package: &str, bin: &str) -> PathBuf {
     assert!(out.status.success(), "building {bin} failed:\n{}", String::from_utf8_lossy(&out.stderr));
     profile_dir.join(bin)
 }
+
+/// The stdout of a finished command that must have succeeded; on failure,
+/// panics with `what`, the status, stdout and stderr.
+pub fn success_stdout(what: impl std::fmt::Debug, out: std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{what:?} failed ({}):\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("stdout is UTF-8")
+}

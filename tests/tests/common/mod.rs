@@ -77,15 +77,7 @@ impl World {
 
     /// Runs and expects success; returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "{args:?} failed ({}):\nstdout: {}\nstderr: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        tests::success_stdout(args, self.run(args))
     }
 
     pub fn json(&self, args: &[&str]) -> Value {

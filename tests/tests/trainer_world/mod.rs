@@ -275,15 +275,7 @@ impl World {
 
     /// Runs and expects success; returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
-        let out = self.trainer(args);
-        assert!(
-            out.status.success(),
-            "{args:?} failed ({}):\nstdout: {}\nstderr: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        tests::success_stdout(args, self.trainer(args))
     }
 
     /// `engram-trainer run` stamped at the current simulated time, starting
