@@ -244,11 +244,7 @@ pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<P
     if order.len() > limits.pool {
         // Only pinned and text candidates can outrank the others (see
         // `keep_best`): load the rest just for the places they leave.
-        let first = |r: &i64| {
-            sources
-                .get(r)
-                .is_some_and(|s| [source::PINNED, source::BM25, source::NEIGHBOR].iter().any(|x| s.contains(x)))
-        };
+        let first = |r: &i64| keep_class(sources.get(r)) < Keep::Other;
         let mut spare = limits.pool.saturating_sub(order.iter().filter(|r| first(r)).count());
         order.retain(|r| {
             first(r) || {
@@ -266,6 +262,26 @@ pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<P
     finish(store, q, info, memories, sources, &hits, &neighbor, &context, &vector_sim)
 }
 
+/// Which candidates a full pool keeps first, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Keep {
+    Pinned,
+    /// BM25 hits and their neighbours, ordered among themselves by context.
+    Text,
+    Other,
+}
+
+fn keep_class(sources: Option<&BTreeSet<&'static str>>) -> Keep {
+    let has = |s: &str| sources.is_some_and(|set| set.contains(s));
+    if has(source::PINNED) {
+        Keep::Pinned
+    } else if has(source::BM25) || has(source::NEIGHBOR) {
+        Keep::Text
+    } else {
+        Keep::Other
+    }
+}
+
 /// Keeps the `keep` most promising candidates: pinned memories first, then
 /// the text candidates (BM25 hits and their neighbours) by their context
 /// scores, then the rest in gathering order. BM25 alone ranks a hit without
@@ -280,20 +296,15 @@ fn keep_best(
 ) {
     let max = |i: usize| context.values().map(|c| c[i]).fold(f32::MIN_POSITIVE, f32::max);
     let (before_max, wide_max) = (max(0), max(2));
-    let prior = |m: &PoolMemory| {
-        let src = sources.get(&m.rowid);
-        let has = |s: &str| src.is_some_and(|set| set.contains(s));
-        if has(source::PINNED) {
-            return (0u8, 0.0f32);
-        }
-        if has(source::BM25) || has(source::NEIGHBOR) {
+    let prior = |m: &PoolMemory| match keep_class(sources.get(&m.rowid)) {
+        Keep::Text => {
             let c = context.get(&m.rowid).copied().unwrap_or_default();
             let near = neighbor.near.get(&m.rowid).copied().unwrap_or(0.0);
-            return (1, -(c[2] / wide_max + c[0] / before_max + 0.3 * near));
+            (Keep::Text, -(c[2] / wide_max + c[0] / before_max + 0.3 * near))
         }
-        (2, 0.0)
+        class => (class, 0.0f32),
     };
-    let mut keyed: Vec<((u8, f32), usize)> = memories.iter().enumerate().map(|(i, m)| (prior(m), i)).collect();
+    let mut keyed: Vec<((Keep, f32), usize)> = memories.iter().enumerate().map(|(i, m)| (prior(m), i)).collect();
     keyed.sort_by(|a, b| a.0.0.cmp(&b.0.0).then(a.0.1.total_cmp(&b.0.1)).then(a.1.cmp(&b.1)));
     let mut chosen: Vec<usize> = keyed.into_iter().take(keep).map(|(_, i)| i).collect();
     chosen.sort_unstable();
