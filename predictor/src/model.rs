@@ -391,6 +391,17 @@ impl Model {
         PARAM_NAMES.iter().position(|&n| n == name).map(|i| &self.params[i])
     }
 
+    /// Sets the named parameter tensor to zero; `false` if no tensor has that name.
+    pub fn zero_tensor(&mut self, name: &str) -> bool {
+        match PARAM_NAMES.iter().position(|&n| n == name) {
+            Some(i) => {
+                self.params[i].fill(0.0);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Total number of scalar parameters.
     pub fn param_count(&self) -> usize {
         self.params.iter().map(|m| m.len()).sum()

@@ -162,6 +162,24 @@ pub fn train_config(continuing: bool, seed: u64) -> TrainConfig {
     config
 }
 
+/// Tensors a generic base model (trained across users, seed 002 "Pre-Trained
+/// Model Path") keeps at zero and frozen. The value projection is a memory's
+/// text prior independent of the query: which words make a memory worth
+/// showing whatever is asked. That is a user's own vocabulary and does not
+/// transfer: on LoCoMo a base that learns it ranks unseen users worse
+/// (`engram-trainer eval locomo`: R@10 0.738 against 0.756 without it).
+/// Per-user training continues from the base with the projection free again.
+pub const USER_SPECIFIC_TENSORS: [&str; 1] = ["v_proj"];
+
+/// Prepares a fresh model and its training configuration for a generic base
+/// trained across users: the [`USER_SPECIFIC_TENSORS`] zeroed and frozen.
+pub fn generic_base(model: &mut Model, config: &mut TrainConfig) {
+    for name in USER_SPECIFIC_TENSORS {
+        let (zeroed, frozen) = (model.zero_tensor(name), config.adam.scale(name, 0.0));
+        debug_assert!(zeroed && frozen, "{name} names a tensor");
+    }
+}
+
 /// The shape of a first model: text only, unless the memories carry
 /// embeddings, in which case their most common dimension.
 pub fn fresh_config(store: &Store) -> Result<ModelConfig> {
@@ -577,6 +595,43 @@ mod tests {
             topk_churn: None,
             top5_overlap: overlap,
             sessions: 10,
+        }
+    }
+
+    #[test]
+    fn a_generic_base_keeps_the_user_specific_tensors_at_zero_while_the_rest_trains() {
+        use predictor::features::CandidateSignals;
+        use predictor::model::{OwnedCandidate, OwnedQuery};
+        use predictor::train::Sample;
+        let config = ModelConfig { native_dim: 0, dim: 8, value_dim: 4, hash_buckets: 64, ..ModelConfig::default() };
+        let list = |k: u32| Sample {
+            query: OwnedQuery { tokens: vec![k % 64, 7], ..OwnedQuery::default() },
+            candidates: (0..6u32)
+                .map(|c| OwnedCandidate {
+                    tokens: vec![(k + c) % 64, 3],
+                    signals: CandidateSignals { importance: c as f32 / 6.0, ..CandidateSignals::default() },
+                    ..OwnedCandidate::default()
+                })
+                .collect(),
+            labels: (0..6).map(|c| f32::from(u8::from(c == k as usize % 6))).collect(),
+            weight: 1.0,
+        };
+        let samples: Vec<Sample> = (0..12).map(list).collect();
+        let mut model = Model::new(config, 5).expect("model");
+        let mut tc = train_config(false, 5);
+        generic_base(&mut model, &mut tc);
+        let before = model.clone();
+        let mut opt = AdamState::new(&model);
+        train::train(&mut model, &mut opt, &samples, &[], &tc, &mut || false).expect("train");
+        for name in USER_SPECIFIC_TENSORS {
+            assert!(model.tensor(name).expect("tensor").iter().all(|&x| x == 0.0), "{name} stays zero");
+        }
+        assert_ne!(model.tensor("gate"), before.tensor("gate"), "the rest of the model trains");
+        // Continuing from the base frees the projection again.
+        let continuing = train_config(true, 6);
+        for name in USER_SPECIFIC_TENSORS {
+            let i = predictor::model::PARAM_NAMES.iter().position(|&n| n == name).expect("name");
+            assert!(continuing.adam.lr_scale[i] > 0.0);
         }
     }
 

@@ -28,7 +28,9 @@
 //! # Protocols
 //!
 //! * **Across users**: for each conversation, a model is trained from scratch
-//!   on the other conversations' lists (one in ten held out for early stopping
+//!   as a generic base ([`crate::training::generic_base`]: the user-specific
+//!   value projection left at zero) on the other conversations' lists (one in
+//!   ten held out for early stopping
 //!   and for α) and tested on every list of the held-out conversation, which
 //!   has no history (a new user). In each training conversation half of the
 //!   questions carry the history of the other half, so the model learns what
@@ -64,7 +66,7 @@ use shared::time::Ts;
 use super::locomo::{Conversation, Dataset, Notes, category_name};
 use super::metrics::{RANKINGS, Table, TableMeans, query_metrics};
 use crate::error::{Error, Result};
-use crate::training::train_config;
+use crate::training::{generic_base, train_config};
 
 /// Writer name of the evaluation's events.
 const WRITER: &str = "engram-trainer-eval";
@@ -553,7 +555,8 @@ impl History {
     }
 }
 
-/// Trains a model: from scratch, or continuing `base` as the trainer continues a serving model.
+/// Trains a model: a generic base from scratch (see [`generic_base`]), or
+/// continuing `base` as the trainer continues a serving model.
 fn train_model(
     base: Option<&Model>,
     train: &[Sample],
@@ -561,12 +564,16 @@ fn train_model(
     model_config: &ModelConfig,
     seed: u64,
 ) -> Result<(Model, predictor::train::TrainReport)> {
+    let mut tc = train_config(base.is_some(), seed);
     let mut model = match base {
         Some(m) => m.clone(),
-        None => Model::new(*model_config, seed).map_err(|e| Error::predictor("initialise a model", e))?,
+        None => {
+            let mut m = Model::new(*model_config, seed).map_err(|e| Error::predictor("initialise a model", e))?;
+            generic_base(&mut m, &mut tc);
+            m
+        }
     };
     let mut opt = AdamState::new(&model);
-    let tc = train_config(base.is_some(), seed);
     let report = predictor::train::train(&mut model, &mut opt, train, valid, &tc, &mut || false)
         .map_err(|e| Error::predictor("train", e))?;
     Ok((model, report))
