@@ -205,6 +205,50 @@ fn mat_mul(a: &Mat, b: &Mat) -> Mat {
     if a.nrows() == 1 && b.ncols() > 1 { b.tr_mul(&a.transpose()).transpose() } else { a * b }
 }
 
+/// Columns whose statistics [`column_stats`] sums side by side.
+const STAT_LANES: usize = 8;
+
+/// Mean and `1 / sqrt(var + ε)` of every column of a column-major `d × n` slice.
+///
+/// Each column is summed in row order from `-0.0`, exactly as `Iterator::sum`
+/// does, so the results are those of one column at a time; summing
+/// [`STAT_LANES`] columns side by side only breaks the chain of dependent
+/// additions (a lone column is bound by the adder's latency).
+fn column_stats(x: &[f32], d: usize) -> (Vec<f32>, Vec<f32>) {
+    let n = x.len() / d;
+    let inv_d = 1.0 / d as f32;
+    let mut means = Vec::with_capacity(n);
+    let mut inv_std = Vec::with_capacity(n);
+    for block in x.chunks(STAT_LANES * d) {
+        if block.len() == STAT_LANES * d {
+            let cols: [&[f32]; STAT_LANES] = std::array::from_fn(|c| &block[c * d..(c + 1) * d]);
+            let mut sum = [-0.0f32; STAT_LANES];
+            for r in 0..d {
+                for (s, c) in sum.iter_mut().zip(cols) {
+                    *s += c[r];
+                }
+            }
+            let mean = sum.map(|s| s * inv_d);
+            let mut sq = [-0.0f32; STAT_LANES];
+            for r in 0..d {
+                for ((s, c), &m) in sq.iter_mut().zip(cols).zip(&mean) {
+                    *s += (c[r] - m) * (c[r] - m);
+                }
+            }
+            means.extend_from_slice(&mean);
+            inv_std.extend(sq.iter().map(|&s| 1.0 / (s * inv_d + LAYER_NORM_EPS).sqrt()));
+        } else {
+            for col in block.chunks_exact(d) {
+                let mean = col.iter().sum::<f32>() * inv_d;
+                let var = col.iter().map(|&v| (v - mean) * (v - mean)).sum::<f32>() * inv_d;
+                means.push(mean);
+                inv_std.push(1.0 / (var + LAYER_NORM_EPS).sqrt());
+            }
+        }
+    }
+    (means, inv_std)
+}
+
 /// Sum of squares with eight independent f32 lanes (so it vectorizes), combined in f64.
 fn sum_squares(x: &[f32]) -> f64 {
     let mut lanes = [0.0f32; 8];
@@ -387,28 +431,31 @@ impl<'p> Tape<'p> {
         assert_eq!(vg.shape(), (d, 1), "layer_norm: gain shape");
         assert_eq!(vb.shape(), (d, 1), "layer_norm: bias shape");
         let n = vx.ncols();
-        let mut xhat = Mat::zeros(d, n);
-        let mut out = Mat::zeros(d, n);
-        let mut inv_std = Vec::with_capacity(n);
-        let inv_d = 1.0 / d as f32;
+        let (means, inv_std) = column_stats(vx.as_slice(), d);
         let (gs, bs) = (vg.as_slice(), vb.as_slice());
-        for ((col, hcol), ocol) in vx
-            .as_slice()
-            .chunks_exact(d)
-            .zip(xhat.as_mut_slice().chunks_exact_mut(d))
-            .zip(out.as_mut_slice().chunks_exact_mut(d))
-        {
-            let mean = col.iter().sum::<f32>() * inv_d;
-            let var = col.iter().map(|&v| (v - mean) * (v - mean)).sum::<f32>() * inv_d;
-            let r = 1.0 / (var + LAYER_NORM_EPS).sqrt();
-            inv_std.push(r);
-            for ((((h, o), &x), &g), &b) in hcol.iter_mut().zip(ocol.iter_mut()).zip(col).zip(gs).zip(bs) {
-                *h = (x - mean) * r;
-                *o = g * *h + b;
+        let mut out = Mat::zeros(d, n);
+        let cols = vx.as_slice().chunks_exact(d).zip(means.iter().zip(&inv_std));
+        let recording = self.is_recording();
+        // x̂ is kept only for the backward pass; inference writes y directly (same arithmetic).
+        let mut xhat = if recording { Mat::zeros(d, n) } else { Mat::zeros(0, 0) };
+        if recording {
+            for (((col, (&mean, &r)), hcol), ocol) in
+                cols.zip(xhat.as_mut_slice().chunks_exact_mut(d)).zip(out.as_mut_slice().chunks_exact_mut(d))
+            {
+                for ((((h, o), &x), &g), &b) in hcol.iter_mut().zip(ocol.iter_mut()).zip(col).zip(gs).zip(bs) {
+                    *h = (x - mean) * r;
+                    *o = g * *h + b;
+                }
+            }
+        } else {
+            for ((col, (&mean, &r)), ocol) in cols.zip(out.as_mut_slice().chunks_exact_mut(d)) {
+                for (((o, &x), &g), &b) in ocol.iter_mut().zip(col).zip(gs).zip(bs) {
+                    *o = g * ((x - mean) * r) + b;
+                }
             }
         }
         let ng = self.ng(x) || self.ng(gain) || self.ng(bias);
-        let op = if self.is_recording() { Op::LayerNorm { x, gain, bias, xhat, inv_std } } else { Op::Input };
+        let op = if recording { Op::LayerNorm { x, gain, bias, xhat, inv_std } } else { Op::Input };
         self.push(Val::Owned(out), op, ng)
     }
 
