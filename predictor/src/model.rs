@@ -404,7 +404,7 @@ impl Model {
     /// an empty vector. With `native_dim == 0`, embeddings are ignored.
     pub fn score(&self, query: &Query<'_>, candidates: &[Candidate<'_>]) -> Result<Vec<f32>, Error> {
         if candidates.is_empty() {
-            self.validate_query(query)?;
+            self.validate_query(query, None)?;
             return Ok(Vec::new());
         }
         let mut tape = Tape::inference(&self.params);
@@ -447,8 +447,17 @@ impl Model {
         }
     }
 
-    /// Whether an embedding is used, after checking its length and values.
-    fn check_embedding(&self, input: impl Fn() -> String, embedding: Option<&[f32]>) -> Result<bool, Error> {
+    /// Whether an embedding is used, after checking its length and values; a used
+    /// embedding is appended to `sink`, if given.
+    ///
+    /// Checking and copying one embedding at a time lets the copy read what the
+    /// check has just brought into the cache (a list of 100 × 768 floats does not fit).
+    fn check_embedding(
+        &self,
+        input: impl Fn() -> String,
+        embedding: Option<&[f32]>,
+        sink: Option<&mut Vec<f32>>,
+    ) -> Result<bool, Error> {
         let Some(e) = embedding else { return Ok(false) };
         if self.config.native_dim == 0 {
             return Ok(false);
@@ -457,12 +466,15 @@ impl Model {
             return Err(Error::DimensionMismatch { input: input(), expected: self.config.native_dim, actual: e.len() });
         }
         check_all_finite(&input, e)?;
+        if let Some(sink) = sink {
+            sink.extend_from_slice(e);
+        }
         Ok(true)
     }
 
-    fn validate_query(&self, query: &Query<'_>) -> Result<bool, Error> {
+    fn validate_query(&self, query: &Query<'_>, sink: Option<&mut Vec<f32>>) -> Result<bool, Error> {
         self.check_tokens(|| "query tokens".into(), query.tokens)?;
-        let used = self.check_embedding(|| "query embedding".into(), query.embedding)?;
+        let used = self.check_embedding(|| "query embedding".into(), query.embedding, sink)?;
         encode_session(query.session, self.config.project_slots)?;
         Ok(used)
     }
@@ -471,19 +483,27 @@ impl Model {
     /// candidates without any path, raw signals and session signals. The error
     /// names the first offending input.
     pub fn validate(&self, query: &Query<'_>, candidates: &[Candidate<'_>]) -> Result<(), Error> {
-        self.check_list(query, candidates)?;
+        self.check_list(query, candidates, None)?;
         let signals: Vec<CandidateSignals> = candidates.iter().map(|c| c.signals).collect();
         encode_candidates(&signals)?;
         Ok(())
     }
 
-    fn check_list(&self, query: &Query<'_>, candidates: &[Candidate<'_>]) -> Result<ListLayout, Error> {
-        let query_emb = self.validate_query(query)?;
+    /// Checks a list and says which encoder paths it uses. With `embeddings`, every
+    /// used pre-embedded vector (query first) is appended to it, in column order.
+    fn check_list(
+        &self,
+        query: &Query<'_>,
+        candidates: &[Candidate<'_>],
+        mut embeddings: Option<&mut Vec<f32>>,
+    ) -> Result<ListLayout, Error> {
+        let query_emb = self.validate_query(query, embeddings.as_deref_mut())?;
         let mut emb_idx = Vec::new();
         let mut text_idx = Vec::new();
         for (i, c) in candidates.iter().enumerate() {
             self.check_tokens(|| format!("candidate {i} tokens"), c.tokens)?;
-            let has_emb = self.check_embedding(|| format!("candidate {i} embedding"), c.embedding)?;
+            let has_emb =
+                self.check_embedding(|| format!("candidate {i} embedding"), c.embedding, embeddings.as_deref_mut())?;
             if !has_emb && c.tokens.is_empty() {
                 return Err(Error::EmptyCandidate { index: i });
             }
@@ -508,7 +528,10 @@ impl Model {
         candidates: &[Candidate<'_>],
     ) -> Result<Var, Error> {
         let cfg = &self.config;
-        let layout = self.check_list(query, candidates)?;
+        let offered =
+            usize::from(query.embedding.is_some()) + candidates.iter().filter(|c| c.embedding.is_some()).count();
+        let mut embeddings = Vec::with_capacity(cfg.native_dim * offered);
+        let layout = self.check_list(query, candidates, Some(&mut embeddings))?;
         let ListLayout { query_emb, emb_idx, text_idx } = layout;
         let signals: Vec<CandidateSignals> = candidates.iter().map(|c| c.signals).collect();
         let features = encode_candidates(&signals)?;
@@ -531,14 +554,7 @@ impl Model {
         let n_emb = q_emb_cols + emb_idx.len();
         let n_text = q_text_cols + text_idx.len();
         let e1 = (n_emb > 0).then(|| {
-            let mut data = Vec::with_capacity(cfg.native_dim * n_emb);
-            if let (true, Some(e)) = (query_emb, query.embedding) {
-                data.extend_from_slice(e);
-            }
-            for &i in &emb_idx {
-                data.extend_from_slice(candidates[i].embedding.expect("has embedding"));
-            }
-            let x = tape.input(Mat::from_vec(cfg.native_dim, n_emb, data));
+            let x = tape.input(Mat::from_vec(cfg.native_dim, n_emb, embeddings));
             self.embed_path(tape, x)
         });
         let e2 = (n_text > 0).then(|| {
