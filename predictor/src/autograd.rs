@@ -71,6 +71,7 @@ enum Op {
     MeanPool { x: Var, groups: Vec<Vec<usize>> },
     ConcatRows(Var, Var),
     ConcatCols(Var, Var),
+    Rows { a: Var, start: usize },
     ListNet { logits: Var, p_pred: Vec<f32>, p_true: Vec<f32>, weight: f32 },
 }
 
@@ -515,6 +516,15 @@ impl<'p> Tape<'p> {
         self.push(Val::Owned(out), Op::ConcatRows(a, b), ng)
     }
 
+    /// Rows `start .. start + len` of `A`.
+    pub fn rows(&mut self, a: Var, start: usize, len: usize) -> Var {
+        let va = self.value(a);
+        assert!(start + len <= va.nrows(), "rows: range out of bounds");
+        let out = va.rows(start, len).into_owned();
+        let ng = self.ng(a);
+        self.push(Val::Owned(out), Op::Rows { a, start }, ng)
+    }
+
     /// Places `B` (`r × n2`) to the right of `A` (`r × n1`).
     pub fn concat_cols(&mut self, a: Var, b: Var) -> Var {
         let (va, vb) = (self.value(a), self.value(b));
@@ -718,6 +728,13 @@ impl<'p> Tape<'p> {
                     let r2 = val(b).nrows();
                     acc(&mut node_grads, a, g.rows(0, r1).into_owned());
                     acc(&mut node_grads, b, g.rows(r1, r2).into_owned());
+                }
+                // out = A[start .. start + len]:  dA[start .. start + len] = dout, 0 elsewhere
+                Op::Rows { a, start } => {
+                    let va = val(a);
+                    let mut da = Mat::zeros(va.nrows(), va.ncols());
+                    da.rows_mut(start, g.nrows()).copy_from(&g);
+                    acc(&mut node_grads, a, da);
                 }
                 // out = [A B]:  dA = dout[cols of A],  dB = dout[cols of B]
                 Op::ConcatCols(a, b) => {

@@ -41,6 +41,11 @@
 //!   new or widened model scores exactly as the linear gate does).
 //! * The softmax is not part of the model: [`Model::score`] returns logits;
 //!   higher is more relevant.
+//! * **Evaluation order.** With `gate = [gate_v; gate_f]`, the terms that
+//!   read the encoding are linear in it: `q·k_i/√d + gate_v·v_i = w·e_i` with
+//!   `w = Kᵀq/√d + Vᵀgate_v`. The forward computes `w` once per list and never
+//!   forms the keys and values: `d·(d + value_dim)` multiply-adds instead of
+//!   `n·d·(d + value_dim)`, in training as in inference.
 //!
 //! # Initialisation
 //!
@@ -598,23 +603,32 @@ impl Model {
             tape.add(qe, u)
         };
 
-        let kw = tape.param(P_K);
-        let k = tape.matmul(kw, enc);
-        let vw = tape.param(P_V);
-        let v = tape.matmul(vw, enc);
-        let sim = tape.col_dot(q, k, 1.0 / (cfg.dim as f32).sqrt());
-
         // ---- session-modulated gate over [v; f] ----
-        let features_1 = with_bias_row(&features);
-        let f = tape.input(features);
-        let vf = tape.concat_rows(v, f);
         let g0 = tape.param(P_GATE);
         let gs = tape.param(P_GATE_SESSION);
         let gu = tape.matmul(gs, u);
         let gate = tape.add(g0, gu);
-        let gate_t = tape.transpose(gate);
-        let gated = tape.matmul(gate_t, vf);
-        let mut logits = tape.add(sim, gated);
+
+        // ---- q·k_i/√d + gate_v·v_i = w·e_i with w = (qᵀK/√d + gate_vᵀV)ᵀ: one
+        // row vector instead of the d × n keys and value_dim × n values ----
+        let q_t = tape.transpose(q);
+        let kw = tape.param(P_K);
+        let qk = tape.matmul(q_t, kw);
+        let qk = tape.scale(qk, 1.0 / (cfg.dim as f32).sqrt());
+        let gate_v = tape.rows(gate, 0, cfg.value_dim);
+        let gate_v_t = tape.transpose(gate_v);
+        let vw = tape.param(P_V);
+        let gv = tape.matmul(gate_v_t, vw);
+        let w = tape.add(qk, gv);
+        let attended = tape.matmul(w, enc);
+
+        // ---- gate_f·f_i ----
+        let features_1 = with_bias_row(&features);
+        let f = tape.input(features);
+        let gate_f = tape.rows(gate, cfg.value_dim, cfg.features);
+        let gate_f_t = tape.transpose(gate_f);
+        let gated = tape.matmul(gate_f_t, f);
+        let mut logits = tape.add(attended, gated);
 
         // ---- feature MLP: w_o · σ(W_h · [1; f]) ----
         let fa = tape.input(features_1);

@@ -139,6 +139,21 @@ proptest! {
     }
 
     #[test]
+    fn rows_gradient(
+        (a, start, len, r) in (1usize..6, 1usize..4)
+            .prop_flat_map(|(m, n)| (Just(m), Just(n), 0..m))
+            .prop_flat_map(|(m, n, start)| (mat(m, n), Just(start), 1..=m - start, Just(n)))
+            .prop_flat_map(|(a, start, len, n)| (Just(a), Just(start), Just(len), mat(len, n)))
+    ) {
+        let f = move |t: &mut Tape<'_>| {
+            let a = t.param(ParamId(0));
+            let s = t.rows(a, start, len);
+            weighted(t, s, &r)
+        };
+        check_gradients(&[a], &f, H, 64)?;
+    }
+
+    #[test]
     fn listnet_gradient(
         (z, labels) in (2usize..9).prop_flat_map(|n| (mat(1, n), prop::collection::vec(-0.5f32..1.0, n))),
         temperature in 0.3f32..1.0,
