@@ -255,3 +255,29 @@ fn gradients_accumulate_sparse_and_dense() {
     }
     assert!((g.norm() - (2.0f32 * (1.0 + 1.0 + 4.0)).sqrt()).abs() < 1e-5);
 }
+
+/// Layer norm sums several columns side by side; every column must still get
+/// exactly the bits it gets alone, on a recording and on an inference tape.
+#[test]
+fn layer_norm_of_many_columns_is_column_by_column() {
+    let (d, n) = (13, 21);
+    let x = Mat::from_fn(d, n, |i, j| ((i * 31 + j * 17) % 23) as f32 * 0.37 - 3.0 + j as f32);
+    let gain = Mat::from_fn(d, 1, |i, _| 0.5 + i as f32 * 0.1);
+    let bias = Mat::from_fn(d, 1, |i, _| i as f32 * -0.05);
+    let norm = |t: &mut Tape<'_>| {
+        let (x, g, b) = (t.param(ParamId(0)), t.param(ParamId(1)), t.param(ParamId(2)));
+        t.layer_norm(x, g, b)
+    };
+    let bits = |m: &Mat| m.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    let params = [x.clone(), gain.clone(), bias.clone()];
+    for recording in [true, false] {
+        let mut t = if recording { Tape::new(&params) } else { Tape::inference(&params) };
+        let y = norm(&mut t);
+        for j in 0..n {
+            let single = [x.columns(j, 1).into_owned(), gain.clone(), bias.clone()];
+            let mut t1 = Tape::inference(&single);
+            let y1 = norm(&mut t1);
+            assert_eq!(bits(&t.value(y).columns(j, 1).into_owned()), bits(t1.value(y1)), "column {j}");
+        }
+    }
+}
