@@ -22,7 +22,7 @@
 //! the derivative written in a comment. Each is checked against finite
 //! differences in the tests.
 
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DMatrixView};
 
 /// The tensor type: a column-major f32 matrix.
 pub type Mat = DMatrix<f32>;
@@ -248,6 +248,21 @@ fn column_stats(x: &[f32], d: usize) -> (Vec<f32>, Vec<f32>) {
         }
     }
     (means, inv_std)
+}
+
+/// `A · Bᵀ` without forming `Bᵀ`. A row `A` goes through `(B · Aᵀ)ᵀ`, a
+/// matrix-vector product over `B`'s contiguous columns; anything else through
+/// nalgebra's product with `B` read transposed through strides, which
+/// matrixmultiply packs as cheaply as a copy (copying a 768 × 100 `B` first
+/// cost more than the product).
+fn mat_mul_bt(a: &Mat, b: &Mat) -> Mat {
+    if a.nrows() == 1 {
+        (b * a.transpose()).transpose()
+    } else if b.is_empty() {
+        a * b.transpose()
+    } else {
+        a * DMatrixView::from_slice_with_strides(b.as_slice(), b.ncols(), b.nrows(), b.nrows(), 1)
+    }
 }
 
 /// Sum of squares with eight independent f32 lanes (so it vectorizes), combined in f64.
@@ -598,7 +613,7 @@ impl<'p> Tape<'p> {
                 // C = A·B:  dA = dC·Bᵀ,  dB = Aᵀ·dC
                 Op::MatMul(a, b) => {
                     if needs_grad[a.0] {
-                        acc(&mut node_grads, a, mat_mul(&g, &val(b).transpose()));
+                        acc(&mut node_grads, a, mat_mul_bt(&g, val(b)));
                     }
                     if needs_grad[b.0] {
                         acc(&mut node_grads, b, mat_mul(&val(a).transpose(), &g));
