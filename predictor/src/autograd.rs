@@ -72,6 +72,7 @@ enum Op {
     ConcatRows(Var, Var),
     ConcatCols(Var, Var),
     Rows { a: Var, start: usize },
+    Cols { a: Var, start: usize },
     ListNet { logits: Var, p_pred: Vec<f32>, p_true: Vec<f32>, weight: f32 },
 }
 
@@ -540,6 +541,16 @@ impl<'p> Tape<'p> {
         self.push(Val::Owned(out), Op::Rows { a, start }, ng)
     }
 
+    /// Columns `start .. start + len` of `A`.
+    pub fn cols(&mut self, a: Var, start: usize, len: usize) -> Var {
+        let va = self.value(a);
+        assert!(start + len <= va.ncols(), "cols: range out of bounds");
+        let r = va.nrows();
+        let out = Mat::from_column_slice(r, len, &va.as_slice()[start * r..(start + len) * r]);
+        let ng = self.ng(a);
+        self.push(Val::Owned(out), Op::Cols { a, start }, ng)
+    }
+
     /// Places `B` (`r × n2`) to the right of `A` (`r × n1`).
     pub fn concat_cols(&mut self, a: Var, b: Var) -> Var {
         let (va, vb) = (self.value(a), self.value(b));
@@ -749,6 +760,13 @@ impl<'p> Tape<'p> {
                     let va = val(a);
                     let mut da = Mat::zeros(va.nrows(), va.ncols());
                     da.rows_mut(start, g.nrows()).copy_from(&g);
+                    acc(&mut node_grads, a, da);
+                }
+                // out = A[:, start .. start + len]:  dA[:, start .. start + len] = dout, 0 elsewhere
+                Op::Cols { a, start } => {
+                    let va = val(a);
+                    let mut da = Mat::zeros(va.nrows(), va.ncols());
+                    da.columns_mut(start, g.ncols()).copy_from(&g);
                     acc(&mut node_grads, a, da);
                 }
                 // out = [A B]:  dA = dout[cols of A],  dB = dout[cols of B]

@@ -584,14 +584,22 @@ impl Model {
         if q_text_cols == 1 {
             q_group.push(n_emb);
         }
-        let mut groups = vec![Vec::with_capacity(2); n];
-        for (pos, &i) in emb_idx.iter().enumerate() {
-            groups[i].push(q_emb_cols + pos);
-        }
-        for (pos, &i) in text_idx.iter().enumerate() {
-            groups[i].push(n_emb + q_text_cols + pos);
-        }
-        let enc = tape.mean_pool(all, groups);
+        // When every candidate has one path, its encodings are already a column
+        // range of `all`, in candidate order: no per-candidate groups to build or pool.
+        let enc = if text_idx.is_empty() && emb_idx.len() == n {
+            tape.cols(all, q_emb_cols, n)
+        } else if emb_idx.is_empty() && text_idx.len() == n {
+            tape.cols(all, n_emb + q_text_cols, n)
+        } else {
+            let mut groups = vec![Vec::with_capacity(2); n];
+            for (pos, &i) in emb_idx.iter().enumerate() {
+                groups[i].push(q_emb_cols + pos);
+            }
+            for (pos, &i) in text_idx.iter().enumerate() {
+                groups[i].push(n_emb + q_text_cols + pos);
+            }
+            tape.mean_pool(all, groups)
+        };
 
         // ---- query: q = Q·encode(query) + u ----
         let q = if q_group.is_empty() {

@@ -156,6 +156,21 @@ proptest! {
     }
 
     #[test]
+    fn cols_gradient(
+        (a, start, len, r) in (1usize..4, 1usize..6)
+            .prop_flat_map(|(m, n)| (Just(m), Just(n), 0..n))
+            .prop_flat_map(|(m, n, start)| (mat(m, n), Just(start), 1..=n - start, Just(m)))
+            .prop_flat_map(|(a, start, len, m)| (Just(a), Just(start), Just(len), mat(m, len)))
+    ) {
+        let f = move |t: &mut Tape<'_>| {
+            let a = t.param(ParamId(0));
+            let s = t.cols(a, start, len);
+            weighted(t, s, &r)
+        };
+        check_gradients(&[a], &f, H, 64)?;
+    }
+
+    #[test]
     fn listnet_gradient(
         (z, labels) in (2usize..9).prop_flat_map(|n| (mat(1, n), prop::collection::vec(-0.5f32..1.0, n))),
         temperature in 0.3f32..1.0,
