@@ -22,7 +22,7 @@
 //! the derivative written in a comment. Each is checked against finite
 //! differences in the tests.
 
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DMatrixView};
 
 /// The tensor type: a column-major f32 matrix.
 pub type Mat = DMatrix<f32>;
@@ -71,6 +71,8 @@ enum Op {
     MeanPool { x: Var, groups: Vec<Vec<usize>> },
     ConcatRows(Var, Var),
     ConcatCols(Var, Var),
+    Rows { a: Var, start: usize },
+    Cols { a: Var, start: usize },
     ListNet { logits: Var, p_pred: Vec<f32>, p_true: Vec<f32>, weight: f32 },
 }
 
@@ -203,6 +205,65 @@ impl Gradients {
 /// strided row; everything else is nalgebra's product (GEMM via matrixmultiply).
 fn mat_mul(a: &Mat, b: &Mat) -> Mat {
     if a.nrows() == 1 && b.ncols() > 1 { b.tr_mul(&a.transpose()).transpose() } else { a * b }
+}
+
+/// Columns whose statistics [`column_stats`] sums side by side.
+const STAT_LANES: usize = 8;
+
+/// Mean and `1 / sqrt(var + ε)` of every column of a column-major `d × n` slice.
+///
+/// Each column is summed in row order from `-0.0`, exactly as `Iterator::sum`
+/// does, so the results are those of one column at a time; summing
+/// [`STAT_LANES`] columns side by side only breaks the chain of dependent
+/// additions (a lone column is bound by the adder's latency).
+fn column_stats(x: &[f32], d: usize) -> (Vec<f32>, Vec<f32>) {
+    let n = x.len() / d;
+    let inv_d = 1.0 / d as f32;
+    let mut means = Vec::with_capacity(n);
+    let mut inv_std = Vec::with_capacity(n);
+    for block in x.chunks(STAT_LANES * d) {
+        if block.len() == STAT_LANES * d {
+            let cols: [&[f32]; STAT_LANES] = std::array::from_fn(|c| &block[c * d..(c + 1) * d]);
+            let mut sum = [-0.0f32; STAT_LANES];
+            for r in 0..d {
+                for (s, c) in sum.iter_mut().zip(cols) {
+                    *s += c[r];
+                }
+            }
+            let mean = sum.map(|s| s * inv_d);
+            let mut sq = [-0.0f32; STAT_LANES];
+            for r in 0..d {
+                for ((s, c), &m) in sq.iter_mut().zip(cols).zip(&mean) {
+                    *s += (c[r] - m) * (c[r] - m);
+                }
+            }
+            means.extend_from_slice(&mean);
+            inv_std.extend(sq.iter().map(|&s| 1.0 / (s * inv_d + LAYER_NORM_EPS).sqrt()));
+        } else {
+            for col in block.chunks_exact(d) {
+                let mean = col.iter().sum::<f32>() * inv_d;
+                let var = col.iter().map(|&v| (v - mean) * (v - mean)).sum::<f32>() * inv_d;
+                means.push(mean);
+                inv_std.push(1.0 / (var + LAYER_NORM_EPS).sqrt());
+            }
+        }
+    }
+    (means, inv_std)
+}
+
+/// `A · Bᵀ` without forming `Bᵀ`. A row `A` goes through `(B · Aᵀ)ᵀ`, a
+/// matrix-vector product over `B`'s contiguous columns; anything else through
+/// nalgebra's product with `B` read transposed through strides, which
+/// matrixmultiply packs as cheaply as a copy (copying a 768 × 100 `B` first
+/// cost more than the product).
+fn mat_mul_bt(a: &Mat, b: &Mat) -> Mat {
+    if a.nrows() == 1 {
+        (b * a.transpose()).transpose()
+    } else if b.is_empty() {
+        a * b.transpose()
+    } else {
+        a * DMatrixView::from_slice_with_strides(b.as_slice(), b.ncols(), b.nrows(), b.nrows(), 1)
+    }
 }
 
 /// Sum of squares with eight independent f32 lanes (so it vectorizes), combined in f64.
@@ -387,28 +448,31 @@ impl<'p> Tape<'p> {
         assert_eq!(vg.shape(), (d, 1), "layer_norm: gain shape");
         assert_eq!(vb.shape(), (d, 1), "layer_norm: bias shape");
         let n = vx.ncols();
-        let mut xhat = Mat::zeros(d, n);
-        let mut out = Mat::zeros(d, n);
-        let mut inv_std = Vec::with_capacity(n);
-        let inv_d = 1.0 / d as f32;
+        let (means, inv_std) = column_stats(vx.as_slice(), d);
         let (gs, bs) = (vg.as_slice(), vb.as_slice());
-        for ((col, hcol), ocol) in vx
-            .as_slice()
-            .chunks_exact(d)
-            .zip(xhat.as_mut_slice().chunks_exact_mut(d))
-            .zip(out.as_mut_slice().chunks_exact_mut(d))
-        {
-            let mean = col.iter().sum::<f32>() * inv_d;
-            let var = col.iter().map(|&v| (v - mean) * (v - mean)).sum::<f32>() * inv_d;
-            let r = 1.0 / (var + LAYER_NORM_EPS).sqrt();
-            inv_std.push(r);
-            for ((((h, o), &x), &g), &b) in hcol.iter_mut().zip(ocol.iter_mut()).zip(col).zip(gs).zip(bs) {
-                *h = (x - mean) * r;
-                *o = g * *h + b;
+        let mut out = Mat::zeros(d, n);
+        let cols = vx.as_slice().chunks_exact(d).zip(means.iter().zip(&inv_std));
+        let recording = self.is_recording();
+        // x̂ is kept only for the backward pass; inference writes y directly (same arithmetic).
+        let mut xhat = if recording { Mat::zeros(d, n) } else { Mat::zeros(0, 0) };
+        if recording {
+            for (((col, (&mean, &r)), hcol), ocol) in
+                cols.zip(xhat.as_mut_slice().chunks_exact_mut(d)).zip(out.as_mut_slice().chunks_exact_mut(d))
+            {
+                for ((((h, o), &x), &g), &b) in hcol.iter_mut().zip(ocol.iter_mut()).zip(col).zip(gs).zip(bs) {
+                    *h = (x - mean) * r;
+                    *o = g * *h + b;
+                }
+            }
+        } else {
+            for ((col, (&mean, &r)), ocol) in cols.zip(out.as_mut_slice().chunks_exact_mut(d)) {
+                for (((o, &x), &g), &b) in ocol.iter_mut().zip(col).zip(gs).zip(bs) {
+                    *o = g * ((x - mean) * r) + b;
+                }
             }
         }
         let ng = self.ng(x) || self.ng(gain) || self.ng(bias);
-        let op = if self.is_recording() { Op::LayerNorm { x, gain, bias, xhat, inv_std } } else { Op::Input };
+        let op = if recording { Op::LayerNorm { x, gain, bias, xhat, inv_std } } else { Op::Input };
         self.push(Val::Owned(out), op, ng)
     }
 
@@ -466,6 +530,25 @@ impl<'p> Tape<'p> {
         out.rows_mut(r1, r2).copy_from(vb);
         let ng = self.ng(a) || self.ng(b);
         self.push(Val::Owned(out), Op::ConcatRows(a, b), ng)
+    }
+
+    /// Rows `start .. start + len` of `A`.
+    pub fn rows(&mut self, a: Var, start: usize, len: usize) -> Var {
+        let va = self.value(a);
+        assert!(start + len <= va.nrows(), "rows: range out of bounds");
+        let out = va.rows(start, len).into_owned();
+        let ng = self.ng(a);
+        self.push(Val::Owned(out), Op::Rows { a, start }, ng)
+    }
+
+    /// Columns `start .. start + len` of `A`.
+    pub fn cols(&mut self, a: Var, start: usize, len: usize) -> Var {
+        let va = self.value(a);
+        assert!(start + len <= va.ncols(), "cols: range out of bounds");
+        let r = va.nrows();
+        let out = Mat::from_column_slice(r, len, &va.as_slice()[start * r..(start + len) * r]);
+        let ng = self.ng(a);
+        self.push(Val::Owned(out), Op::Cols { a, start }, ng)
     }
 
     /// Places `B` (`r × n2`) to the right of `A` (`r × n1`).
@@ -541,7 +624,7 @@ impl<'p> Tape<'p> {
                 // C = A·B:  dA = dC·Bᵀ,  dB = Aᵀ·dC
                 Op::MatMul(a, b) => {
                     if needs_grad[a.0] {
-                        acc(&mut node_grads, a, mat_mul(&g, &val(b).transpose()));
+                        acc(&mut node_grads, a, mat_mul_bt(&g, val(b)));
                     }
                     if needs_grad[b.0] {
                         acc(&mut node_grads, b, mat_mul(&val(a).transpose(), &g));
@@ -671,6 +754,20 @@ impl<'p> Tape<'p> {
                     let r2 = val(b).nrows();
                     acc(&mut node_grads, a, g.rows(0, r1).into_owned());
                     acc(&mut node_grads, b, g.rows(r1, r2).into_owned());
+                }
+                // out = A[start .. start + len]:  dA[start .. start + len] = dout, 0 elsewhere
+                Op::Rows { a, start } => {
+                    let va = val(a);
+                    let mut da = Mat::zeros(va.nrows(), va.ncols());
+                    da.rows_mut(start, g.nrows()).copy_from(&g);
+                    acc(&mut node_grads, a, da);
+                }
+                // out = A[:, start .. start + len]:  dA[:, start .. start + len] = dout, 0 elsewhere
+                Op::Cols { a, start } => {
+                    let va = val(a);
+                    let mut da = Mat::zeros(va.nrows(), va.ncols());
+                    da.columns_mut(start, g.ncols()).copy_from(&g);
+                    acc(&mut node_grads, a, da);
                 }
                 // out = [A B]:  dA = dout[cols of A],  dB = dout[cols of B]
                 Op::ConcatCols(a, b) => {

@@ -130,14 +130,54 @@ pub(crate) fn check_finite(input: impl FnOnce() -> String, value: f32) -> Result
 
 /// Returns an error naming the first NaN or infinite entry of `values`.
 pub(crate) fn check_all_finite(input: impl Fn() -> String, values: &[f32]) -> Result<(), Error> {
-    // A value is NaN or infinite exactly when its exponent bits are all ones. The
-    // branch-free integer OR reduction vectorizes (an f32 sum would not).
-    let any_bad = values.iter().fold(0u32, |acc, v| acc | u32::from(v.to_bits() & 0x7f80_0000 == 0x7f80_0000));
-    if any_bad == 0 {
+    // A value is NaN or infinite exactly when its exponent bits are all ones, i.e.
+    // when adding one to the exponent carries into the sign bit. The branch-free
+    // integer OR reduction over independent lanes vectorizes (an f32 sum would not).
+    const LANES: usize = 16;
+    let carry = |v: &f32| (v.to_bits() & 0x7f80_0000).wrapping_add(0x0080_0000);
+    let mut lanes = [0u32; LANES];
+    let chunks = values.chunks_exact(LANES);
+    let tail = chunks.remainder().iter().fold(0u32, |acc, v| acc | carry(v));
+    for chunk in chunks {
+        for (l, v) in lanes.iter_mut().zip(chunk) {
+            *l |= carry(v);
+        }
+    }
+    if lanes.iter().fold(tail, |acc, &l| acc | l) & 0x8000_0000 == 0 {
         return Ok(());
     }
     match values.iter().position(|v| !v.is_finite()) {
         None => Ok(()),
         Some(i) => Err(Error::NonFinite { input: format!("{} [{i}]", input()), value: values[i] }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind of non-finite value is found at every position of slices
+    /// shorter and longer than the vectorized lanes; extreme finite values pass.
+    #[test]
+    fn check_all_finite_finds_the_first_bad_entry() {
+        let finite = [0.0, -0.0, 1.0, f32::MAX, -f32::MAX, f32::MIN_POSITIVE, 1e-45, -1e-45];
+        let bad = [f32::NAN, -f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::from_bits(0x7fc0_0001)];
+        for len in 0..40 {
+            let values: Vec<f32> = (0..len).map(|i| finite[i % finite.len()]).collect();
+            assert!(check_all_finite(|| "x".into(), &values).is_ok(), "len {len}");
+            for at in 0..len {
+                for &b in &bad {
+                    let mut v = values.clone();
+                    v[at] = b;
+                    if at + 1 < len {
+                        v[len - 1] = f32::NAN;
+                    }
+                    match check_all_finite(|| "x".into(), &v) {
+                        Err(Error::NonFinite { input, .. }) => assert_eq!(input, format!("x [{at}]")),
+                        other => panic!("len {len}, {b} at {at}: {other:?}"),
+                    }
+                }
+            }
+        }
     }
 }

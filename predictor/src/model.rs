@@ -41,6 +41,11 @@
 //!   new or widened model scores exactly as the linear gate does).
 //! * The softmax is not part of the model: [`Model::score`] returns logits;
 //!   higher is more relevant.
+//! * **Evaluation order.** With `gate = [gate_v; gate_f]`, the terms that
+//!   read the encoding are linear in it: `q·k_i/√d + gate_v·v_i = w·e_i` with
+//!   `w = Kᵀq/√d + Vᵀgate_v`. The forward computes `w` once per list and never
+//!   forms the keys and values: `d·(d + value_dim)` multiply-adds instead of
+//!   `n·d·(d + value_dim)`, in training as in inference.
 //!
 //! # Initialisation
 //!
@@ -415,7 +420,7 @@ impl Model {
     /// an empty vector. With `native_dim == 0`, embeddings are ignored.
     pub fn score(&self, query: &Query<'_>, candidates: &[Candidate<'_>]) -> Result<Vec<f32>, Error> {
         if candidates.is_empty() {
-            self.validate_query(query)?;
+            self.validate_query(query, None)?;
             return Ok(Vec::new());
         }
         let mut tape = Tape::inference(&self.params);
@@ -458,8 +463,17 @@ impl Model {
         }
     }
 
-    /// Whether an embedding is used, after checking its length and values.
-    fn check_embedding(&self, input: impl Fn() -> String, embedding: Option<&[f32]>) -> Result<bool, Error> {
+    /// Whether an embedding is used, after checking its length and values; a used
+    /// embedding is appended to `sink`, if given.
+    ///
+    /// Checking and copying one embedding at a time lets the copy read what the
+    /// check has just brought into the cache (a list of 100 × 768 floats does not fit).
+    fn check_embedding(
+        &self,
+        input: impl Fn() -> String,
+        embedding: Option<&[f32]>,
+        sink: Option<&mut Vec<f32>>,
+    ) -> Result<bool, Error> {
         let Some(e) = embedding else { return Ok(false) };
         if self.config.native_dim == 0 {
             return Ok(false);
@@ -468,12 +482,15 @@ impl Model {
             return Err(Error::DimensionMismatch { input: input(), expected: self.config.native_dim, actual: e.len() });
         }
         check_all_finite(&input, e)?;
+        if let Some(sink) = sink {
+            sink.extend_from_slice(e);
+        }
         Ok(true)
     }
 
-    fn validate_query(&self, query: &Query<'_>) -> Result<bool, Error> {
+    fn validate_query(&self, query: &Query<'_>, sink: Option<&mut Vec<f32>>) -> Result<bool, Error> {
         self.check_tokens(|| "query tokens".into(), query.tokens)?;
-        let used = self.check_embedding(|| "query embedding".into(), query.embedding)?;
+        let used = self.check_embedding(|| "query embedding".into(), query.embedding, sink)?;
         encode_session(query.session, self.config.project_slots)?;
         Ok(used)
     }
@@ -482,19 +499,27 @@ impl Model {
     /// candidates without any path, raw signals and session signals. The error
     /// names the first offending input.
     pub fn validate(&self, query: &Query<'_>, candidates: &[Candidate<'_>]) -> Result<(), Error> {
-        self.check_list(query, candidates)?;
+        self.check_list(query, candidates, None)?;
         let signals: Vec<CandidateSignals> = candidates.iter().map(|c| c.signals).collect();
         encode_candidates(&signals)?;
         Ok(())
     }
 
-    fn check_list(&self, query: &Query<'_>, candidates: &[Candidate<'_>]) -> Result<ListLayout, Error> {
-        let query_emb = self.validate_query(query)?;
+    /// Checks a list and says which encoder paths it uses. With `embeddings`, every
+    /// used pre-embedded vector (query first) is appended to it, in column order.
+    fn check_list(
+        &self,
+        query: &Query<'_>,
+        candidates: &[Candidate<'_>],
+        mut embeddings: Option<&mut Vec<f32>>,
+    ) -> Result<ListLayout, Error> {
+        let query_emb = self.validate_query(query, embeddings.as_deref_mut())?;
         let mut emb_idx = Vec::new();
         let mut text_idx = Vec::new();
         for (i, c) in candidates.iter().enumerate() {
             self.check_tokens(|| format!("candidate {i} tokens"), c.tokens)?;
-            let has_emb = self.check_embedding(|| format!("candidate {i} embedding"), c.embedding)?;
+            let has_emb =
+                self.check_embedding(|| format!("candidate {i} embedding"), c.embedding, embeddings.as_deref_mut())?;
             if !has_emb && c.tokens.is_empty() {
                 return Err(Error::EmptyCandidate { index: i });
             }
@@ -519,7 +544,10 @@ impl Model {
         candidates: &[Candidate<'_>],
     ) -> Result<Var, Error> {
         let cfg = &self.config;
-        let layout = self.check_list(query, candidates)?;
+        let offered =
+            usize::from(query.embedding.is_some()) + candidates.iter().filter(|c| c.embedding.is_some()).count();
+        let mut embeddings = Vec::with_capacity(cfg.native_dim * offered);
+        let layout = self.check_list(query, candidates, Some(&mut embeddings))?;
         let ListLayout { query_emb, emb_idx, text_idx } = layout;
         let signals: Vec<CandidateSignals> = candidates.iter().map(|c| c.signals).collect();
         let features = encode_candidates(&signals)?;
@@ -542,14 +570,7 @@ impl Model {
         let n_emb = q_emb_cols + emb_idx.len();
         let n_text = q_text_cols + text_idx.len();
         let e1 = (n_emb > 0).then(|| {
-            let mut data = Vec::with_capacity(cfg.native_dim * n_emb);
-            if let (true, Some(e)) = (query_emb, query.embedding) {
-                data.extend_from_slice(e);
-            }
-            for &i in &emb_idx {
-                data.extend_from_slice(candidates[i].embedding.expect("has embedding"));
-            }
-            let x = tape.input(Mat::from_vec(cfg.native_dim, n_emb, data));
+            let x = tape.input(Mat::from_vec(cfg.native_dim, n_emb, embeddings));
             self.embed_path(tape, x)
         });
         let e2 = (n_text > 0).then(|| {
@@ -574,14 +595,22 @@ impl Model {
         if q_text_cols == 1 {
             q_group.push(n_emb);
         }
-        let mut groups = vec![Vec::with_capacity(2); n];
-        for (pos, &i) in emb_idx.iter().enumerate() {
-            groups[i].push(q_emb_cols + pos);
-        }
-        for (pos, &i) in text_idx.iter().enumerate() {
-            groups[i].push(n_emb + q_text_cols + pos);
-        }
-        let enc = tape.mean_pool(all, groups);
+        // When every candidate has one path, its encodings are already a column
+        // range of `all`, in candidate order: no per-candidate groups to build or pool.
+        let enc = if text_idx.is_empty() && emb_idx.len() == n {
+            tape.cols(all, q_emb_cols, n)
+        } else if emb_idx.is_empty() && text_idx.len() == n {
+            tape.cols(all, n_emb + q_text_cols, n)
+        } else {
+            let mut groups = vec![Vec::with_capacity(2); n];
+            for (pos, &i) in emb_idx.iter().enumerate() {
+                groups[i].push(q_emb_cols + pos);
+            }
+            for (pos, &i) in text_idx.iter().enumerate() {
+                groups[i].push(n_emb + q_text_cols + pos);
+            }
+            tape.mean_pool(all, groups)
+        };
 
         // ---- query: q = Q·encode(query) + u ----
         let q = if q_group.is_empty() {
@@ -593,23 +622,32 @@ impl Model {
             tape.add(qe, u)
         };
 
-        let kw = tape.param(P_K);
-        let k = tape.matmul(kw, enc);
-        let vw = tape.param(P_V);
-        let v = tape.matmul(vw, enc);
-        let sim = tape.col_dot(q, k, 1.0 / (cfg.dim as f32).sqrt());
-
         // ---- session-modulated gate over [v; f] ----
-        let features_1 = with_bias_row(&features);
-        let f = tape.input(features);
-        let vf = tape.concat_rows(v, f);
         let g0 = tape.param(P_GATE);
         let gs = tape.param(P_GATE_SESSION);
         let gu = tape.matmul(gs, u);
         let gate = tape.add(g0, gu);
-        let gate_t = tape.transpose(gate);
-        let gated = tape.matmul(gate_t, vf);
-        let mut logits = tape.add(sim, gated);
+
+        // ---- q·k_i/√d + gate_v·v_i = w·e_i with w = (qᵀK/√d + gate_vᵀV)ᵀ: one
+        // row vector instead of the d × n keys and value_dim × n values ----
+        let q_t = tape.transpose(q);
+        let kw = tape.param(P_K);
+        let qk = tape.matmul(q_t, kw);
+        let qk = tape.scale(qk, 1.0 / (cfg.dim as f32).sqrt());
+        let gate_v = tape.rows(gate, 0, cfg.value_dim);
+        let gate_v_t = tape.transpose(gate_v);
+        let vw = tape.param(P_V);
+        let gv = tape.matmul(gate_v_t, vw);
+        let w = tape.add(qk, gv);
+        let attended = tape.matmul(w, enc);
+
+        // ---- gate_f·f_i ----
+        let features_1 = with_bias_row(&features);
+        let f = tape.input(features);
+        let gate_f = tape.rows(gate, cfg.value_dim, cfg.features);
+        let gate_f_t = tape.transpose(gate_f);
+        let gated = tape.matmul(gate_f_t, f);
+        let mut logits = tape.add(attended, gated);
 
         // ---- feature MLP: w_o · σ(W_h · [1; f]) ----
         let fa = tape.input(features_1);

@@ -15,9 +15,11 @@ fn weighted(t: &mut Tape<'_>, out: Var, r: &Mat) -> Var {
 proptest! {
     #![proptest_config(config(48))]
 
+    /// Sizes above 5 reach matrixmultiply (nalgebra multiplies smaller ones itself),
+    /// including its strided read of `Bᵀ` in the backward pass.
     #[test]
     fn matmul_and_matvec(
-        (a, b, r) in (1usize..6, 1usize..6, 1usize..4)
+        (a, b, r) in (1usize..9, 1usize..9, 1usize..9)
             .prop_flat_map(|(m, k, n)| (mat(m, k), mat(k, n), mat(m, n)))
     ) {
         let f = move |t: &mut Tape<'_>| {
@@ -139,6 +141,36 @@ proptest! {
     }
 
     #[test]
+    fn rows_gradient(
+        (a, start, len, r) in (1usize..6, 1usize..4)
+            .prop_flat_map(|(m, n)| (Just(m), Just(n), 0..m))
+            .prop_flat_map(|(m, n, start)| (mat(m, n), Just(start), 1..=m - start, Just(n)))
+            .prop_flat_map(|(a, start, len, n)| (Just(a), Just(start), Just(len), mat(len, n)))
+    ) {
+        let f = move |t: &mut Tape<'_>| {
+            let a = t.param(ParamId(0));
+            let s = t.rows(a, start, len);
+            weighted(t, s, &r)
+        };
+        check_gradients(&[a], &f, H, 64)?;
+    }
+
+    #[test]
+    fn cols_gradient(
+        (a, start, len, r) in (1usize..4, 1usize..6)
+            .prop_flat_map(|(m, n)| (Just(m), Just(n), 0..n))
+            .prop_flat_map(|(m, n, start)| (mat(m, n), Just(start), 1..=n - start, Just(m)))
+            .prop_flat_map(|(a, start, len, m)| (Just(a), Just(start), Just(len), mat(m, len)))
+    ) {
+        let f = move |t: &mut Tape<'_>| {
+            let a = t.param(ParamId(0));
+            let s = t.cols(a, start, len);
+            weighted(t, s, &r)
+        };
+        check_gradients(&[a], &f, H, 64)?;
+    }
+
+    #[test]
     fn listnet_gradient(
         (z, labels) in (2usize..9).prop_flat_map(|n| (mat(1, n), prop::collection::vec(-0.5f32..1.0, n))),
         temperature in 0.3f32..1.0,
@@ -239,4 +271,30 @@ fn gradients_accumulate_sparse_and_dense() {
         other => panic!("expected sparse, got {other:?}"),
     }
     assert!((g.norm() - (2.0f32 * (1.0 + 1.0 + 4.0)).sqrt()).abs() < 1e-5);
+}
+
+/// Layer norm sums several columns side by side; every column must still get
+/// exactly the bits it gets alone, on a recording and on an inference tape.
+#[test]
+fn layer_norm_of_many_columns_is_column_by_column() {
+    let (d, n) = (13, 21);
+    let x = Mat::from_fn(d, n, |i, j| ((i * 31 + j * 17) % 23) as f32 * 0.37 - 3.0 + j as f32);
+    let gain = Mat::from_fn(d, 1, |i, _| 0.5 + i as f32 * 0.1);
+    let bias = Mat::from_fn(d, 1, |i, _| i as f32 * -0.05);
+    let norm = |t: &mut Tape<'_>| {
+        let (x, g, b) = (t.param(ParamId(0)), t.param(ParamId(1)), t.param(ParamId(2)));
+        t.layer_norm(x, g, b)
+    };
+    let bits = |m: &Mat| m.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    let params = [x.clone(), gain.clone(), bias.clone()];
+    for recording in [true, false] {
+        let mut t = if recording { Tape::new(&params) } else { Tape::inference(&params) };
+        let y = norm(&mut t);
+        for j in 0..n {
+            let single = [x.columns(j, 1).into_owned(), gain.clone(), bias.clone()];
+            let mut t1 = Tape::inference(&single);
+            let y1 = norm(&mut t1);
+            assert_eq!(bits(&t.value(y).columns(j, 1).into_owned()), bits(t1.value(y1)), "column {j}");
+        }
+    }
 }

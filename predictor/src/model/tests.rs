@@ -54,6 +54,80 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(config(6))]
+
+    /// Lists whose candidates all use one path (only embeddings, only text) take
+    /// their encodings as a column range instead of pooling; gradients still match.
+    #[test]
+    fn single_path_list_gradient_matches_finite_differences(seed in any::<u64>(), text in any::<bool>()) {
+        let cfg = tiny_config(6);
+        let mut r = rng(seed);
+        let mut model = Model::new(cfg, seed).expect("model");
+        for t in &mut model.params {
+            for v in t.iter_mut() {
+                *v += r.random_range(-0.3..0.3);
+            }
+        }
+        let query = random_query(&mut r, &cfg);
+        let mut cands = random_candidates(&mut r, &cfg, 5);
+        for c in &mut cands {
+            if text {
+                c.embedding = None;
+                if c.tokens.is_empty() {
+                    c.tokens = random_tokens(&mut r, 5, cfg.hash_buckets);
+                }
+            } else {
+                c.tokens.clear();
+                c.embedding.get_or_insert_with(|| random_vec(&mut r, cfg.native_dim));
+            }
+        }
+        let labels: Vec<f32> = (0..5).map(|_| r.random_range(-0.5..1.0)).collect();
+        let f = |t: &mut Tape<'_>| {
+            let c = candidates_of(&cands);
+            let z = model.forward(t, &query.as_query(), &c).expect("valid input");
+            t.listnet_loss(z, &labels, 0.5, 1.0)
+        };
+        check_gradients(&model.params, &f, 1e-2, 24)?;
+    }
+}
+
+/// Each logit belongs to its candidate: reversing a list reverses its logits, for
+/// mixed lists and for lists whose candidates all use one path (those take their
+/// encodings as a column range rather than through pooling).
+#[test]
+fn reversing_a_list_reverses_its_logits() {
+    let cfg = tiny_config(6);
+    for seed in 0..4 {
+        let model = generic_model(cfg, seed);
+        let mut r = rng(seed);
+        let query = random_query(&mut r, &cfg);
+        let mixed = random_candidates(&mut r, &cfg, 7);
+        let mut emb_only = mixed.clone();
+        let mut text_only = mixed.clone();
+        for c in &mut emb_only {
+            c.tokens.clear();
+            c.embedding.get_or_insert_with(|| random_vec(&mut r, cfg.native_dim));
+        }
+        for c in &mut text_only {
+            c.embedding = None;
+            if c.tokens.is_empty() {
+                c.tokens = random_tokens(&mut r, 5, cfg.hash_buckets);
+            }
+        }
+        for (kind, list) in [("mixed", mixed), ("embeddings only", emb_only), ("text only", text_only)] {
+            let forward = model.score(&query.as_query(), &candidates_of(&list)).expect("score");
+            let mut reversed_list = list.clone();
+            reversed_list.reverse();
+            let mut backward = model.score(&query.as_query(), &candidates_of(&reversed_list)).expect("score");
+            backward.reverse();
+            for (i, (a, b)) in forward.iter().zip(&backward).enumerate() {
+                assert!((a - b).abs() <= 1e-5 * (1.0 + a.abs()), "{kind}, seed {seed}, candidate {i}: {a} vs {b}");
+            }
+        }
+    }
+}
+
 /// Adds N(0, σ²)-ish noise to every tensor: a model with "generic" weights, as after training.
 fn generic_model(cfg: ModelConfig, seed: u64) -> Model {
     let mut model = Model::new(cfg, seed).expect("model");
