@@ -442,3 +442,57 @@ fn seal_refuses_a_damaged_frame_in_the_active_segment_and_changes_nothing() {
     assert!(named(&log));
     assert_eq!(log.lock().unwrap().last_lsn(), 5);
 }
+
+/// A copy of the log written by format version 1 (`testdata/v1`: one sealed
+/// segment of 40 frames in 1 KiB chunks, an active segment of 5 more, no
+/// `LOCK`), in a fresh directory.
+fn golden_v1() -> tempfile::TempDir {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tape/testdata/v1");
+    let dir = tempfile::tempdir().unwrap();
+    for entry in fs::read_dir(&src).unwrap() {
+        let entry = entry.unwrap();
+        fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn golden_v1_log_reads_verifies_and_grows() {
+    let dir = golden_v1();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    let frames = read_all(&log);
+    assert_eq!(frames.len(), 45);
+    assert!(frames.iter().enumerate().all(|(i, f)| f.lsn == i as u64 + 1 && f.payload == payload(f.lsn)));
+    let report = log.verify().unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.frames, 45);
+    let segs = log.segments().unwrap();
+    assert_eq!((segs[0].events, segs[0].first_lsn, segs[0].last_lsn), (40, 1, 40));
+    assert_eq!((segs[0].min_ts, segs[0].max_ts), (Some(1001), Some(1040)));
+    let snap = log.snapshot().unwrap();
+    let got = snap.frames_at(&[3, 17, 40, 41, 45]).unwrap();
+    assert_eq!(got.iter().map(|f| f.lsn).collect::<Vec<_>>(), vec![3, 17, 40, 41, 45]);
+    assert!(got.iter().all(|f| f.payload == payload(f.lsn)));
+    let tail: Vec<Lsn> = snap.frames_after(38).map(|f| f.unwrap().lsn).collect();
+    assert_eq!(tail, (39..=45).collect::<Vec<_>>());
+    drop(snap);
+    // New frames and a new seal go on after the old ones.
+    append_n(&log, 46, 5);
+    log.lock().unwrap().seal().unwrap().unwrap();
+    let frames = read_all(&log);
+    assert_eq!(frames.len(), 50);
+    assert!(frames.iter().all(|f| f.payload == payload(f.lsn)));
+    assert!(log.verify().unwrap().problems.is_empty());
+}
+
+#[test]
+fn golden_v1_segment_is_rewritten() {
+    let dir = golden_v1();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    let stats = log.lock().unwrap().rewrite(|lsn, _| (lsn == 7).then(|| payload(1007))).unwrap();
+    assert_eq!(stats.frames_changed, 1);
+    let frames = read_all(&log);
+    assert_eq!(frames.len(), 45);
+    assert!(frames.iter().all(|f| f.payload == if f.lsn == 7 { payload(1007) } else { payload(f.lsn) }));
+    assert!(log.verify().unwrap().problems.is_empty());
+}
