@@ -12,7 +12,9 @@
 //!
 //! Crash safety: a writer that dies mid-append leaves at most a torn tail in
 //! the active segment; the next holder of the lock finds it, truncates it and
-//! logs it. Sealing and rewriting write a complete new file (temporary name,
+//! logs it. Bad bytes followed by a valid frame are not a torn tail but
+//! damage, and are refused rather than cut (the frames after them may have
+//! been acknowledged). Sealing and rewriting write a complete new file (temporary name,
 //! fsync, rename, directory fsync) before removing the old one, and recovery
 //! resolves any leftover pair. The `LOCK` file also holds a small *hint* (the
 //! last frame's position) so that the common path validates one frame instead
@@ -333,7 +335,8 @@ struct ActiveState {
 }
 
 impl ActiveState {
-    /// Validates frames between `self.end` and `len`; truncates a torn tail.
+    /// Validates frames between `self.end` and `len`; truncates a torn tail
+    /// (bad bytes that no valid frame follows) and refuses any other damage.
     fn scan_tail(&mut self, len: u64) -> Result<()> {
         if len <= self.end {
             return Ok(());
@@ -366,6 +369,21 @@ impl ActiveState {
         }
         self.end += pos as u64;
         if self.end < len {
+            // An interrupted append leaves a prefix of its batch: nothing valid
+            // follows the first bad frame. A valid frame further on means damage
+            // inside frames that may have been acknowledged; cutting there would
+            // lose them, so the segment is left as it is and refused.
+            if let Some((at, lsn)) = later_frame(&buf[pos..], self.last_lsn + 1) {
+                return Err(Error::corrupt(
+                    &self.path,
+                    self.end,
+                    format!(
+                        "{why}, but a valid frame (lsn {lsn}) follows at offset {}: the segment is damaged inside, \
+                         not torn at its tail; nothing was truncated",
+                        self.end + at as u64
+                    ),
+                ));
+            }
             tracing::warn!(
                 file = %self.path.display(),
                 offset = self.end,
@@ -378,6 +396,22 @@ impl ActiveState {
         }
         Ok(())
     }
+}
+
+/// The first valid frame in `buf` after its start, where a bad frame (whose
+/// LSN should have been `expected`) begins: its offset and LSN. Only frames
+/// that could follow the bad one count: an LSN from `expected` up to one more
+/// per [`FRAME_HEADER`] bytes skipped, a correct checksum. Every offset is
+/// tried, since the bad frame's length cannot be trusted.
+fn later_frame(buf: &[u8], expected: Lsn) -> Option<(usize, Lsn)> {
+    (1..buf.len().saturating_sub(FRAME_HEADER - 1)).find_map(|at| {
+        let lsn = format::u64_at(buf, at + 4);
+        let reachable = lsn >= expected && lsn - expected <= (at / FRAME_HEADER) as u64;
+        match reachable.then(|| decode_frame(&buf[at..])) {
+            Some(FrameRead::Frame { lsn, .. }) => Some((at, lsn)),
+            _ => None,
+        }
+    })
 }
 
 /// The exclusive right to append; dropping it releases the lock.

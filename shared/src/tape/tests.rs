@@ -496,3 +496,73 @@ fn golden_v1_segment_is_rewritten() {
     assert!(frames.iter().all(|f| f.payload == if f.lsn == 7 { payload(1007) } else { payload(f.lsn) }));
     assert!(log.verify().unwrap().problems.is_empty());
 }
+
+/// Offset of frame `lsn` (from 1) in an active segment holding `payload(1..)`.
+fn frame_offset(lsn: u64) -> usize {
+    ACTIVE_HEADER + (1..lsn).map(|i| FRAME_HEADER + payload(i).len()).sum::<usize>()
+}
+
+#[test]
+fn damage_inside_the_active_segment_without_a_hint_is_refused_not_truncated() {
+    for (what, at) in [("payload", frame_offset(2) + FRAME_HEADER + 5), ("length", frame_offset(2) + 2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+        append_n(&log, 1, 5);
+        fs::write(dir.path().join("LOCK"), b"").unwrap();
+        let active = dir.path().join(format::active_name(1));
+        let mut bytes = fs::read(&active).unwrap();
+        bytes[at] ^= 0x10;
+        fs::write(&active, &bytes).unwrap();
+        let err = log.lock().unwrap_err();
+        assert_eq!(err.class(), ErrorClass::Corrupt, "{what}: {err}");
+        assert!(err.to_string().contains(&frame_offset(2).to_string()), "{what}: {err}");
+        assert!(err.to_string().contains("lsn 3"), "{what}: {err}");
+        assert_eq!(fs::read(&active).unwrap(), bytes, "{what}: nothing was truncated");
+        assert!(!log.verify().unwrap().problems.is_empty());
+    }
+}
+
+#[test]
+fn a_damaged_last_frame_without_a_hint_is_a_torn_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 5);
+    fs::write(dir.path().join("LOCK"), b"").unwrap();
+    let active = dir.path().join(format::active_name(1));
+    let mut bytes = fs::read(&active).unwrap();
+    bytes[frame_offset(5) + FRAME_HEADER + 1] ^= 0x10;
+    fs::write(&active, &bytes).unwrap();
+    assert_eq!(log.lock().unwrap().last_lsn(), 4);
+    assert_eq!(fs::metadata(&active).unwrap().len(), frame_offset(5) as u64);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Opening without a hint cuts a damaged last frame (a torn tail) and
+    /// refuses damage anywhere before it, changing nothing.
+    #[test]
+    fn only_the_last_frame_is_ever_cut(n in 2u64..8, victim in any::<prop::sample::Index>(), pos in any::<prop::sample::Index>(), bit in 0u8..8) {
+        let dir = tempfile::tempdir().unwrap();
+        let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+        append_n(&log, 1, n);
+        fs::write(dir.path().join("LOCK"), b"").unwrap();
+        let active = dir.path().join(format::active_name(1));
+        let mut bytes = fs::read(&active).unwrap();
+        let victim = victim.index(n as usize) as u64 + 1;
+        let at = frame_offset(victim) + pos.index(FRAME_HEADER + payload(victim).len());
+        bytes[at] ^= 1 << bit;
+        fs::write(&active, &bytes).unwrap();
+        match log.lock() {
+            Ok(w) => {
+                prop_assert_eq!(victim, n);
+                prop_assert_eq!(w.last_lsn(), n - 1);
+            }
+            Err(e) => {
+                prop_assert!(victim < n, "{}", e);
+                prop_assert_eq!(e.class(), ErrorClass::Corrupt);
+                prop_assert_eq!(fs::read(&active).unwrap(), bytes);
+            }
+        }
+    }
+}
