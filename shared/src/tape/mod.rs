@@ -152,7 +152,15 @@ impl TapeLog {
             None => self.slow_recover()?,
         };
         let written_from = active.end;
-        let mut writer = TapeWriter { log: self, lock, active, written: Vec::new(), written_from };
+        let mut writer = TapeWriter {
+            log: self,
+            lock,
+            active,
+            written: Vec::new(),
+            written_from,
+            unresolved: false,
+            auto_seal_failed: false,
+        };
         writer.write_hint();
         Ok(writer)
     }
@@ -263,6 +271,10 @@ impl TapeLog {
             fs::remove_file(tmp).ctx("remove", tmp)?;
         }
         let sealed = listing.resolve_sealed()?;
+        if listing.actives.iter().any(|&seq| sealed.iter().any(|(s, _, _)| *s == seq)) {
+            // The sealed copy's name must be durable before the original goes.
+            fsync_dir(&self.dir).ctx("fsync", &self.dir)?;
+        }
         let mut actives = Vec::new();
         for &seq in &listing.actives {
             if sealed.iter().any(|(s, _, _)| *s == seq) {
@@ -425,6 +437,12 @@ pub struct TapeWriter<'a> {
     /// them back and verifying them again. Also the buffer appends encode into.
     written: Vec<u8>,
     written_from: u64,
+    /// A seal failed after it began to change files: the sealed segment may
+    /// be in place next to the active one. Nothing is appended until the
+    /// directory has been recovered from (as the next opener would).
+    unresolved: bool,
+    /// An automatic seal failed in this session; the next session tries again.
+    auto_seal_failed: bool,
 }
 
 impl std::fmt::Debug for TapeWriter<'_> {
@@ -435,6 +453,7 @@ impl std::fmt::Debug for TapeWriter<'_> {
             .field("active", &self.active)
             .field("written_from", &self.written_from)
             .field("written_bytes", &self.written.len())
+            .field("unresolved", &self.unresolved)
             .finish_non_exhaustive()
     }
 }
@@ -453,11 +472,17 @@ impl TapeWriter<'_> {
     /// Appends payloads (encoded events) as consecutive frames and makes them
     /// durable. Returns the LSN of the first; the rest follow in order. Nothing
     /// is written if any payload exceeds [`MAX_PAYLOAD`].
+    ///
+    /// With `auto_seal`, an append that fills the active segment seals it. A
+    /// failed seal does not fail the append (its events are durable); it is
+    /// logged, and tried again by the next session's first append that finds
+    /// the segment full.
     pub fn append(&mut self, payloads: &[&[u8]]) -> Result<Lsn> {
-        let first = self.active.last_lsn + 1;
         if payloads.is_empty() {
-            return Ok(first);
+            return Ok(self.active.last_lsn + 1);
         }
+        self.resolve()?;
+        let first = self.active.last_lsn + 1;
         if let Some((i, p)) = payloads.iter().enumerate().find(|(_, p)| p.len() > MAX_PAYLOAD) {
             return Err(Error::InvalidInput(format!(
                 "event {i} of the batch is {} bytes; the limit is {MAX_PAYLOAD}",
@@ -490,10 +515,33 @@ impl TapeWriter<'_> {
         self.active.last_lsn = first + payloads.len() as u64 - 1;
         self.active.last_frame_start = last_frame_start;
         self.write_hint();
-        if self.log.opts.auto_seal && self.active.end - ACTIVE_HEADER as u64 >= self.log.opts.segment_bytes {
-            self.seal()?;
+        if self.log.opts.auto_seal
+            && !self.auto_seal_failed
+            && self.active.end - ACTIVE_HEADER as u64 >= self.log.opts.segment_bytes
+            && let Err(e) = self.seal()
+        {
+            self.auto_seal_failed = true;
+            tracing::warn!(
+                error = %e,
+                file = %self.active.path.display(),
+                "automatic seal failed; the appended events are durable and the seal is tried again by the next session"
+            );
         }
         Ok(first)
+    }
+
+    /// After a seal that failed half-way, rebuilds the active segment's state
+    /// from the directory, resolving the seal as recovery does.
+    fn resolve(&mut self) -> Result<()> {
+        if self.unresolved {
+            tracing::warn!(dir = %self.log.dir.display(), "resolving an interrupted seal before going on");
+            self.active = self.log.slow_recover()?;
+            self.written.clear();
+            self.written_from = self.active.end;
+            self.unresolved = false;
+            self.write_hint();
+        }
+        Ok(())
     }
 
     /// Whether `written` holds every byte of the active segment from
@@ -505,6 +553,7 @@ impl TapeWriter<'_> {
     /// Seals the active segment (if it holds any frame) into a compressed,
     /// content-addressed file and starts a new active segment.
     pub fn seal(&mut self) -> Result<Option<SegmentInfo>> {
+        self.resolve()?;
         if self.active.end == ACTIVE_HEADER as u64 {
             return Ok(None);
         }
@@ -544,6 +593,8 @@ impl TapeWriter<'_> {
         // which resolves a half-finished seal from the directory listing.
         // (Not before: a seal refused for a damaged frame changes nothing.)
         Hint::invalidate(self.lock.file()).ctx("write hint to", &self.log.dir.join("LOCK"))?;
+        // From here a failure may leave the sealed segment next to the active one.
+        self.unresolved = true;
         let info = write_sealed(&self.log.dir, &bytes, &header)?;
         let next = ActiveHeader { seq: seq + 1, first_lsn: header.last_lsn + 1 };
         create_active(&self.log.dir, next)?;
@@ -561,6 +612,7 @@ impl TapeWriter<'_> {
         };
         self.written.clear();
         self.written_from = self.active.end;
+        self.unresolved = false;
         self.write_hint();
         tracing::debug!(segment = %info.name, events = info.events, bytes = info.bytes, "sealed segment");
         Ok(Some(info))

@@ -566,3 +566,54 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn an_append_whose_automatic_seal_fails_still_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&big, 1, 5);
+    // Damage an earlier session's frame: the seal reads it back and refuses.
+    let active = dir.path().join(format::active_name(1));
+    let mut bytes = fs::read(&active).unwrap();
+    bytes[frame_offset(2) + FRAME_HEADER + 3] ^= 0x01;
+    fs::write(&active, &bytes).unwrap();
+    let log = TapeLog::open(dir.path(), opts(100)).unwrap();
+    let mut w = log.lock().unwrap();
+    assert_eq!(w.append(&[&payload(6)]).unwrap(), 6, "the events are durable: the append succeeds");
+    // No retry in this session; the next append goes on in the same segment.
+    assert_eq!(w.append(&[&payload(7)]).unwrap(), 7);
+    drop(w);
+    assert!(files(&log).iter().all(|n| !n.ends_with(".seg")));
+    let w = log.lock().unwrap();
+    assert_eq!(w.last_lsn(), 7);
+    let raw = fs::read(&active).unwrap();
+    assert_eq!(raw.len(), frame_offset(8));
+    assert!(matches!(decode_frame(&raw[frame_offset(7)..]), FrameRead::Frame { lsn: 7, .. }));
+}
+
+#[test]
+fn a_seal_that_fails_half_way_is_resolved_before_the_next_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(300)).unwrap();
+    // The next active segment's name is taken: the sealed segment is written,
+    // then creating its successor fails.
+    let mut w = log.lock().unwrap();
+    let blocker = dir.path().join(format::active_name(2));
+    fs::create_dir(&blocker).unwrap();
+    let first: Vec<Vec<u8>> = (1..=5).map(payload).collect();
+    assert_eq!(w.append(&first.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap(), 1);
+    assert!(files(&log).iter().any(|n| n.starts_with("0000000001-")), "{:?}", files(&log));
+    assert!(files(&log).contains(&format::active_name(1)));
+    fs::remove_dir(&blocker).unwrap();
+    // Appending to the old active segment now would put frames where recovery
+    // deletes them (its content is sealed); the writer resolves the seal first.
+    assert_eq!(w.append(&[&payload(6)]).unwrap(), 6);
+    assert_eq!(w.append(&[&payload(7)]).unwrap(), 7);
+    drop(w);
+    assert!(!files(&log).contains(&format::active_name(1)), "{:?}", files(&log));
+    fs::write(dir.path().join("LOCK"), b"").unwrap();
+    let frames = read_all(&log);
+    assert_eq!(frames.iter().map(|f| f.lsn).collect::<Vec<_>>(), (1..=7).collect::<Vec<_>>());
+    assert!(frames.iter().all(|f| f.payload == payload(f.lsn)));
+    assert!(log.verify().unwrap().problems.is_empty());
+}
