@@ -160,6 +160,7 @@ impl TapeLog {
             written_from,
             unresolved: false,
             auto_seal_failed: false,
+            seal_buffers: SealBuffers::default(),
         };
         writer.write_hint();
         Ok(writer)
@@ -443,6 +444,7 @@ pub struct TapeWriter<'a> {
     unresolved: bool,
     /// An automatic seal failed in this session; the next session tries again.
     auto_seal_failed: bool,
+    seal_buffers: SealBuffers,
 }
 
 impl std::fmt::Debug for TapeWriter<'_> {
@@ -557,28 +559,20 @@ impl TapeWriter<'_> {
         if self.active.end == ACTIVE_HEADER as u64 {
             return Ok(None);
         }
-        // Only frames this writer did not append itself are read back (and verified).
+        // Only frames this writer did not append itself are read back (and
+        // verified); its own are taken from memory, as acknowledged.
         let disk_end = if self.written_covers_tail() { self.written_from } else { self.active.end };
-        let mut raw = vec![0u8; (disk_end - ACTIVE_HEADER as u64) as usize];
-        self.active.file.read_exact_at(&mut raw, ACTIVE_HEADER as u64).ctx("read", &self.active.path)?;
-        let verify_before = raw.len();
-        let raw = if raw.is_empty() {
-            &self.written
-        } else {
-            if disk_end < self.active.end {
-                raw.extend_from_slice(&self.written);
-            }
-            &raw
-        };
+        let mut older = vec![0u8; (disk_end - ACTIVE_HEADER as u64) as usize];
+        self.active.file.read_exact_at(&mut older, ACTIVE_HEADER as u64).ctx("read", &self.active.path)?;
+        let mine: &[u8] = if disk_end < self.active.end { &self.written } else { &[] };
+        let frames = SegmentFrames::new(&older, ACTIVE_HEADER as u64, true)
+            .chain(SegmentFrames::new(mine, disk_end, false))
+            .map(|read| read.map_err(|(offset, why)| Error::corrupt(&self.active.path, offset, why)));
         let seq = self.active.header.seq;
-        let input = SealInput {
-            raw,
-            verify_before,
-            first_lsn: self.active.header.first_lsn,
-            file: &self.active.path,
-            base: ACTIVE_HEADER as u64,
-        };
-        let (bytes, header) = build_sealed(seq, 0, &input, &self.log.opts)?;
+        let first_lsn = self.active.header.first_lsn;
+        let header = build_sealed(seq, 0, first_lsn, frames, &self.active.path, &self.log.opts, &mut self.seal_buffers)?;
+        let bytes = &self.seal_buffers.out;
+        drop(older);
         if header.last_lsn != self.active.last_lsn {
             return Err(Error::corrupt(
                 &self.active.path,
@@ -595,7 +589,7 @@ impl TapeWriter<'_> {
         Hint::invalidate(self.lock.file()).ctx("write hint to", &self.log.dir.join("LOCK"))?;
         // From here a failure may leave the sealed segment next to the active one.
         self.unresolved = true;
-        let info = write_sealed(&self.log.dir, &bytes, &header)?;
+        let info = write_sealed(&self.log.dir, bytes, &header)?;
         let next = ActiveHeader { seq: seq + 1, first_lsn: header.last_lsn + 1 };
         create_active(&self.log.dir, next)?;
         fs::remove_file(&self.active.path).ctx("remove", &self.active.path)?;
@@ -657,31 +651,33 @@ impl TapeWriter<'_> {
         }
         let mut stats = RewriteStats::default();
         for seg in snapshot.sealed_refs() {
-            let raw = read::read_sealed_frames(&seg.path)?;
-            let frames = split_frames(&raw, &seg.path, 0)?;
+            let frames = read::read_sealed_frames(&seg.path)?;
             let mut changed = 0u64;
-            let mut rewritten = Vec::with_capacity(raw.len());
-            for &(lsn, payload) in &frames {
-                match edit(lsn, payload) {
-                    Some(new) if new.as_slice() != payload => {
+            let edits: Vec<Option<Vec<u8>>> = frames
+                .iter()
+                .map(|(lsn, payload)| match edit(*lsn, payload) {
+                    Some(new) if new != *payload => {
                         changed += 1;
-                        encode_frame(&mut rewritten, lsn, &new);
+                        Some(new)
                     }
-                    _ => encode_frame(&mut rewritten, lsn, payload),
-                }
-            }
+                    _ => None,
+                })
+                .collect();
             if changed == 0 {
                 continue;
             }
-            let input = SealInput {
-                raw: &rewritten,
-                verify_before: 0,
-                first_lsn: seg.header.first_lsn,
-                file: &seg.path,
-                base: 0,
-            };
-            let (bytes, header) = build_sealed(seg.header.seq, seg.header.generation + 1, &input, &self.log.opts)?;
-            let info = write_sealed(&self.log.dir, &bytes, &header)?;
+            let view = frames.iter().zip(&edits).map(|((lsn, old), new)| Ok((0, *lsn, new.as_deref().unwrap_or(old))));
+            let (seq, generation) = (seg.header.seq, seg.header.generation + 1);
+            let header = build_sealed(
+                seq,
+                generation,
+                seg.header.first_lsn,
+                view,
+                &seg.path,
+                &self.log.opts,
+                &mut self.seal_buffers,
+            )?;
+            let info = write_sealed(&self.log.dir, &self.seal_buffers.out, &header)?;
             if info.name != seg.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default() {
                 fs::remove_file(&seg.path).ctx("remove", &seg.path)?;
                 fsync_dir(&self.log.dir).ctx("fsync", &self.log.dir)?;
@@ -706,57 +702,77 @@ impl TapeWriter<'_> {
     }
 }
 
-/// Splits raw frame bytes into (lsn, payload) pairs, requiring consecutive LSNs.
-fn split_frames<'a>(raw: &'a [u8], file: &Path, base: u64) -> Result<Vec<(Lsn, &'a [u8])>> {
-    let mut out = Vec::new();
-    let mut pos = 0usize;
-    while pos < raw.len() {
-        match decode_frame(&raw[pos..]) {
+/// The frames of part of an active segment, in order: `(offset in the file,
+/// lsn, payload)`, or the offset and reason at the first bad one (the
+/// iteration then ends). `verify` checks each frame's checksum; without it
+/// the frames are known good (this writer encoded them).
+struct SegmentFrames<'a> {
+    raw: &'a [u8],
+    pos: usize,
+    base: u64,
+    verify: bool,
+}
+
+impl<'a> SegmentFrames<'a> {
+    /// Frames of `raw`, whose first byte is at `base` in the file.
+    fn new(raw: &'a [u8], base: u64, verify: bool) -> SegmentFrames<'a> {
+        SegmentFrames { raw, pos: 0, base, verify }
+    }
+}
+
+impl<'a> Iterator for SegmentFrames<'a> {
+    type Item = std::result::Result<(u64, Lsn, &'a [u8]), (u64, &'static str)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let rest = self.raw.get(self.pos..).filter(|r| !r.is_empty())?;
+        let offset = self.base + self.pos as u64;
+        let read = if self.verify { decode_frame(rest) } else { format::decode_frame_trusted(rest) };
+        match read {
             FrameRead::Frame { lsn, payload, size } => {
-                if let Some((prev, _)) = out.last()
-                    && lsn != prev + 1
-                {
-                    return Err(Error::corrupt(file, base + pos as u64, format!("lsn {lsn} follows {prev}")));
-                }
-                out.push((lsn, payload));
-                pos += size;
+                self.pos += size;
+                Some(Ok((offset, lsn, payload)))
             }
             FrameRead::Incomplete => {
-                return Err(Error::corrupt(file, base + pos as u64, "incomplete frame"));
+                self.pos = self.raw.len();
+                Some(Err((offset, "incomplete frame")))
             }
-            FrameRead::Invalid(why) => return Err(Error::corrupt(file, base + pos as u64, why)),
+            FrameRead::Invalid(why) => {
+                self.pos = self.raw.len();
+                Some(Err((offset, why)))
+            }
         }
     }
-    Ok(out)
 }
 
-/// Frame bytes to seal: consecutive encoded frames as they lie in a segment.
-struct SealInput<'a> {
-    /// The frames.
-    raw: &'a [u8],
-    /// Frames that start before this offset of `raw` have their checksums
-    /// verified; the rest are known good (this writer encoded them).
-    verify_before: usize,
-    /// The LSN the first frame must have.
-    first_lsn: Lsn,
-    /// Where `raw` comes from, for errors: the file and the offset of `raw[0]`.
-    file: &'a Path,
-    base: u64,
+/// Buffers and a zstd context for building sealed segments, kept by a writer
+/// across its seals.
+#[derive(Default)]
+struct SealBuffers {
+    compressor: Option<zstd::bulk::Compressor<'static>>,
+    /// The chunk being filled, as entries.
+    entries: Vec<u8>,
+    /// The chunk compressed.
+    compressed: Vec<u8>,
+    /// The sealed segment's bytes.
+    out: Vec<u8>,
 }
 
-/// Compresses frames into a sealed segment's bytes: chunks are cut at frame
-/// boundaries of `input.raw` and compressed as they are, without re-encoding.
-fn build_sealed(
+/// Compresses frames into a sealed segment's bytes (left in `bufs.out`) in
+/// the format this build writes: chunks of entries cut at about
+/// `opts.chunk_bytes`, each compressed on its own. `frames` yields `(offset,
+/// lsn, payload)` with LSNs from `first_lsn` on (the offset in `file` names a
+/// frame out of sequence).
+fn build_sealed<'a>(
     seq: u64,
     generation: u64,
-    input: &SealInput<'_>,
+    first_lsn: Lsn,
+    frames: impl Iterator<Item = Result<(u64, Lsn, &'a [u8])>>,
+    file: &Path,
     opts: &TapeOptions,
-) -> Result<(Vec<u8>, SealedHeader)> {
-    let SealInput { raw, verify_before, first_lsn, file, base } = *input;
-    if raw.is_empty() {
-        return Err(Error::InvalidInput("cannot seal an empty segment".into()));
-    }
+    bufs: &mut SealBuffers,
+) -> Result<SealedHeader> {
     let mut header = SealedHeader {
+        version: format::SEALED_VERSION,
         chunks: 0,
         seq,
         generation,
@@ -765,58 +781,59 @@ fn build_sealed(
         events: 0,
         min_ts: i64::MAX,
         max_ts: i64::MIN,
-        raw_bytes: raw.len() as u64,
+        raw_bytes: 0,
     };
-    let zstd_error = |e: std::io::Error| Error::InvalidInput(format!("zstd compression failed: {e}"));
-    let mut compressor = zstd::bulk::Compressor::new(opts.zstd_level).map_err(zstd_error)?;
-    let mut compressed = Vec::new();
+    let compressor = match &mut bufs.compressor {
+        Some(c) => c,
+        none => none.insert(zstd::bulk::Compressor::new(opts.zstd_level).map_err(zstd_error)?),
+    };
+    let SealBuffers { entries, compressed, out, .. } = bufs;
+    entries.clear();
     // The header goes in front once the chunks are known.
-    let mut bytes = Vec::with_capacity(SEALED_HEADER + raw.len() / 2);
-    bytes.resize(SEALED_HEADER, 0);
-    let mut chunk_start = 0usize;
-    let mut chunk_frames = 0u32;
-    let mut pos = 0usize;
-    let mut next = first_lsn;
-    while pos < raw.len() {
-        let read =
-            if pos < verify_before { decode_frame(&raw[pos..]) } else { format::decode_frame_trusted(&raw[pos..]) };
-        let (lsn, payload, size) = match read {
-            FrameRead::Frame { lsn, payload, size } => (lsn, payload, size),
-            FrameRead::Incomplete => return Err(Error::corrupt(file, base + pos as u64, "incomplete frame")),
-            FrameRead::Invalid(why) => return Err(Error::corrupt(file, base + pos as u64, why)),
-        };
-        if lsn != next {
-            return Err(Error::corrupt(file, base + pos as u64, format!("frame has lsn {lsn}, expected {next}")));
+    out.clear();
+    out.resize(SEALED_HEADER, 0);
+    let mut chunk_first = first_lsn;
+    let mut frames = frames.peekable();
+    while let Some(frame) = frames.next() {
+        let (offset, lsn, payload) = frame?;
+        let expected = first_lsn + header.events;
+        if lsn != expected {
+            return Err(Error::corrupt(file, offset, format!("frame has lsn {lsn}, expected {expected}")));
         }
+        header.events += 1;
         if let Some(ts) = payload_ts(payload) {
             header.min_ts = header.min_ts.min(ts);
             header.max_ts = header.max_ts.max(ts);
         }
-        next += 1;
-        pos += size;
-        chunk_frames += 1;
-        if pos - chunk_start >= opts.chunk_bytes || pos == raw.len() {
-            let chunk = &raw[chunk_start..pos];
+        header.raw_bytes += (FRAME_HEADER + payload.len()) as u64;
+        format::encode_entry(entries, payload);
+        if entries.len() >= opts.chunk_bytes || frames.peek().is_none() {
             compressed.clear();
-            compressed.reserve(zstd::compress_bound(chunk.len()));
-            compressor.compress_to_buffer(chunk, &mut compressed).map_err(zstd_error)?;
-            let ch =
-                format::ChunkHeader::new(&compressed, chunk.len() as u32, next - u64::from(chunk_frames), chunk_frames);
-            bytes.extend_from_slice(&ch.encode());
-            bytes.extend_from_slice(&compressed);
+            compressed.reserve(zstd::zstd_safe::compress_bound(entries.len()));
+            compressor.compress_to_buffer(entries.as_slice(), compressed).map_err(zstd_error)?;
+            let frames_in_chunk = (lsn + 1 - chunk_first) as u32;
+            let ch = format::ChunkHeader::new(compressed, entries.len() as u32, chunk_first, frames_in_chunk);
+            out.extend_from_slice(&ch.encode());
+            out.extend_from_slice(compressed);
             header.chunks += 1;
-            chunk_start = pos;
-            chunk_frames = 0;
+            entries.clear();
+            chunk_first = lsn + 1;
         }
     }
-    header.last_lsn = next - 1;
-    header.events = next - first_lsn;
+    if header.events == 0 {
+        return Err(Error::InvalidInput("cannot seal an empty segment".into()));
+    }
+    header.last_lsn = first_lsn + header.events - 1;
     if header.min_ts > header.max_ts {
         header.min_ts = 0;
         header.max_ts = 0;
     }
-    bytes[..SEALED_HEADER].copy_from_slice(&header.encode());
-    Ok((bytes, header))
+    out[..SEALED_HEADER].copy_from_slice(&header.encode());
+    Ok(header)
+}
+
+fn zstd_error(e: std::io::Error) -> Error {
+    Error::InvalidInput(format!("zstd compression failed: {e}"))
 }
 
 /// Writes a sealed segment under its content-addressed name, durably.

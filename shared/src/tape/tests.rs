@@ -617,3 +617,72 @@ fn a_seal_that_fails_half_way_is_resolved_before_the_next_append() {
     assert!(frames.iter().all(|f| f.payload == payload(f.lsn)));
     assert!(log.verify().unwrap().problems.is_empty());
 }
+
+#[test]
+fn new_seals_write_format_2_entries_without_frame_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 3);
+    let info = log.lock().unwrap().seal().unwrap().unwrap();
+    let bytes = fs::read(dir.path().join(&info.name)).unwrap();
+    let header = SealedHeader::decode(&bytes).unwrap();
+    assert_eq!(header.version, format::SEALED_VERSION);
+    assert_eq!(header.raw_bytes, (1..=3).map(|i| (FRAME_HEADER + payload(i).len()) as u64).sum::<u64>());
+    let ch = format::ChunkHeader::decode(&bytes[SEALED_HEADER..]).unwrap();
+    let data = &bytes[SEALED_HEADER + format::CHUNK_HEADER..][..ch.compressed_len as usize];
+    let raw = zstd::bulk::decompress(data, ch.raw_len as usize).unwrap();
+    let mut want = Vec::new();
+    for i in 1..=3 {
+        format::encode_entry(&mut want, &payload(i));
+    }
+    assert_eq!(raw, want);
+    assert_eq!((ch.first_lsn, ch.frames), (1, 3));
+}
+
+/// Writes a sealed segment of format 2 made of the given chunks (entries
+/// already encoded, with the first LSN and frame count each claims) under
+/// its content-addressed name.
+fn craft_sealed(dir: &Path, seq: u64, first_lsn: Lsn, last_lsn: Lsn, chunks: &[(Vec<u8>, Lsn, u32)]) -> PathBuf {
+    let mut body = Vec::new();
+    for (raw, first, frames) in chunks {
+        let compressed = zstd::bulk::compress(raw, 1).unwrap();
+        body.extend_from_slice(&format::ChunkHeader::new(&compressed, raw.len() as u32, *first, *frames).encode());
+        body.extend_from_slice(&compressed);
+    }
+    let header = SealedHeader {
+        chunks: chunks.len() as u32,
+        seq,
+        first_lsn,
+        last_lsn,
+        events: last_lsn - first_lsn + 1,
+        ..SealedHeader::default()
+    };
+    let mut bytes = header.encode().to_vec();
+    bytes.extend_from_slice(&body);
+    let path = dir.join(format::sealed_name(seq, &blake3::hash(&bytes)));
+    fs::write(&path, &bytes).unwrap();
+    path
+}
+
+#[test]
+fn verify_names_format_2_chunks_that_disagree_with_their_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let entries = |lsns: std::ops::RangeInclusive<u64>| {
+        let mut out = Vec::new();
+        for i in lsns {
+            format::encode_entry(&mut out, &payload(i));
+        }
+        out
+    };
+    // Chunk 1 holds 3 entries but says 2; chunk 2 starts at the wrong LSN.
+    let path = craft_sealed(dir.path(), 1, 1, 6, &[(entries(1..=3), 1, 2), (entries(4..=6), 5, 3)]);
+    create_active(dir.path(), ActiveHeader { seq: 2, first_lsn: 7 }).unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    let report = log.verify().unwrap();
+    let about = |what: &str| report.problems.iter().any(|p| p.file == path && p.what.contains(what));
+    assert!(about("chunk 0: 3 frames, header says 2"), "{:?}", report.problems);
+    assert!(about("chunk 1: starts at lsn 5, expected 4"), "{:?}", report.problems);
+    let snap = log.snapshot().unwrap();
+    let err = snap.frames_after(0).find_map(|r| r.err()).expect("reading stops at the bad chunk");
+    assert!(err.to_string().contains("chunk holds 3 frames, its header says 2"), "{err}");
+}
