@@ -294,6 +294,7 @@ impl TapeLog {
         let seq = match actives.as_slice() {
             [] => {
                 create_active(&self.dir, ActiveHeader { seq: next_seq, first_lsn: next_lsn })?;
+                fsync_dir(&self.dir).ctx("fsync", &self.dir)?;
                 next_seq
             }
             [seq] => *seq,
@@ -590,6 +591,9 @@ impl TapeWriter<'_> {
         // From here a failure may leave the sealed segment next to the active one.
         self.unresolved = true;
         let info = write_sealed(&self.log.dir, bytes, &header)?;
+        // One directory sync makes both the successor and the removal durable:
+        // a crash may keep either or both, and recovery resolves every mix (the
+        // sealed segment's name is already durable).
         let next = ActiveHeader { seq: seq + 1, first_lsn: header.last_lsn + 1 };
         create_active(&self.log.dir, next)?;
         fs::remove_file(&self.active.path).ctx("remove", &self.active.path)?;
@@ -870,7 +874,8 @@ fn write_sealed(dir: &Path, bytes: &[u8], header: &SealedHeader) -> Result<Segme
     })
 }
 
-/// Creates an empty active segment durably.
+/// Creates an empty active segment: its content is durable, its name once
+/// the caller syncs the directory.
 fn create_active(dir: &Path, header: ActiveHeader) -> Result<()> {
     let path = dir.join(format::active_name(header.seq));
     let tmp = crate::fsutil::temp_path_for(&path);
@@ -884,7 +889,7 @@ fn create_active(dir: &Path, header: ActiveHeader) -> Result<()> {
         let _ = fs::remove_file(&tmp);
         return Err(Error::io("create active segment", &path, e));
     }
-    fsync_dir(dir).ctx("fsync", dir)
+    Ok(())
 }
 
 /// The files of a tape directory, classified.
