@@ -495,12 +495,18 @@ impl TapeWriter<'_> {
         let total: usize = payloads.iter().map(|p| p.len() + FRAME_HEADER).sum();
         // Keep what this writer appends until the next seal when that seal may
         // come in this session; otherwise only reuse the buffer.
-        if !(self.log.opts.auto_seal && self.written_covers_tail() && self.written.len() + total <= WRITTEN_LIMIT) {
+        let keep =
+            self.log.opts.auto_seal && self.written_covers_tail() && self.written.len() + total <= WRITTEN_LIMIT;
+        if !keep {
             self.written.clear();
             self.written_from = self.active.end;
         }
         let start = self.written.len();
-        self.written.reserve(total);
+        // A kept buffer fills up to the seal threshold: room for all of it at
+        // once costs less than growing by doubling (each time a copy).
+        let until_seal = self.log.opts.segment_bytes.saturating_sub(self.active.end - ACTIVE_HEADER as u64);
+        let room = if self.log.opts.auto_seal { usize::try_from(until_seal).unwrap_or(usize::MAX) } else { 0 };
+        self.written.reserve(total.max(room.min(WRITTEN_LIMIT - start)));
         let mut last_frame_start = self.active.last_frame_start;
         for (i, payload) in payloads.iter().enumerate() {
             last_frame_start = self.active.end + (self.written.len() - start) as u64;
