@@ -499,8 +499,7 @@ impl TapeWriter<'_> {
         let total: usize = payloads.iter().map(|p| p.len() + FRAME_HEADER).sum();
         // Keep what this writer appends until the next seal when that seal may
         // come in this session; otherwise only reuse the buffer.
-        let keep =
-            self.log.opts.auto_seal && self.written_covers_tail() && self.written.len() + total <= WRITTEN_LIMIT;
+        let keep = self.log.opts.auto_seal && self.written_covers_tail() && self.written.len() + total <= WRITTEN_LIMIT;
         if !keep {
             self.written.clear();
             self.written_from = self.active.end;
@@ -581,7 +580,8 @@ impl TapeWriter<'_> {
             .map(|read| read.map_err(|(offset, why)| Error::corrupt(&self.active.path, offset, why)));
         let seq = self.active.header.seq;
         let first_lsn = self.active.header.first_lsn;
-        let header = build_sealed(seq, 0, first_lsn, frames, &self.active.path, &self.log.opts, &mut self.seal_buffers)?;
+        let header =
+            build_sealed(seq, 0, first_lsn, frames, &self.active.path, &self.log.opts, &mut self.seal_buffers)?;
         let bytes = &self.seal_buffers.out;
         drop(older);
         if header.last_lsn != self.active.last_lsn {

@@ -176,7 +176,11 @@ pub(crate) fn read_sealed_frames(path: &Path) -> Result<Vec<(Lsn, Vec<u8>)>> {
             .map_err(|e| Error::corrupt(path, pos as u64, format!("chunk does not decompress: {e}")))?;
         let expected = out.last().map_or(header.first_lsn, |(lsn, _): &(Lsn, Vec<u8>)| lsn + 1);
         if ch.first_lsn != expected {
-            return Err(Error::corrupt(path, pos as u64, format!("chunk starts at lsn {}, expected {expected}", ch.first_lsn)));
+            return Err(Error::corrupt(
+                path,
+                pos as u64,
+                format!("chunk starts at lsn {}, expected {expected}", ch.first_lsn),
+            ));
         }
         visit_chunk(&raw, &ch, header.layout(), path, pos as u64, &mut |lsn, payload| {
             out.push((lsn, payload.to_vec()));
@@ -185,7 +189,11 @@ pub(crate) fn read_sealed_frames(path: &Path) -> Result<Vec<(Lsn, Vec<u8>)>> {
         pos = data_start + ch.compressed_len as usize;
     }
     if out.last().map(|(lsn, _)| *lsn) != Some(header.last_lsn).filter(|_| header.events > 0) {
-        return Err(Error::corrupt(path, 0, format!("segment does not end at lsn {} as its header says", header.last_lsn)));
+        return Err(Error::corrupt(
+            path,
+            0,
+            format!("segment does not end at lsn {} as its header says", header.last_lsn),
+        ));
     }
     Ok(out)
 }
@@ -301,7 +309,11 @@ fn verify_sealed(path: &Path, expected: &mut Option<Lsn>, report: &mut VerifyRep
             Ok(raw) => {
                 if header.layout() == ChunkLayout::Entries && ch.first_lsn != next {
                     // Entries are numbered from the chunk's first LSN: report it once.
-                    problem(report, pos as u64, format!("chunk {index}: starts at lsn {}, expected {next}", ch.first_lsn));
+                    problem(
+                        report,
+                        pos as u64,
+                        format!("chunk {index}: starts at lsn {}, expected {next}", ch.first_lsn),
+                    );
                     next = ch.first_lsn;
                 }
                 let mut in_chunk = 0u32;
@@ -378,7 +390,10 @@ struct SealedReader<'a> {
 
 impl FrameIter<'_> {
     /// Queues in `pending` the frames `visit` finds after `self.after`.
-    fn push_frames(&mut self, visit: impl FnOnce(&mut dyn FnMut(Lsn, &[u8]) -> Result<()>) -> Result<()>) -> Result<()> {
+    fn push_frames(
+        &mut self,
+        visit: impl FnOnce(&mut dyn FnMut(Lsn, &[u8]) -> Result<()>) -> Result<()>,
+    ) -> Result<()> {
         let after = self.after;
         let pending = &mut self.pending;
         visit(&mut |lsn, payload| {
