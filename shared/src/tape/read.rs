@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use super::format::{self, ChunkHeader, FrameRead, Lsn, decode_frame, decode_frame_trusted};
+use super::format::{self, ChunkFrames, ChunkHeader, ChunkLayout, FrameRead, Lsn, decode_frame};
 use super::timestamp::payload_ts;
 use super::{ACTIVE_HEADER, ActiveHeader, Problem, SEALED_HEADER, SealedHeader, SegmentInfo, VerifyReport};
 use crate::error::{Error, IoContext, Result};
@@ -156,11 +156,11 @@ fn file_name(path: &Path) -> String {
     path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-/// Reads the decompressed frame bytes of a sealed segment (all chunks), verifying checksums.
-pub(crate) fn read_sealed_frames(path: &Path) -> Result<Vec<u8>> {
+/// Reads every frame of a sealed segment, verifying chunk checksums and LSNs.
+pub(crate) fn read_sealed_frames(path: &Path) -> Result<Vec<(Lsn, Vec<u8>)>> {
     let bytes = std::fs::read(path).ctx("read", path)?;
     let header = SealedHeader::decode(&bytes).map_err(|why| Error::corrupt(path, 0, why))?;
-    let mut out = Vec::with_capacity(header.raw_bytes as usize);
+    let mut out = Vec::with_capacity(usize::try_from(header.events).unwrap_or(0).min(1 << 20));
     let mut pos = SEALED_HEADER;
     for _ in 0..header.chunks {
         let ch = ChunkHeader::decode(bytes.get(pos..).unwrap_or_default())
@@ -174,8 +174,26 @@ pub(crate) fn read_sealed_frames(path: &Path) -> Result<Vec<u8>> {
         }
         let raw = zstd::bulk::decompress(data, ch.raw_len as usize)
             .map_err(|e| Error::corrupt(path, pos as u64, format!("chunk does not decompress: {e}")))?;
-        out.extend_from_slice(&raw);
+        let expected = out.last().map_or(header.first_lsn, |(lsn, _): &(Lsn, Vec<u8>)| lsn + 1);
+        if ch.first_lsn != expected {
+            return Err(Error::corrupt(
+                path,
+                pos as u64,
+                format!("chunk starts at lsn {}, expected {expected}", ch.first_lsn),
+            ));
+        }
+        visit_chunk(&raw, &ch, header.layout(), path, pos as u64, &mut |lsn, payload| {
+            out.push((lsn, payload.to_vec()));
+            Ok(())
+        })?;
         pos = data_start + ch.compressed_len as usize;
+    }
+    if out.last().map(|(lsn, _)| *lsn) != Some(header.last_lsn).filter(|_| header.events > 0) {
+        return Err(Error::corrupt(
+            path,
+            0,
+            format!("segment does not end at lsn {} as its header says", header.last_lsn),
+        ));
     }
     Ok(out)
 }
@@ -289,11 +307,22 @@ fn verify_sealed(path: &Path, expected: &mut Option<Lsn>, report: &mut VerifyRep
         }
         match zstd::bulk::decompress(data, ch.raw_len as usize) {
             Ok(raw) => {
-                let mut at = 0usize;
+                if header.layout() == ChunkLayout::Entries && ch.first_lsn != next {
+                    // Entries are numbered from the chunk's first LSN: report it once.
+                    problem(
+                        report,
+                        pos as u64,
+                        format!("chunk {index}: starts at lsn {}, expected {next}", ch.first_lsn),
+                    );
+                    next = ch.first_lsn;
+                }
                 let mut in_chunk = 0u32;
-                while at < raw.len() {
-                    match decode_frame(&raw[at..]) {
-                        FrameRead::Frame { lsn, size, .. } => {
+                let mut chunk_frames = ChunkFrames::new(&raw, ch.first_lsn, header.layout(), true);
+                loop {
+                    let at = chunk_frames.offset();
+                    match chunk_frames.next() {
+                        None => break,
+                        Some(Ok((lsn, _))) => {
                             report.frames += 1;
                             if lsn != next {
                                 problem(
@@ -303,16 +332,10 @@ fn verify_sealed(path: &Path, expected: &mut Option<Lsn>, report: &mut VerifyRep
                                 );
                             }
                             next = lsn + 1;
-                            at += size;
                             in_chunk += 1;
                         }
-                        FrameRead::Incomplete => {
-                            problem(report, pos as u64, format!("chunk {index}, frame at byte {at}: incomplete"));
-                            break;
-                        }
-                        FrameRead::Invalid(why) => {
+                        Some(Err((at, why))) => {
                             problem(report, pos as u64, format!("chunk {index}, frame at byte {at}: {why}"));
-                            break;
                         }
                     }
                 }
@@ -366,11 +389,14 @@ struct SealedReader<'a> {
 }
 
 impl FrameIter<'_> {
-    /// Decodes frames of `raw` (whose first byte is at `base` in `file`) into `pending`.
-    fn push_frames(&mut self, raw: &[u8], file: &Path, base: u64, context: &str, trusted: bool) -> Result<()> {
+    /// Queues in `pending` the frames `visit` finds after `self.after`.
+    fn push_frames(
+        &mut self,
+        visit: impl FnOnce(&mut dyn FnMut(Lsn, &[u8]) -> Result<()>) -> Result<()>,
+    ) -> Result<()> {
         let after = self.after;
         let pending = &mut self.pending;
-        visit_frames(raw, file, base, context, trusted, &mut |lsn, payload| {
+        visit(&mut |lsn, payload| {
             if lsn > after {
                 pending.push_back(Frame { lsn, payload: payload.to_vec() });
             }
@@ -407,7 +433,7 @@ impl FrameIter<'_> {
                 }
                 let raw = zstd::bulk::decompress(&data, ch.raw_len as usize)
                     .map_err(|e| Error::corrupt(&seg.path, chunk_pos, format!("chunk does not decompress: {e}")))?;
-                self.push_frames(&raw, &seg.path, chunk_pos, "in chunk, ", true)?;
+                self.push_frames(|f| visit_chunk(&raw, &ch, seg.header.layout(), &seg.path, chunk_pos, f))?;
                 if !self.pending.is_empty() {
                     return Ok(true);
                 }
@@ -429,7 +455,7 @@ impl FrameIter<'_> {
                 self.active_done = true;
                 let raw = self.snapshot.read_active()?;
                 let path = self.snapshot.active.path.clone();
-                self.push_frames(&raw, &path, ACTIVE_HEADER as u64, "", false)?;
+                self.push_frames(|f| visit_frames(&raw, &path, ACTIVE_HEADER as u64, f))?;
                 return Ok(!self.pending.is_empty());
             }
             return Ok(false);
@@ -437,31 +463,56 @@ impl FrameIter<'_> {
     }
 }
 
-/// Calls `f` for each frame of `raw` (whose first byte is at `base` in `file`).
-/// `trusted` skips per-frame checksums for bytes a verified chunk checksum covers.
-fn visit_frames(
-    raw: &[u8],
-    file: &Path,
-    base: u64,
-    context: &str,
-    trusted: bool,
-    f: &mut dyn FnMut(Lsn, &[u8]) -> Result<()>,
-) -> Result<()> {
+/// Calls `f` for each frame of an active segment's `raw` frames (whose first
+/// byte is at `base` in `file`), verifying each checksum.
+fn visit_frames(raw: &[u8], file: &Path, base: u64, f: &mut dyn FnMut(Lsn, &[u8]) -> Result<()>) -> Result<()> {
     let mut at = 0usize;
     while at < raw.len() {
-        let read = if trusted { decode_frame_trusted(&raw[at..]) } else { decode_frame(&raw[at..]) };
-        match read {
+        match decode_frame(&raw[at..]) {
             FrameRead::Frame { lsn, payload, size } => {
                 f(lsn, payload)?;
                 at += size;
             }
             FrameRead::Incomplete => {
-                return Err(Error::corrupt(file, base, format!("{context}frame at byte {at}: incomplete")));
+                return Err(Error::corrupt(file, base, format!("frame at byte {at}: incomplete")));
             }
             FrameRead::Invalid(why) => {
-                return Err(Error::corrupt(file, base, format!("{context}frame at byte {at}: {why}")));
+                return Err(Error::corrupt(file, base, format!("frame at byte {at}: {why}")));
             }
         }
+    }
+    Ok(())
+}
+
+/// Calls `f` for each frame of a decompressed chunk (`ch`, at `chunk_pos` in
+/// `file`, its checksum verified, so frames of format 1 are not checked one
+/// by one), and checks that the chunk holds as many frames as it says.
+fn visit_chunk(
+    raw: &[u8],
+    ch: &ChunkHeader,
+    layout: ChunkLayout,
+    file: &Path,
+    chunk_pos: u64,
+    f: &mut dyn FnMut(Lsn, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let mut count = 0u32;
+    for read in ChunkFrames::new(raw, ch.first_lsn, layout, false) {
+        match read {
+            Ok((lsn, payload)) => {
+                f(lsn, payload)?;
+                count += 1;
+            }
+            Err((at, why)) => {
+                return Err(Error::corrupt(file, chunk_pos, format!("in chunk, frame at byte {at}: {why}")));
+            }
+        }
+    }
+    if count != ch.frames {
+        return Err(Error::corrupt(
+            file,
+            chunk_pos,
+            format!("chunk holds {count} frames, its header says {}", ch.frames),
+        ));
     }
     Ok(())
 }
@@ -500,13 +551,13 @@ impl Snapshot {
                 }
                 let raw = zstd::bulk::decompress(&data, ch.raw_len as usize)
                     .map_err(|e| Error::corrupt(&seg.path, chunk_pos, format!("chunk does not decompress: {e}")))?;
-                visit_frames(&raw, &seg.path, chunk_pos, "in chunk, ", true, &mut |l, p| {
+                visit_chunk(&raw, &ch, seg.header.layout(), &seg.path, chunk_pos, &mut |l, p| {
                     if l > lsn { f(l, p) } else { Ok(()) }
                 })?;
             }
         }
         let raw = self.read_active()?;
-        visit_frames(&raw, &self.active.path, ACTIVE_HEADER as u64, "", false, &mut |l, p| {
+        visit_frames(&raw, &self.active.path, ACTIVE_HEADER as u64, &mut |l, p| {
             if l > lsn { f(l, p) } else { Ok(()) }
         })
     }
@@ -551,7 +602,7 @@ impl Snapshot {
                 }
                 let raw = zstd::bulk::decompress(&data, ch.raw_len as usize)
                     .map_err(|e| Error::corrupt(&seg.path, chunk_pos, format!("chunk does not decompress: {e}")))?;
-                visit_frames(&raw, &seg.path, chunk_pos, "in chunk, ", true, &mut |l, p| {
+                visit_chunk(&raw, &ch, seg.header.layout(), &seg.path, chunk_pos, &mut |l, p| {
                     while want.peek().is_some_and(|&w| w < l) {
                         want.next();
                     }
@@ -565,7 +616,7 @@ impl Snapshot {
         }
         if want.peek().is_some() {
             let raw = self.read_active()?;
-            visit_frames(&raw, &self.active.path, ACTIVE_HEADER as u64, "", false, &mut |l, p| {
+            visit_frames(&raw, &self.active.path, ACTIVE_HEADER as u64, &mut |l, p| {
                 while want.peek().is_some_and(|&w| w < l) {
                     want.next();
                 }

@@ -442,3 +442,306 @@ fn seal_refuses_a_damaged_frame_in_the_active_segment_and_changes_nothing() {
     assert!(named(&log));
     assert_eq!(log.lock().unwrap().last_lsn(), 5);
 }
+
+/// A copy of the log written by format version 1 (`testdata/v1`: one sealed
+/// segment of 40 frames in 1 KiB chunks, an active segment of 5 more, no
+/// `LOCK`), in a fresh directory.
+fn golden_v1() -> tempfile::TempDir {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tape/testdata/v1");
+    let dir = tempfile::tempdir().unwrap();
+    for entry in fs::read_dir(&src).unwrap() {
+        let entry = entry.unwrap();
+        fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn golden_v1_log_reads_verifies_and_grows() {
+    let dir = golden_v1();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    let frames = read_all(&log);
+    assert_eq!(frames.len(), 45);
+    assert!(frames.iter().enumerate().all(|(i, f)| f.lsn == i as u64 + 1 && f.payload == payload(f.lsn)));
+    let report = log.verify().unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.frames, 45);
+    let segs = log.segments().unwrap();
+    assert_eq!((segs[0].events, segs[0].first_lsn, segs[0].last_lsn), (40, 1, 40));
+    assert_eq!((segs[0].min_ts, segs[0].max_ts), (Some(1001), Some(1040)));
+    let snap = log.snapshot().unwrap();
+    let got = snap.frames_at(&[3, 17, 40, 41, 45]).unwrap();
+    assert_eq!(got.iter().map(|f| f.lsn).collect::<Vec<_>>(), vec![3, 17, 40, 41, 45]);
+    assert!(got.iter().all(|f| f.payload == payload(f.lsn)));
+    let tail: Vec<Lsn> = snap.frames_after(38).map(|f| f.unwrap().lsn).collect();
+    assert_eq!(tail, (39..=45).collect::<Vec<_>>());
+    drop(snap);
+    // New frames and a new seal go on after the old ones.
+    append_n(&log, 46, 5);
+    log.lock().unwrap().seal().unwrap().unwrap();
+    let frames = read_all(&log);
+    assert_eq!(frames.len(), 50);
+    assert!(frames.iter().all(|f| f.payload == payload(f.lsn)));
+    assert!(log.verify().unwrap().problems.is_empty());
+}
+
+#[test]
+fn golden_v1_segment_is_rewritten() {
+    let dir = golden_v1();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    let stats = log.lock().unwrap().rewrite(|lsn, _| (lsn == 7).then(|| payload(1007))).unwrap();
+    assert_eq!(stats.frames_changed, 1);
+    let frames = read_all(&log);
+    assert_eq!(frames.len(), 45);
+    assert!(frames.iter().all(|f| f.payload == if f.lsn == 7 { payload(1007) } else { payload(f.lsn) }));
+    assert!(log.verify().unwrap().problems.is_empty());
+}
+
+/// Offset of frame `lsn` (from 1) in an active segment holding `payload(1..)`.
+fn frame_offset(lsn: u64) -> usize {
+    ACTIVE_HEADER + (1..lsn).map(|i| FRAME_HEADER + payload(i).len()).sum::<usize>()
+}
+
+#[test]
+fn damage_inside_the_active_segment_without_a_hint_is_refused_not_truncated() {
+    for (what, at) in [("payload", frame_offset(2) + FRAME_HEADER + 5), ("length", frame_offset(2) + 2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+        append_n(&log, 1, 5);
+        fs::write(dir.path().join("LOCK"), b"").unwrap();
+        let active = dir.path().join(format::active_name(1));
+        let mut bytes = fs::read(&active).unwrap();
+        bytes[at] ^= 0x10;
+        fs::write(&active, &bytes).unwrap();
+        let err = log.lock().unwrap_err();
+        assert_eq!(err.class(), ErrorClass::Corrupt, "{what}: {err}");
+        assert!(err.to_string().contains(&frame_offset(2).to_string()), "{what}: {err}");
+        assert!(err.to_string().contains("lsn 3"), "{what}: {err}");
+        assert_eq!(fs::read(&active).unwrap(), bytes, "{what}: nothing was truncated");
+        assert!(!log.verify().unwrap().problems.is_empty());
+    }
+}
+
+#[test]
+fn a_damaged_last_frame_without_a_hint_is_a_torn_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 5);
+    fs::write(dir.path().join("LOCK"), b"").unwrap();
+    let active = dir.path().join(format::active_name(1));
+    let mut bytes = fs::read(&active).unwrap();
+    bytes[frame_offset(5) + FRAME_HEADER + 1] ^= 0x10;
+    fs::write(&active, &bytes).unwrap();
+    assert_eq!(log.lock().unwrap().last_lsn(), 4);
+    assert_eq!(fs::metadata(&active).unwrap().len(), frame_offset(5) as u64);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Opening without a hint cuts a damaged last frame (a torn tail) and
+    /// refuses damage anywhere before it, changing nothing.
+    #[test]
+    fn only_the_last_frame_is_ever_cut(n in 2u64..8, victim in any::<prop::sample::Index>(), pos in any::<prop::sample::Index>(), bit in 0u8..8) {
+        let dir = tempfile::tempdir().unwrap();
+        let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+        append_n(&log, 1, n);
+        fs::write(dir.path().join("LOCK"), b"").unwrap();
+        let active = dir.path().join(format::active_name(1));
+        let mut bytes = fs::read(&active).unwrap();
+        let victim = victim.index(n as usize) as u64 + 1;
+        let at = frame_offset(victim) + pos.index(FRAME_HEADER + payload(victim).len());
+        bytes[at] ^= 1 << bit;
+        fs::write(&active, &bytes).unwrap();
+        match log.lock() {
+            Ok(w) => {
+                prop_assert_eq!(victim, n);
+                prop_assert_eq!(w.last_lsn(), n - 1);
+            }
+            Err(e) => {
+                prop_assert!(victim < n, "{}", e);
+                prop_assert_eq!(e.class(), ErrorClass::Corrupt);
+                prop_assert_eq!(fs::read(&active).unwrap(), bytes);
+            }
+        }
+    }
+}
+
+#[test]
+fn an_append_whose_automatic_seal_fails_still_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&big, 1, 5);
+    // Damage an earlier session's frame: the seal reads it back and refuses.
+    let active = dir.path().join(format::active_name(1));
+    let mut bytes = fs::read(&active).unwrap();
+    bytes[frame_offset(2) + FRAME_HEADER + 3] ^= 0x01;
+    fs::write(&active, &bytes).unwrap();
+    let log = TapeLog::open(dir.path(), opts(100)).unwrap();
+    let mut w = log.lock().unwrap();
+    assert_eq!(w.append(&[&payload(6)]).unwrap(), 6, "the events are durable: the append succeeds");
+    // No retry in this session; the next append goes on in the same segment.
+    assert_eq!(w.append(&[&payload(7)]).unwrap(), 7);
+    drop(w);
+    assert!(files(&log).iter().all(|n| !n.ends_with(".seg")));
+    let w = log.lock().unwrap();
+    assert_eq!(w.last_lsn(), 7);
+    let raw = fs::read(&active).unwrap();
+    assert_eq!(raw.len(), frame_offset(8));
+    assert!(matches!(decode_frame(&raw[frame_offset(7)..]), FrameRead::Frame { lsn: 7, .. }));
+}
+
+#[test]
+fn a_seal_that_fails_half_way_is_resolved_before_the_next_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(300)).unwrap();
+    // The next active segment's name is taken: the sealed segment is written,
+    // then creating its successor fails.
+    let mut w = log.lock().unwrap();
+    let blocker = dir.path().join(format::active_name(2));
+    fs::create_dir(&blocker).unwrap();
+    let first: Vec<Vec<u8>> = (1..=5).map(payload).collect();
+    assert_eq!(w.append(&first.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap(), 1);
+    assert!(files(&log).iter().any(|n| n.starts_with("0000000001-")), "{:?}", files(&log));
+    assert!(files(&log).contains(&format::active_name(1)));
+    fs::remove_dir(&blocker).unwrap();
+    // Appending to the old active segment now would put frames where recovery
+    // deletes them (its content is sealed); the writer resolves the seal first.
+    assert_eq!(w.append(&[&payload(6)]).unwrap(), 6);
+    assert_eq!(w.append(&[&payload(7)]).unwrap(), 7);
+    drop(w);
+    assert!(!files(&log).contains(&format::active_name(1)), "{:?}", files(&log));
+    fs::write(dir.path().join("LOCK"), b"").unwrap();
+    let frames = read_all(&log);
+    assert_eq!(frames.iter().map(|f| f.lsn).collect::<Vec<_>>(), (1..=7).collect::<Vec<_>>());
+    assert!(frames.iter().all(|f| f.payload == payload(f.lsn)));
+    assert!(log.verify().unwrap().problems.is_empty());
+}
+
+#[test]
+fn new_seals_write_format_2_entries_without_frame_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 3);
+    let info = log.lock().unwrap().seal().unwrap().unwrap();
+    let bytes = fs::read(dir.path().join(&info.name)).unwrap();
+    let header = SealedHeader::decode(&bytes).unwrap();
+    assert_eq!(header.version, format::SEALED_VERSION);
+    assert_eq!(header.raw_bytes, (1..=3).map(|i| (FRAME_HEADER + payload(i).len()) as u64).sum::<u64>());
+    let ch = format::ChunkHeader::decode(&bytes[SEALED_HEADER..]).unwrap();
+    let data = &bytes[SEALED_HEADER + format::CHUNK_HEADER..][..ch.compressed_len as usize];
+    let raw = zstd::bulk::decompress(data, ch.raw_len as usize).unwrap();
+    let mut want = Vec::new();
+    for i in 1..=3 {
+        format::encode_entry(&mut want, &payload(i));
+    }
+    assert_eq!(raw, want);
+    assert_eq!((ch.first_lsn, ch.frames), (1, 3));
+}
+
+/// Writes a sealed segment of format 2 made of the given chunks (entries
+/// already encoded, with the first LSN and frame count each claims) under
+/// its content-addressed name.
+fn craft_sealed(dir: &Path, seq: u64, first_lsn: Lsn, last_lsn: Lsn, chunks: &[(Vec<u8>, Lsn, u32)]) -> PathBuf {
+    let mut body = Vec::new();
+    for (raw, first, frames) in chunks {
+        let compressed = zstd::bulk::compress(raw, 1).unwrap();
+        body.extend_from_slice(&format::ChunkHeader::new(&compressed, raw.len() as u32, *first, *frames).encode());
+        body.extend_from_slice(&compressed);
+    }
+    let header = SealedHeader {
+        chunks: chunks.len() as u32,
+        seq,
+        first_lsn,
+        last_lsn,
+        events: last_lsn - first_lsn + 1,
+        ..SealedHeader::default()
+    };
+    let mut bytes = header.encode().to_vec();
+    bytes.extend_from_slice(&body);
+    let path = dir.join(format::sealed_name(seq, &blake3::hash(&bytes)));
+    fs::write(&path, &bytes).unwrap();
+    path
+}
+
+#[test]
+fn verify_names_format_2_chunks_that_disagree_with_their_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let entries = |lsns: std::ops::RangeInclusive<u64>| {
+        let mut out = Vec::new();
+        for i in lsns {
+            format::encode_entry(&mut out, &payload(i));
+        }
+        out
+    };
+    // Chunk 1 holds 3 entries but says 2; chunk 2 starts at the wrong LSN.
+    let path = craft_sealed(dir.path(), 1, 1, 6, &[(entries(1..=3), 1, 2), (entries(4..=6), 5, 3)]);
+    create_active(dir.path(), ActiveHeader { seq: 2, first_lsn: 7 }).unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    let report = log.verify().unwrap();
+    let about = |what: &str| report.problems.iter().any(|p| p.file == path && p.what.contains(what));
+    assert!(about("chunk 0: 3 frames, header says 2"), "{:?}", report.problems);
+    assert!(about("chunk 1: starts at lsn 5, expected 4"), "{:?}", report.problems);
+    let snap = log.snapshot().unwrap();
+    let err = snap.frames_after(0).find_map(|r| r.err()).expect("reading stops at the bad chunk");
+    assert!(err.to_string().contains("chunk holds 3 frames, its header says 2"), "{err}");
+}
+
+/// Every directory state a crash during a seal can leave (the hint was
+/// invalidated first): recovery finds every frame, and the log goes on.
+#[test]
+fn every_state_a_crash_during_a_seal_leaves_is_recovered() {
+    let base = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(base.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 5);
+    let old_active = fs::read(base.path().join(format::active_name(1))).unwrap();
+    let sealed = log.lock().unwrap().seal().unwrap().unwrap();
+    let sealed_bytes = fs::read(base.path().join(&sealed.name)).unwrap();
+    let new_active = fs::read(base.path().join(format::active_name(2))).unwrap();
+    let tmp = |name: &str| format!(".{name}.1.0000000000000001.tmp");
+    type State<'a> = &'a [(String, &'a [u8])];
+    let states: [(&str, State<'_>); 7] = [
+        ("sealed file still temporary", &[(format::active_name(1), &old_active), (tmp(&sealed.name), &sealed_bytes)]),
+        ("sealed, nothing else yet", &[(format::active_name(1), &old_active), (sealed.name.clone(), &sealed_bytes)]),
+        (
+            "successor still temporary",
+            &[
+                (format::active_name(1), &old_active),
+                (sealed.name.clone(), &sealed_bytes),
+                (tmp(&format::active_name(2)), &new_active),
+            ],
+        ),
+        (
+            "successor created, old not removed",
+            &[
+                (format::active_name(1), &old_active),
+                (sealed.name.clone(), &sealed_bytes),
+                (format::active_name(2), &new_active),
+            ],
+        ),
+        ("old removed before the successor", &[(sealed.name.clone(), &sealed_bytes)]),
+        ("done", &[(sealed.name.clone(), &sealed_bytes), (format::active_name(2), &new_active)]),
+        ("not begun", &[(format::active_name(1), &old_active)]),
+    ];
+    for (what, files) in states {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, bytes) in files {
+            fs::write(dir.path().join(name), bytes).unwrap();
+        }
+        fs::write(dir.path().join("LOCK"), [0u8; 44]).unwrap();
+        let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+        let mut w = log.lock().unwrap();
+        assert_eq!(w.last_lsn(), 5, "{what}");
+        assert_eq!(w.append(&[&payload(6)]).unwrap(), 6, "{what}");
+        drop(w);
+        let frames = read_all(&log);
+        assert_eq!(frames.iter().map(|f| f.lsn).collect::<Vec<_>>(), (1..=6).collect::<Vec<_>>(), "{what}");
+        assert!(frames.iter().all(|f| f.payload == payload(f.lsn)), "{what}");
+        assert!(log.verify().unwrap().problems.is_empty(), "{what}");
+        assert!(!files_in(dir.path()).iter().any(|n| n.ends_with(".tmp")), "{what}");
+    }
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+}
