@@ -38,6 +38,13 @@
 //! | 24 | `context_before` | `max(x, 0) / max over the list` (0 when the max is ≤ 0) |
 //! | 25 | `context_after` | the same |
 //! | 26 | `context_wide` | the same |
+//! | 27 | `is_question` | clamped to `[0, 1]` |
+//! | 28 | `follows_question` | `max(x, 0) / max over the list` (0 when the max is ≤ 0) |
+//! | 29 | `quantity_match` | clamped to `[0, 1]` |
+//! | 30 | `proper_nouns` | `ln(1 + proper_nouns) / ln(11)`, at most 1 |
+//! | 31 | `states_number` | clamped to `[0, 1]` |
+//! | 32 | `states_time` | clamped to `[0, 1]` |
+//! | 33 | `first_person` | clamped to `[0, 1]` |
 //!
 //! Features are only ever appended: a checkpoint written with fewer features
 //! loads with zero weights on the new ones (see [`crate::checkpoint::decode`]).
@@ -70,7 +77,7 @@ use crate::error::{Error, check_finite};
 use crate::tokenizer::fnv1a64;
 
 /// Number of encoded per-candidate features.
-pub const NUM_FEATURES: usize = 27;
+pub const NUM_FEATURES: usize = 34;
 
 /// Names of the encoded per-candidate features, in matrix row order.
 pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
@@ -101,6 +108,13 @@ pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
     "context_before",
     "context_after",
     "context_wide",
+    "is_question",
+    "follows_question",
+    "quantity_match",
+    "proper_nouns",
+    "states_number",
+    "states_time",
+    "first_person",
 ];
 
 /// Row index of a named feature, for callers and tests that need one.
@@ -179,6 +193,25 @@ pub struct CandidateSignals {
     pub context_after: f32,
     /// BM25 of the window from two before to one after the memory, ≥ 0.
     pub context_wide: f32,
+    /// The memory is a question (1) or not (0): a question shares the words
+    /// of what is asked about but rarely holds the answer.
+    pub is_question: f32,
+    /// BM25 of the memory just before it in its source session when that
+    /// memory is a question (this one is likely its answer), else 0; ≥ 0.
+    pub follows_question: f32,
+    /// The query asks for a quantity (how many, how much, how old…) and the
+    /// memory states a number, in `[0, 1]`.
+    pub quantity_match: f32,
+    /// Capitalised words inside its sentences (names, places, titles): a
+    /// memory that names things states a fact more often than small talk does.
+    pub proper_nouns: u32,
+    /// The memory states a number (a numeral or a number word), in `[0, 1]`.
+    pub states_number: f32,
+    /// The memory states a time (a date, a weekday, "yesterday", "last week"…), in `[0, 1]`.
+    pub states_time: f32,
+    /// The memory speaks in the first person ("I", "my", "we"…): the speaker
+    /// reports on their own life or work, in `[0, 1]`.
+    pub first_person: f32,
 }
 
 /// Signals of the session a list is ranked for; equal for every candidate of the list.
@@ -229,6 +262,12 @@ fn check_signals(i: usize, s: &CandidateSignals) -> Result<(), Error> {
     check_finite(name("context_before"), s.context_before)?;
     check_finite(name("context_after"), s.context_after)?;
     check_finite(name("context_wide"), s.context_wide)?;
+    check_finite(name("is_question"), s.is_question)?;
+    check_finite(name("follows_question"), s.follows_question)?;
+    check_finite(name("quantity_match"), s.quantity_match)?;
+    check_finite(name("states_number"), s.states_number)?;
+    check_finite(name("states_time"), s.states_time)?;
+    check_finite(name("first_person"), s.first_person)?;
     if let Some(b) = s.bm25_score {
         check_finite(name("bm25_score"), b)?;
     }
@@ -254,6 +293,7 @@ pub fn encode_candidates(signals: &[CandidateSignals]) -> Result<DMatrix<f32>, E
     let list_max = |f: fn(&CandidateSignals) -> f32| signals.iter().map(f).fold(0.0f32, f32::max);
     let (before_max, after_max, wide_max) =
         (list_max(|s| s.context_before), list_max(|s| s.context_after), list_max(|s| s.context_wide));
+    let answers_max = list_max(|s| s.follows_question);
     let relative = |x: f32, max: f32| if max > 0.0 { x.max(0.0) / max } else { 0.0 };
     // Recency rank: ascending age, ties by index (stable sort).
     let mut by_age: Vec<usize> = (0..n).collect();
@@ -297,6 +337,13 @@ pub fn encode_candidates(signals: &[CandidateSignals]) -> Result<DMatrix<f32>, E
             relative(s.context_before, before_max),
             relative(s.context_after, after_max),
             relative(s.context_wide, wide_max),
+            s.is_question.clamp(0.0, 1.0),
+            relative(s.follows_question, answers_max),
+            s.quantity_match.clamp(0.0, 1.0),
+            log_ratio(s.proper_nouns as f32, 10.0).min(1.0),
+            s.states_number.clamp(0.0, 1.0),
+            s.states_time.clamp(0.0, 1.0),
+            s.first_person.clamp(0.0, 1.0),
         ];
         m.column_mut(j).copy_from_slice(&col);
     }

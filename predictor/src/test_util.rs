@@ -104,6 +104,13 @@ pub fn random_signals(r: &mut ChaCha8Rng) -> CandidateSignals {
         context_before: r.random_range(0.0..12.0),
         context_after: r.random_range(0.0..12.0),
         context_wide: r.random_range(0.0..16.0),
+        is_question: f32::from(u8::from(r.random_bool(0.2))),
+        follows_question: r.random_range(0.0..1.0),
+        quantity_match: f32::from(u8::from(r.random_bool(0.2))),
+        proper_nouns: r.random_range(0..6),
+        states_number: f32::from(u8::from(r.random_bool(0.2))),
+        states_time: f32::from(u8::from(r.random_bool(0.3))),
+        first_person: f32::from(u8::from(r.random_bool(0.5))),
     }
 }
 

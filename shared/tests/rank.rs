@@ -224,6 +224,40 @@ fn an_answer_is_scored_with_the_question_before_it() {
 }
 
 #[test]
+fn the_memory_after_a_matching_question_is_marked_as_its_answer() {
+    let (_d, j) = setup(&[
+        Mem { session: Some("engram:s1"), ..mem("q", "Tim: How long do you hold that yoga pose?") },
+        Mem { session: Some("engram:s1"), ..mem("a", "John: Usually 30-60 seconds, Tim. It builds strength!") },
+        Mem { session: Some("engram:s1"), ..mem("after", "Tim: Nice, I will try yoga with Anna") },
+        Mem { session: Some("engram:s2"), ..mem("statement", "John: My yoga mat is blue") },
+    ]);
+    let ids: Vec<MemoryId> = ["q", "a", "after", "statement"].iter().map(|s| MemoryId::from(*s)).collect();
+    let query = rank::PoolQuery {
+        text: "How many seconds is the yoga pose held?",
+        embedding: None,
+        project: None,
+        session: None,
+        now: NOW,
+    };
+    for pool in [
+        rank::pool::gather_fixed(j.store(), &query, &ids).unwrap(),
+        rank::pool::gather(j.store(), &query, &rank::PoolLimits::default()).unwrap(),
+    ] {
+        let get = |id: &str| pool.memories.iter().find(|m| m.id.as_str() == id).expect(id).signals;
+        let (q, a, after) = (get("q"), get("a"), get("after"));
+        assert_eq!((q.is_question, a.is_question, after.is_question), (1.0, 0.0, 0.0));
+        assert!(a.follows_question > 0.0, "the answer follows a question that matches the query");
+        assert_eq!(after.follows_question, 0.0, "the memory before it is an answer, not a question");
+        assert_eq!(q.follows_question, 0.0, "nothing comes before the question");
+        assert_eq!(a.quantity_match, 1.0, "a number answers 'how many'");
+        assert_eq!(q.quantity_match, 0.0);
+        assert_eq!((a.proper_nouns, after.proper_nouns), (1, 1));
+        assert_eq!((a.first_person, after.first_person, q.first_person), (0.0, 1.0, 0.0));
+        assert_eq!(get("statement").first_person, 1.0);
+    }
+}
+
+#[test]
 fn fixed_pools_rescore_a_recorded_set_in_its_order() {
     let (_d, j) = setup(&[mem("m1", "auth tokens expire"), mem("m2", "build uses cargo"), mem("m3", "auth flow")]);
     let ids: Vec<MemoryId> = ["m3", "m2", "m1"].iter().map(|s| MemoryId::from(*s)).collect();

@@ -291,7 +291,7 @@ fn keep_best(
     memories: &mut Vec<PoolMemory>,
     keep: usize,
     sources: &HashMap<i64, BTreeSet<&'static str>>,
-    context: &HashMap<i64, [f32; 3]>,
+    context: &HashMap<i64, [f32; 4]>,
     neighbor: &Neighbours,
 ) {
     let max = |i: usize| context.values().map(|c| c[i]).fold(f32::MIN_POSITIVE, f32::max);
@@ -314,13 +314,14 @@ fn keep_best(
 
 /// Tokenizes every memory's content once, and scores each with BM25 over the
 /// windows of its source session (see [`CandidateSignals::context_before`]):
-/// `[before, after, wide]` by rowid. Adjacency comes from the neighbour
+/// `[before, after, wide, answers]` by rowid (`answers`: BM25 of the
+/// memory just before when that one is a question, else 0). Adjacency comes from the neighbour
 /// queries; a neighbour that is not loaded adds nothing to a window.
 fn context_scores(
     memories: &mut [PoolMemory],
     neighbor: &Neighbours,
     query: &[text::QueryTerm],
-) -> HashMap<i64, [f32; 3]> {
+) -> HashMap<i64, [f32; 4]> {
     for m in memories.iter_mut() {
         m.bag = text::memory_bag(&m.content);
     }
@@ -336,6 +337,7 @@ fn context_scores(
         let w: Vec<&text::Bag> = members.iter().flatten().filter_map(|r| bags.get(r).copied()).collect();
         text::window_bm25(query, &w, avg_len)
     };
+    let questions: BTreeSet<i64> = memories.iter().filter(|m| text::is_question(&m.content)).map(|m| m.rowid).collect();
     memories
         .iter()
         .map(|m| {
@@ -344,7 +346,8 @@ fn context_scores(
             let before = window(&[p, Some(r)]);
             let after = window(&[Some(r), next(r)]);
             let wide = window(&[p.and_then(prev), p, Some(r), next(r)]);
-            (r, [before, after, wide])
+            let answers = p.filter(|p| questions.contains(p)).map_or(0.0, |p| window(&[Some(p)]));
+            (r, [before, after, wide, answers])
         })
         .collect()
 }
@@ -398,7 +401,7 @@ fn finish(
     mut sources: HashMap<i64, BTreeSet<&'static str>>,
     hits: &[(i64, f32)],
     neighbor: &Neighbours,
-    context: &HashMap<i64, [f32; 3]>,
+    context: &HashMap<i64, [f32; 4]>,
     vector_sim: &HashMap<i64, f32>,
 ) -> Result<Pool> {
     let bm25: HashMap<i64, (f32, u32)> =
@@ -430,6 +433,7 @@ fn finish(
         })
         .collect();
     let asks_time = text::asks_about_time(q.text);
+    let asks_quantity = text::asks_quantity(q.text);
     for m in &mut memories {
         m.sources = sources.remove(&m.rowid).unwrap_or_default();
         let age_days = ((q.now.0 - m.created_ms).max(0) as f64 / 86_400_000.0) as f32;
@@ -451,6 +455,8 @@ fn finish(
         let effective = predictor::baseline::effective_score(m.signals.importance, age_days, m.pinned);
         let (injected, useful) = history.get(&m.id).copied().unwrap_or((0, 0.0));
         let hit = bm25.get(&m.rowid);
+        let states_number = text::has_number(&m.content);
+        let states_time = text::has_time_expression(&m.content);
         let ctx = context.get(&m.rowid).copied().unwrap_or_default();
         m.signals = CandidateSignals {
             age_days,
@@ -468,10 +474,17 @@ fn finish(
             content_terms: u32::try_from(m.bag.len()).unwrap_or(u32::MAX),
             follows_hit: neighbor.follows.get(&m.rowid).copied().unwrap_or(0.0),
             precedes_hit: neighbor.precedes.get(&m.rowid).copied().unwrap_or(0.0),
-            time_match: if asks_time && text::has_time_expression(&m.content) { 1.0 } else { 0.0 },
+            time_match: if asks_time && states_time { 1.0 } else { 0.0 },
             context_before: ctx[0],
             context_after: ctx[1],
             context_wide: ctx[2],
+            is_question: if text::is_question(&m.content) { 1.0 } else { 0.0 },
+            follows_question: ctx[3],
+            quantity_match: if asks_quantity && states_number { 1.0 } else { 0.0 },
+            proper_nouns: text::proper_noun_count(&m.content),
+            states_number: if states_number { 1.0 } else { 0.0 },
+            states_time: if states_time { 1.0 } else { 0.0 },
+            first_person: if text::is_first_person(&m.content) { 1.0 } else { 0.0 },
             ..m.signals
         };
         m.vector_similarity = vector_sim.get(&m.rowid).copied();

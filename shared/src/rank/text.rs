@@ -261,6 +261,71 @@ pub fn has_time_expression(text: &str) -> bool {
     })
 }
 
+/// Whether a query asks for a quantity: "how many …", "how much …", "how
+/// old …", "how far …", "what number …".
+pub fn asks_quantity(query: &str) -> bool {
+    let words = lower_words(query);
+    words.windows(2).any(|w| match w[0].as_str() {
+        "how" => matches!(w[1].as_str(), "many" | "much" | "old" | "far" | "big" | "tall" | "fast"),
+        "what" | "which" => matches!(w[1].as_str(), "number" | "amount" | "percentage" | "score" | "size" | "age"),
+        _ => false,
+    })
+}
+
+/// Number words a text can state a quantity with.
+const NUMBER_WORDS: &[&str] = &[
+    "dozen", "dozens", "eight", "eleven", "fifteen", "fifty", "five", "forty", "four", "half", "hundred", "hundreds",
+    "million", "nine", "once", "one", "seven", "six", "sixty", "ten", "thirty", "thousand", "three", "thrice",
+    "twelve", "twenty", "twice", "two",
+];
+
+/// Whether a text states a number: a numeral, or a number word ("three", "twice", "dozen").
+pub fn has_number(text: &str) -> bool {
+    text.bytes().any(|b| b.is_ascii_digit()) || lower_words(text).iter().any(|w| NUMBER_WORDS.contains(&w.as_str()))
+}
+
+/// Whether a memory is a question: its text, without a trailing bracketed
+/// note (an attachment's caption), ends with a question mark.
+pub fn is_question(text: &str) -> bool {
+    let mut t = text.trim_end();
+    if t.ends_with(']')
+        && let Some(open) = t.rfind('[')
+    {
+        t = t[..open].trim_end();
+    }
+    t.ends_with('?')
+}
+
+/// Capitalised words that do not start a sentence (names, places, titles),
+/// not counting "I" and its contractions, and not counting a leading
+/// `Speaker:` label.
+pub fn proper_noun_count(text: &str) -> u32 {
+    let body = match text.split_once(": ") {
+        Some((label, rest)) if !label.is_empty() && label.len() <= 40 && !label.contains(char::is_whitespace) => rest,
+        _ => text,
+    };
+    let mut count = 0u32;
+    let mut sentence_start = true;
+    for word in body.split_whitespace() {
+        let w = word.trim_start_matches(|c: char| !c.is_alphanumeric());
+        let is_i = w == "I" || w.starts_with("I'") || w.starts_with("I’");
+        if !sentence_start && !is_i && w.chars().next().is_some_and(char::is_uppercase) {
+            count += 1;
+        }
+        sentence_start = word.ends_with(['.', '!', '?', ':', '"']);
+    }
+    count
+}
+
+/// First-person words: the speaker talks about themself.
+const FIRST_PERSON: &[&str] = &["i", "i'm", "i've", "i'll", "i'd", "me", "my", "mine", "myself", "we", "our", "us"];
+
+/// Whether a text speaks in the first person.
+pub fn is_first_person(text: &str) -> bool {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .any(|w| w.len() <= 6 && FIRST_PERSON.contains(&w.to_lowercase().as_str()))
+}
+
 /// Whether `word` (lower-case) is a stop word.
 pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
@@ -513,6 +578,52 @@ mod tests {
         for w in ["cache", "", "zzz", "aa", "The"] {
             assert!(!is_stop_word(w), "{w}");
         }
+    }
+
+    #[test]
+    fn quantity_questions_and_numbers() {
+        for q in ["How many dogs does Andrew have?", "how much did it cost", "What number is the bus?"] {
+            assert!(asks_quantity(q), "{q}");
+        }
+        for q in ["How does the cache work?", "What did Ann adopt?", "When did many people come?"] {
+            assert!(!asks_quantity(q), "{q}");
+        }
+        for t in ["I adopted three pups", "port 8080", "I went twice", "a dozen eggs"] {
+            assert!(has_number(t), "{t}");
+        }
+        for t in ["I adopted a pup", "someone went there", "tonight"] {
+            assert!(!has_number(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn questions_end_with_a_question_mark_before_any_caption() {
+        assert!(is_question("Tim: How long do you hold that pose?"));
+        assert!(is_question("Tim: Is this yours? [shares a photo: a red bike]  "));
+        assert!(!is_question("John: I hold it for 30-60 seconds. Why? Strength!"));
+        assert!(!is_question("John: [sic] fine"));
+        assert!(!is_question(""));
+    }
+
+    #[test]
+    fn proper_nouns_are_capitalised_words_inside_sentences() {
+        assert_eq!(proper_noun_count("Caroline: I went to Paris with Mel. It was great!"), 2);
+        assert_eq!(
+            proper_noun_count("Thanks! I'm glad. I've been busy"),
+            0,
+            "sentence starts and I-forms do not count"
+        );
+        assert_eq!(proper_noun_count("Deploy: Friday"), 0, "a leading label and the word after it do not count");
+        assert_eq!(proper_noun_count("we use \"SQLite\" and Rust"), 2);
+        assert_eq!(proper_noun_count(""), 0);
+    }
+
+    #[test]
+    fn first_person_words() {
+        assert!(is_first_person("Yeah, I'm doing kickboxing"));
+        assert!(is_first_person("Our team ships on Friday"));
+        assert!(!is_first_person("Images are cached in the CDN"));
+        assert!(!is_first_person("Mining useless data"), "part of a word is not a word");
     }
 
     #[test]
