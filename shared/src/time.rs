@@ -34,6 +34,12 @@ impl Ts {
         (later.0 - self.0) as f64 / MS_PER_DAY as f64
     }
 
+    /// The UTC calendar date of this instant: (year, month 1–12, day 1–31).
+    pub fn civil_date(self) -> (i32, u32, u32) {
+        let (y, m, d) = civil_from_days(self.0.div_euclid(MS_PER_DAY));
+        (i32::try_from(y).unwrap_or(if y < 0 { i32::MIN } else { i32::MAX }), m, d)
+    }
+
     /// Adds a number of milliseconds.
     pub fn plus_millis(self, ms: i64) -> Ts {
         Ts(self.0.saturating_add(ms))
@@ -174,6 +180,13 @@ mod tests {
         fn civil_days_round_trip(days in -1_000_000i64..1_000_000i64) {
             let (y, m, d) = civil_from_days(days);
             prop_assert_eq!(days_from_civil(y, m, d), days);
+        }
+
+        #[test]
+        fn civil_date_is_the_date_from_civil_was_given(days in -700_000i64..700_000i64, ms in 0i64..MS_PER_DAY) {
+            let (y, m, d) = civil_from_days(days);
+            let ts = Ts::from_civil(y as i32, m, d, 0, 0, 0).plus_millis(ms);
+            prop_assert_eq!(ts.civil_date(), (y as i32, m, d));
         }
     }
 }

@@ -434,6 +434,7 @@ fn finish(
         .collect();
     let asks_time = text::asks_about_time(q.text);
     let asks_quantity = text::asks_quantity(q.text);
+    let query_dates = text::query_dates(q.text);
     for m in &mut memories {
         m.sources = sources.remove(&m.rowid).unwrap_or_default();
         let age_days = ((q.now.0 - m.created_ms).max(0) as f64 / 86_400_000.0) as f32;
@@ -485,6 +486,11 @@ fn finish(
             states_number: if states_number { 1.0 } else { 0.0 },
             states_time: if states_time { 1.0 } else { 0.0 },
             first_person: if text::is_first_person(&m.content) { 1.0 } else { 0.0 },
+            date_match: if query_dates.is_empty() {
+                0.0
+            } else {
+                text::date_fit(&query_dates, Ts(m.created_ms).civil_date())
+            },
             ..m.signals
         };
         m.vector_similarity = vector_sim.get(&m.rowid).copied();

@@ -326,6 +326,107 @@ pub fn is_first_person(text: &str) -> bool {
         .any(|w| w.len() <= 6 && FIRST_PERSON.contains(&w.to_lowercase().as_str()))
 }
 
+/// A calendar date a query names: a year, a month, a day of a month, or
+/// any combination ("in 2022", "in June", "on 13 October, 2023").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DateRef {
+    /// The year, when named.
+    pub year: Option<i32>,
+    /// The month, 1–12, when named.
+    pub month: Option<u32>,
+    /// The day of the month, when named (only with a month).
+    pub day: Option<u32>,
+}
+
+/// Words that make a following month name a date ("in May", "early June"):
+/// "may" alone is more often a verb.
+const BEFORE_MONTH: &[&str] = &["in", "on", "of", "during", "since", "early", "late", "mid", "last", "this", "by"];
+
+/// A day of the month written as a number, with or without an ordinal suffix ("13", "3rd").
+fn day_of_month(word: &str) -> Option<u32> {
+    let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let suffix = &word[digits.len()..];
+    if !matches!(suffix, "" | "st" | "nd" | "rd" | "th") || digits.is_empty() || digits.len() > 2 {
+        return None;
+    }
+    digits.parse().ok().filter(|d| (1..=31).contains(d))
+}
+
+fn year_of(word: &str) -> Option<i32> {
+    (word.len() == 4 && (word.starts_with("19") || word.starts_with("20"))).then(|| word.parse().ok()).flatten()
+}
+
+/// The calendar dates a query names, in order. Month names count when a day
+/// or a year is next to them or a preposition comes before them; a year
+/// counts on its own too.
+pub fn query_dates(query: &str) -> Vec<DateRef> {
+    let words: Vec<String> =
+        query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+    let mut out = Vec::new();
+    let mut used = vec![false; words.len()];
+    for (i, w) in words.iter().enumerate() {
+        let Some(m) = MONTH_NAMES.iter().position(|&n| n == w.as_str()) else { continue };
+        let before = i.checked_sub(1).map(|j| words[j].as_str());
+        let after = words.get(i + 1).map(String::as_str);
+        let day_before = before.and_then(day_of_month);
+        let day_after = after.and_then(day_of_month);
+        let day = day_after.or(day_before);
+        // The year follows the month, or the day after it ("October 13, 2023").
+        let year_at = (i + 1..(i + 3).min(words.len())).find(|&j| year_of(&words[j]).is_some());
+        let year = year_at.and_then(|j| year_of(&words[j]));
+        let introduced = before.is_some_and(|b| BEFORE_MONTH.contains(&b));
+        if day.is_none() && year.is_none() && !introduced {
+            continue;
+        }
+        if let Some(j) = year_at {
+            used[j] = true;
+        }
+        out.push(DateRef { year, month: Some(m as u32 + 1), day });
+    }
+    for (i, w) in words.iter().enumerate() {
+        if let (false, Some(y)) = (used[i], year_of(w)) {
+            out.push(DateRef { year: Some(y), month: None, day: None });
+        }
+    }
+    out
+}
+
+/// How well a memory created on `date` (year, month, day) fits the dates a
+/// query names, in `[0, 1]`, the best over the dates: 1 when it falls on a
+/// named day or up to a week after it (a session tells what happened in the
+/// days before), in a named month, or in a named year; 0.5 in the first week
+/// after a named month; else 0. A date without a year fits any year.
+pub fn date_fit(refs: &[DateRef], date: (i32, u32, u32)) -> f32 {
+    let (y, m, d) = date;
+    // Days since a fixed origin as if every month had 31 days: exact enough
+    // for a tolerance of a week, and monotone across months and years.
+    let ordinal = |y: i32, m: u32, d: u32| (i64::from(y) * 12 + i64::from(m)) * 31 + i64::from(d);
+    let next_month = |y: i32, m: u32| if m == 12 { (y + 1, 1) } else { (y, m + 1) };
+    let fit = |r: &DateRef| -> f32 {
+        // Without a year the memory's own year (or the one before, for a
+        // date late in December) stands in.
+        let years: &[i32] = match r.year {
+            Some(ry) => &[ry],
+            None => &[y, y - 1],
+        };
+        let mut best = 0.0f32;
+        for &ry in years {
+            let score = match (r.month, r.day) {
+                (None, _) => f32::from(u8::from(ry == y)),
+                (Some(rm), Some(rd)) => {
+                    f32::from(u8::from((0..=7).contains(&(ordinal(y, m, d) - ordinal(ry, rm, rd)))))
+                }
+                (Some(rm), None) if (ry, rm) == (y, m) => 1.0,
+                (Some(rm), None) if next_month(ry, rm) == (y, m) && d <= 7 => 0.5,
+                (Some(_), None) => 0.0,
+            };
+            best = best.max(score);
+        }
+        best
+    };
+    refs.iter().map(fit).fold(0.0, f32::max)
+}
+
 /// Whether `word` (lower-case) is a stop word.
 pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
@@ -624,6 +725,45 @@ mod tests {
         assert!(is_first_person("Our team ships on Friday"));
         assert!(!is_first_person("Images are cached in the CDN"));
         assert!(!is_first_person("Mining useless data"), "part of a word is not a word");
+    }
+
+    #[test]
+    fn queries_name_dates_by_day_month_and_year() {
+        let d = |year, month, day| DateRef { year, month, day };
+        assert_eq!(query_dates("When did Melanie go camping in June?"), vec![d(None, Some(6), None)]);
+        assert_eq!(
+            query_dates("What painting did Mel show on October 13, 2023?"),
+            vec![d(Some(2023), Some(10), Some(13))]
+        );
+        assert_eq!(query_dates("What did Gina find on 1 February, 2023?"), vec![d(Some(2023), Some(2), Some(1))]);
+        assert_eq!(query_dates("What did she start in December 2023?"), vec![d(Some(2023), Some(12), None)]);
+        assert_eq!(query_dates("How often did he swim in 2022"), vec![d(Some(2022), None, None)]);
+        assert_eq!(query_dates("May I ask what the build uses?"), vec![], "'may' alone is a verb");
+        assert_eq!(query_dates("port 8080 on the 3rd try"), vec![]);
+        assert_eq!(query_dates(""), vec![]);
+    }
+
+    #[test]
+    fn a_memory_fits_the_day_the_month_or_the_year_it_was_created_in() {
+        let d = |year, month, day| DateRef { year, month, day };
+        let day = [d(Some(2023), Some(10), Some(13))];
+        assert_eq!(date_fit(&day, (2023, 10, 13)), 1.0);
+        assert_eq!(date_fit(&day, (2023, 10, 19)), 1.0, "told within the week after");
+        assert_eq!(date_fit(&day, (2023, 10, 12)), 0.0, "before the day");
+        assert_eq!(date_fit(&day, (2023, 11, 13)), 0.0);
+        assert_eq!(date_fit(&day, (2022, 10, 13)), 0.0, "another year");
+        let new_year = [d(Some(2022), Some(12), Some(30))];
+        assert_eq!(date_fit(&new_year, (2023, 1, 2)), 1.0, "the week after crosses the year");
+        let month = [d(None, Some(6), None)];
+        assert_eq!(date_fit(&month, (2021, 6, 30)), 1.0, "no year: any year");
+        assert_eq!(date_fit(&month, (2021, 7, 3)), 0.5, "the first week after the month");
+        assert_eq!(date_fit(&month, (2021, 7, 9)), 0.0);
+        assert_eq!(date_fit(&[d(Some(2023), Some(12), None)], (2024, 1, 2)), 0.5);
+        assert_eq!(date_fit(&[d(Some(2022), None, None)], (2022, 3, 1)), 1.0);
+        assert_eq!(date_fit(&[d(Some(2022), None, None)], (2023, 3, 1)), 0.0);
+        assert_eq!(date_fit(&[], (2023, 3, 1)), 0.0);
+        let two = [d(None, Some(1), None), d(None, Some(3), None)];
+        assert_eq!(date_fit(&two, (2023, 3, 1)), 1.0, "the best of the dates named");
     }
 
     #[test]
