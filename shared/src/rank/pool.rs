@@ -99,6 +99,8 @@ pub struct PoolMemory {
     pub shown: bool,
     /// Bag of words of the content, for topic diversity.
     pub bag: text::Bag,
+    /// What the content's shape says (a question, names, numbers…).
+    pub facts: text::TextFacts,
 }
 
 /// The pool and the facts about the query it was built from.
@@ -323,7 +325,7 @@ fn context_scores(
     query: &[text::QueryTerm],
 ) -> HashMap<i64, [f32; 4]> {
     for m in memories.iter_mut() {
-        m.bag = text::memory_bag(&m.content);
+        (m.bag, m.facts) = text::memory_text(&m.content);
     }
     let bags: HashMap<i64, &text::Bag> = memories.iter().map(|m| (m.rowid, &m.bag)).collect();
     let avg_len = if memories.is_empty() {
@@ -337,7 +339,7 @@ fn context_scores(
         let w: Vec<&text::Bag> = members.iter().flatten().filter_map(|r| bags.get(r).copied()).collect();
         text::window_bm25(query, &w, avg_len)
     };
-    let questions: BTreeSet<i64> = memories.iter().filter(|m| text::is_question(&m.content)).map(|m| m.rowid).collect();
+    let questions: BTreeSet<i64> = memories.iter().filter(|m| m.facts.is_question).map(|m| m.rowid).collect();
     memories
         .iter()
         .map(|m| {
@@ -456,8 +458,8 @@ fn finish(
         let effective = predictor::baseline::effective_score(m.signals.importance, age_days, m.pinned);
         let (injected, useful) = history.get(&m.id).copied().unwrap_or((0, 0.0));
         let hit = bm25.get(&m.rowid);
-        let states_number = text::has_number(&m.content);
-        let states_time = text::has_time_expression(&m.content);
+        let flag = |b: bool| if b { 1.0 } else { 0.0 };
+        let (states_number, states_time) = (m.facts.states_number, m.facts.states_time);
         let ctx = context.get(&m.rowid).copied().unwrap_or_default();
         m.signals = CandidateSignals {
             age_days,
@@ -475,17 +477,17 @@ fn finish(
             content_terms: u32::try_from(m.bag.len()).unwrap_or(u32::MAX),
             follows_hit: neighbor.follows.get(&m.rowid).copied().unwrap_or(0.0),
             precedes_hit: neighbor.precedes.get(&m.rowid).copied().unwrap_or(0.0),
-            time_match: if asks_time && states_time { 1.0 } else { 0.0 },
+            time_match: flag(asks_time && states_time),
             context_before: ctx[0],
             context_after: ctx[1],
             context_wide: ctx[2],
-            is_question: if text::is_question(&m.content) { 1.0 } else { 0.0 },
+            is_question: flag(m.facts.is_question),
             follows_question: ctx[3],
-            quantity_match: if asks_quantity && states_number { 1.0 } else { 0.0 },
-            proper_nouns: text::proper_noun_count(&m.content),
-            states_number: if states_number { 1.0 } else { 0.0 },
-            states_time: if states_time { 1.0 } else { 0.0 },
-            first_person: if text::is_first_person(&m.content) { 1.0 } else { 0.0 },
+            quantity_match: flag(asks_quantity && states_number),
+            proper_nouns: m.facts.proper_nouns,
+            states_number: flag(states_number),
+            states_time: flag(states_time),
+            first_person: flag(m.facts.first_person),
             date_match: if query_dates.is_empty() {
                 0.0
             } else {
@@ -727,6 +729,7 @@ fn load_rows(store: &Store, rowids: &[i64]) -> Result<Vec<PoolMemory>> {
                     vector_similarity: None,
                     shown: false,
                     bag: text::Bag::default(),
+                    facts: text::TextFacts::default(),
                 })
             })
             .optional()

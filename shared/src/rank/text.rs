@@ -584,40 +584,72 @@ pub fn window_bm25(query: &[QueryTerm], window: &[&Bag], avg_len: f32) -> f32 {
         .sum()
 }
 
-/// Bytes (texts and terms) the memo of [`memory_bag`] holds before it is emptied.
+/// What a memory's text says about its shape, independent of any query (see
+/// the candidate signals of the same names).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TextFacts {
+    /// [`is_question`].
+    pub is_question: bool,
+    /// [`proper_noun_count`].
+    pub proper_nouns: u32,
+    /// [`has_number`].
+    pub states_number: bool,
+    /// [`has_time_expression`].
+    pub states_time: bool,
+    /// [`is_first_person`].
+    pub first_person: bool,
+}
+
+/// The [`TextFacts`] of a text.
+pub fn text_facts(text: &str) -> TextFacts {
+    TextFacts {
+        is_question: is_question(text),
+        proper_nouns: proper_noun_count(text),
+        states_number: has_number(text),
+        states_time: has_time_expression(text),
+        first_person: is_first_person(text),
+    }
+}
+
+/// Bytes (texts and terms) the memo of [`memory_text`] holds before it is emptied.
 const BAG_MEMO_BYTES: usize = 16 << 20;
 
-/// Bags already computed in this process, keyed by their text, and their size.
+/// Bags and facts already computed in this process, keyed by their text, and their size.
 #[derive(Default)]
 struct BagMemo {
-    bags: HashMap<Box<str>, Bag>,
+    bags: HashMap<Box<str>, (Bag, TextFacts)>,
     bytes: usize,
 }
 
 static BAG_MEMO: LazyLock<Mutex<BagMemo>> = LazyLock::new(Mutex::default);
 
-/// [`bag_of_words`] of a memory's text, remembered for the life of the
-/// process: a warm process ranks the same memories over and over, and
-/// tokenizing and stemming a hundred candidates again was about a fifth of a
-/// ranking. Keyed by the text itself (an edited memory is a new key), so it
-/// is exactly `bag_of_words(text)`; emptied when it holds more than
-/// [`BAG_MEMO_BYTES`].
-pub fn memory_bag(text: &str) -> Bag {
+/// [`bag_of_words`] and [`text_facts`] of a memory's text, remembered for
+/// the life of the process: a warm process ranks the same memories over and
+/// over, and tokenizing, stemming and scanning a hundred candidates again
+/// was about a fifth of a ranking. Keyed by the text itself (an edited
+/// memory is a new key), so it is exactly what the two functions return;
+/// emptied when it holds more than [`BAG_MEMO_BYTES`].
+pub fn memory_text(text: &str) -> (Bag, TextFacts) {
     let memo = || BAG_MEMO.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(bag) = memo().bags.get(text) {
-        return bag.clone();
+    if let Some(found) = memo().bags.get(text) {
+        return found.clone();
     }
-    let bag = bag_of_words(text);
-    let size = text.len() + bag.terms.len() * size_of::<(u64, f32)>() + 64;
+    let found = (bag_of_words(text), text_facts(text));
+    let size = text.len() + found.0.terms.len() * size_of::<(u64, f32)>() + 64;
     let mut m = memo();
     if m.bytes + size > BAG_MEMO_BYTES {
         m.bags.clear();
         m.bytes = 0;
     }
-    if m.bags.insert(text.into(), bag.clone()).is_none() {
+    if m.bags.insert(text.into(), found.clone()).is_none() {
         m.bytes += size;
     }
-    bag
+    found
+}
+
+/// The bag of [`memory_text`].
+pub fn memory_bag(text: &str) -> Bag {
+    memory_text(text).0
 }
 
 /// Cosine similarity of two bags of words (0 when either is empty).
