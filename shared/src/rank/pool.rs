@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use predictor::features::CandidateSignals;
 use rusqlite::{OptionalExtension, params};
 
-use super::text;
+use super::{bm25, text};
 use crate::error::{Result, SqlContext};
 use crate::event::source;
 use crate::ids::MemoryId;
@@ -134,6 +134,8 @@ struct QueryInfo {
     corpus: u64,
     query_terms: Vec<text::QueryTerm>,
     fts_query: Option<String>,
+    /// The words `fts_query` ORs, in its order.
+    fts_phrases: Vec<String>,
 }
 
 fn query_info(store: &Store, text_: &str, limits: &PoolLimits) -> Result<QueryInfo> {
@@ -173,8 +175,9 @@ fn query_info(store: &Store, text_: &str, limits: &PoolLimits) -> Result<QueryIn
         kept.push(w);
     }
     let fts_text = kept.join(" ");
-    let fts_query = text::fts_query(&fts_text, &df, limits.fts_terms);
-    Ok(QueryInfo { corpus, query_terms, fts_query })
+    let fts_phrases = text::fts_phrases(&fts_text, &df, limits.fts_terms);
+    let fts_query = text::phrase_query(&fts_phrases);
+    Ok(QueryInfo { corpus, query_terms, fts_query, fts_phrases })
 }
 
 /// Builds the pool for a query. (Limits are written into the SQL rather than
@@ -201,7 +204,7 @@ pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<P
         add(rowid, source::PINNED);
     }
     let hits = match &info.fts_query {
-        Some(expr) => bm25_top(store, expr, limits.bm25)?,
+        Some(expr) => bm25_top(store, expr, &info.fts_phrases, limits.bm25)?,
         None => Vec::new(),
     };
     for &(rowid, _) in &hits {
@@ -539,12 +542,17 @@ fn neighbor_scores(
     Ok(out)
 }
 
-/// The `limit` best BM25 hits of the FTS5 expression `expr`, best first (ties:
-/// lower rowid first), as `ORDER BY rank LIMIT n` would return them. FTS5
+/// The `limit` best BM25 hits of the FTS5 expression `expr` (OR-ing the
+/// quoted `phrases`), best first (ties: lower rowid first), as `ORDER BY rank
+/// LIMIT n` would return them: from the postings when [`bm25::top`] can
+/// (the same scores, without FTS5's per-match cost), else from FTS5. FTS5
 /// scores every match either way; choosing the best here spares its sorter
 /// (a second statement compiled for every query, each match's position
-/// lists copied and sorted): about a third of the cost of BM25.
-fn bm25_top(store: &Store, expr: &str, limit: usize) -> Result<Vec<(i64, f32)>> {
+/// lists copied and sorted): about a third of the cost of FTS5's BM25.
+fn bm25_top(store: &Store, expr: &str, phrases: &[String], limit: usize) -> Result<Vec<(i64, f32)>> {
+    if let Some(top) = bm25::top(store, phrases, limit) {
+        return Ok(top.into_iter().map(|(rowid, score)| (rowid, score as f32)).collect());
+    }
     let mut stmt = store
         .conn()
         .prepare_cached("SELECT rowid, -rank FROM memories_fts WHERE memories_fts MATCH ?1")
