@@ -406,7 +406,7 @@ fn finish(
 ) -> Result<Pool> {
     let bm25: HashMap<i64, (f32, u32)> =
         hits.iter().enumerate().map(|(i, (rowid, s))| (*rowid, (*s, i as u32 + 1))).collect();
-    let shown = shown_in_session(store, q.session)?;
+    let shown = shown_in_session(store, q.session, &memories)?;
     let history = usage_history(store, &memories)?;
     let query_tag_terms: BTreeSet<&str> = info.query_terms.iter().map(|t| t.text.as_str()).collect();
     // The best and second-best normalised hit per source session, to score
@@ -725,14 +725,23 @@ fn load_rows(store: &Store, rowids: &[i64]) -> Result<Vec<PoolMemory>> {
     Ok(out)
 }
 
-fn shown_in_session(store: &Store, session: Option<&str>) -> Result<BTreeSet<String>> {
+/// Which of `memories` were injected earlier in `session`: one lookup per
+/// pool memory on the (session, memory) key, rather than reading every
+/// memory the session was ever shown (hundreds in a long session, read row
+/// by row through the table for `was_injected`).
+fn shown_in_session(store: &Store, session: Option<&str>, memories: &[PoolMemory]) -> Result<BTreeSet<String>> {
     let Some(session) = session else { return Ok(BTreeSet::new()) };
     let mut stmt = store
         .conn()
-        .prepare_cached("SELECT memory_id FROM session_memories WHERE session_key = ?1 AND was_injected = 1")
+        .prepare_cached("SELECT 1 FROM session_memories WHERE session_key = ?1 AND memory_id = ?2 AND was_injected = 1")
         .sql("prepare shown")?;
-    let rows = stmt.query_map([session], |r| r.get(0)).sql("shown")?;
-    rows.collect::<rusqlite::Result<BTreeSet<String>>>().sql("shown")
+    let mut out = BTreeSet::new();
+    for m in memories {
+        if stmt.exists(params![session, m.id.as_str()]).sql("shown")? {
+            out.insert(m.id.as_str().to_owned());
+        }
+    }
+    Ok(out)
 }
 
 /// Sessions each memory was injected in and the sum of its positive labels
