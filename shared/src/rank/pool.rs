@@ -512,14 +512,12 @@ fn neighbor_scores(
     if hits.is_empty() {
         return Ok(out);
     }
-    let [(before_sql, _), (after_sql, _)] = neighbour_sql(limits.neighbor_window);
-    let mut before = store.conn().prepare_cached(&before_sql).sql("prepare neighbours")?;
-    let mut after = store.conn().prepare_cached(&after_sql).sql("prepare neighbours")?;
+    let mut sessions = Sessions::default();
     for &(hit, score) in hits.iter().take(limits.neighbor_hits) {
         // Rows come nearest first on each side, so each one is adjacent to
         // the previous row of its side (the hit itself for the first).
         let (mut last_before, mut last_after) = (hit, hit);
-        for (rowid, distance, after) in neighbours(store, hit, [(&mut *before, false), (&mut *after, true)])? {
+        for (rowid, distance, after) in neighbours(store, hit, limits.neighbor_window, &mut sessions)? {
             if after {
                 out.next.insert(last_after, rowid);
                 out.prev.insert(rowid, last_after);
@@ -591,49 +589,45 @@ fn document_frequencies(store: &Store, terms: &[String]) -> Result<HashMap<Strin
     Ok(out)
 }
 
-/// The queries of [`neighbours`] for `window` places on each side (before,
-/// after), held for the whole ranking and rebound for each hit. (The store's
-/// connections plan without looking at bound values, so neither rebinding nor
-/// the statement cache makes SQLite compile them again: see `store::configure`.)
-fn neighbour_sql(window: usize) -> [(String, bool); 2] {
-    [
-        (
-            format!(
-                "SELECT rowid FROM memories WHERE source_session = ?1 AND (created_ms, rowid) < (?2, ?3) AND is_deleted = 0
-                 ORDER BY created_ms DESC, rowid DESC LIMIT {window}"
-            ),
-            false,
-        ),
-        (
-            format!(
-                "SELECT rowid FROM memories WHERE source_session = ?1 AND (created_ms, rowid) > (?2, ?3) AND is_deleted = 0
-                 ORDER BY created_ms, rowid LIMIT {window}"
-            ),
-            true,
-        ),
-    ]
-}
+/// The live memories of each source session read so far, in time order
+/// (`created_ms`, then rowid): hits of one session share one read.
+type Sessions = HashMap<String, Vec<(i64, i64)>>;
 
 /// The memories up to `window` places before and after `rowid` in its source
-/// session (the queries of [`neighbour_sql`]), with their distance (1 =
-/// adjacent) and whether they come after it.
-fn neighbours(
-    store: &Store,
-    rowid: i64,
-    queries: [(&mut rusqlite::Statement<'_>, bool); 2],
-) -> Result<Vec<(i64, u32, bool)>> {
+/// session, nearest first on each side (before, then after), with their
+/// distance (1 = adjacent) and whether they come after it. The session's
+/// live memories are read once, in full, through the covering index on
+/// (source_session, created_ms, is_deleted), and ordered here: two queries
+/// per hit (`ORDER BY created_ms, rowid` with a `LIMIT`) read as much, since
+/// the index does not hold the rows in rowid order within a time and each
+/// query sorted every row of its side.
+fn neighbours(store: &Store, rowid: i64, window: usize, sessions: &mut Sessions) -> Result<Vec<(i64, u32, bool)>> {
     let conn = store.conn();
     let row: Option<(Option<String>, i64)> = conn
         .prepare_cached("SELECT source_session, created_ms FROM memories WHERE rowid = ?1")
         .and_then(|mut s| s.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .sql("read memory")?;
     let Some((Some(session), created)) = row else { return Ok(Vec::new()) };
-    let mut out = Vec::new();
-    for (stmt, after) in queries {
-        let rows = stmt.query_map(params![session, created, rowid], |r| r.get::<_, i64>(0)).sql("read neighbours")?;
-        for (i, r) in rows.enumerate() {
-            out.push((r.sql("read neighbours")?, i as u32 + 1, after));
-        }
+    if !sessions.contains_key(&session) {
+        let mut stmt = conn
+            .prepare_cached("SELECT created_ms, rowid FROM memories WHERE source_session = ?1 AND is_deleted = 0")
+            .sql("prepare neighbours")?;
+        let rows =
+            stmt.query_map([&session], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))).sql("read neighbours")?;
+        let mut members = rows.collect::<rusqlite::Result<Vec<_>>>().sql("read neighbours")?;
+        members.sort_unstable();
+        sessions.insert(session.clone(), members);
+    }
+    let members = sessions.get(&session).map_or(&[][..], Vec::as_slice);
+    // Members strictly before and strictly after (created, rowid).
+    let split = members.partition_point(|m| *m < (created, rowid));
+    let after_start = members.partition_point(|m| *m <= (created, rowid));
+    let mut out = Vec::with_capacity(2 * window);
+    for (i, m) in members[..split].iter().rev().take(window).enumerate() {
+        out.push((m.1, i as u32 + 1, false));
+    }
+    for (i, m) in members[after_start..].iter().take(window).enumerate() {
+        out.push((m.1, i as u32 + 1, true));
     }
     Ok(out)
 }
