@@ -152,7 +152,8 @@ fn try_top(store: &Store, phrases: &[String], limit: usize) -> Result<Option<Vec
         .prepare_cached("SELECT j.key, d.sz FROM json_each(?1) AS j JOIN memories_fts_docsize AS d ON d.id = j.value")
         .sql("prepare document lengths")?;
     // Lengths are read a batch at a time (one statement for many seeks); the
-    // batches grow, as the bounds of later documents are further from their scores.
+    // batches grow, as the bounds of later documents are further from their
+    // scores, but only to 64: every length read past the cut-off is wasted.
     let mut next = 0;
     let mut batch = 16;
     while next < bounded.len() {
@@ -188,7 +189,7 @@ fn try_top(store: &Store, phrases: &[String], limit: usize) -> Result<Option<Vec
             return Ok(None);
         }
         next = end;
-        batch *= 2;
+        batch = (batch * 2).min(64);
     }
     let mut out: Vec<Hit> = best.into_vec();
     out.sort_unstable();
