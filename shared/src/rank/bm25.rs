@@ -63,6 +63,8 @@ pub(super) fn top(store: &Store, phrases: &[String], limit: usize) -> Option<Vec
     // committed and deleted again for every query (a caller without a
     // transaction), FTS5's segments and tombstones would pile up in it.
     let conn = store.conn();
+    // Before the savepoint: tables created inside it would be rolled back with it.
+    prepare(store);
     let run = |sql: &str| conn.prepare_cached(sql).and_then(|mut s| s.execute([]).map(drop));
     if let Err(e) = run("SAVEPOINT engram_bm25") {
         tracing::debug!(error = %e, "no savepoint for BM25; FTS5 will rank");
@@ -229,7 +231,6 @@ impl Eq for Hit {}
 /// position, which is not reproduced here).
 fn tokenize(store: &Store, phrases: &[String]) -> Result<Option<Vec<String>>> {
     let conn = store.conn();
-    prepare(store);
     let Ok(mut insert) = conn.prepare_cached(INSERT_WORDS) else { return Ok(None) };
     // Empty: [`top`] rolls every insert back.
     let list = serde_json::to_string(phrases).unwrap_or_else(|_| "[]".into());
