@@ -15,6 +15,9 @@
 //!   is idle when the next one arrives. Under
 //!   `valgrind --tool=callgrind --separate-threads=yes` the main thread's
 //!   count is the ranking's and `scorer-recorder`'s the recording's.
+//! * `rank_phases DIR [N] dump` prints, for each of the 64 queries of `loop`,
+//!   every ranked candidate with its signals and scores (floats exactly), so
+//!   that two builds can be diffed to show that a change ranks the same.
 
 #![allow(clippy::unwrap_used)]
 
@@ -40,6 +43,7 @@ fn main() {
     let iters: usize = args.get(4).and_then(|a| a.parse().ok()).unwrap_or(200);
     match args.get(3).map(String::as_str) {
         Some("loop") => ranking_loop(&j, iters),
+        Some("dump") => dump(&j),
         Some("rpc") => {
             drop(j);
             let gap = Duration::from_millis(args.get(5).and_then(|a| a.parse().ok()).unwrap_or(0));
@@ -114,6 +118,53 @@ impl Phases {
                 ms(v[0]),
                 ms(v[v.len() / 2]),
                 ms(mean)
+            );
+        }
+    }
+}
+
+/// Every candidate of the `loop` queries' rankings, one line each.
+fn dump(j: &Journal) {
+    use rand::SeedableRng;
+    let tz = jiff::tz::TimeZone::UTC;
+    let config = Config::default();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(99);
+    let queries: Vec<String> = (0..64).map(|i| benches::lesson(&mut rng, 6 + i % 10)).collect();
+    for (i, query) in queries.iter().enumerate() {
+        let session = SessionKey(format!("claude:bench{}", i % 8));
+        let req = RankRequest {
+            query,
+            query_embedding: None,
+            session: Some(&session),
+            project: Some("engram"),
+            trigger: "prompt",
+            now: benches::BENCH_NOW,
+            tz: &tz,
+            k: 5,
+            budget_chars: 8000,
+            require_match: true,
+            explore_draw: 0.99,
+        };
+        let ranking = rank::rank(j.store(), &config, None, &req).unwrap();
+        println!("query {i} {query:?} fts {:?}", ranking.fts_query);
+        for it in &ranking.items {
+            let m = &it.memory;
+            println!(
+                "  {} {} {:?} {} {} {:?} {:?} {:?} {:?} {} {} {:?} {:?} {:?}",
+                it.rank,
+                m.id.as_str(),
+                m.sources,
+                it.baseline_score.to_bits(),
+                it.final_score.to_bits(),
+                it.injected,
+                it.reasons,
+                m.matched,
+                m.signals,
+                m.shown,
+                m.bag.len(),
+                m.tags,
+                m.source_session,
+                m.vector_similarity,
             );
         }
     }

@@ -394,3 +394,70 @@ fn bm25_source_keeps_the_best_hits_in_the_order_of_order_by_rank() {
         assert_eq!(ours, sqlite, "{query}");
     }
 }
+
+#[test]
+fn bm25_hits_have_the_scores_of_fts5_bm25_for_stemmed_and_repeated_words() {
+    // Inflected forms (one porter token for several query words), repeated
+    // words, texts of many lengths and duplicates (ties): the pool's BM25
+    // hits, computed from the postings, must be FTS5's `bm25()` exactly.
+    let words = [
+        "caching",
+        "cached",
+        "caches",
+        "retries",
+        "retrying",
+        "deployed",
+        "deploys",
+        "linting",
+        "queue",
+        "queues",
+        "timeouts",
+        "worker",
+        "workers",
+        "connection",
+        "connected",
+        "the",
+        "a",
+        "schema",
+        "migrations",
+        "migrated",
+    ];
+    let texts: Vec<String> = (0..150)
+        .map(|i| {
+            let n = 1 + (i * 13) % 17;
+            (0..n).map(|k| words[(i * 11 + k * k * 7 + k) % words.len()]).collect::<Vec<_>>().join(" ")
+        })
+        .collect();
+    let ids: Vec<String> = (0..300).map(|i| format!("mem_{i:03}")).collect();
+    let mems: Vec<Mem<'_>> = (0..300).map(|i| mem(&ids[i], &texts[i % 150])).collect();
+    let (_dir, j) = setup(&mems);
+    let store = j.store();
+    for query in [
+        "cache caching cached",
+        "retry deploy",
+        "workers worker queue connection migrated schema",
+        "lint timeouts caches",
+        "ünïcode café deployed",
+    ] {
+        let q = rank::PoolQuery { text: query, embedding: None, project: None, session: None, now: NOW };
+        let pool = rank::pool::gather(store, &q, &rank::PoolLimits::default()).unwrap();
+        let mut hits: Vec<(u32, i64, f32)> = pool
+            .memories
+            .iter()
+            .filter_map(|m| m.signals.bm25_rank.map(|r| (r, m.rowid, m.signals.bm25_score.unwrap())))
+            .collect();
+        hits.sort_by_key(|h| h.0);
+        let ours: Vec<(i64, u32)> = hits.into_iter().map(|(_, rowid, s)| (rowid, s.to_bits())).collect();
+        let expr = pool.fts_query.unwrap();
+        let sqlite: Vec<(i64, u32)> = store
+            .conn()
+            .prepare("SELECT rowid, -rank FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rank LIMIT 60")
+            .unwrap()
+            .query_map([&expr], |r| Ok((r.get(0)?, (r.get::<_, f64>(1)? as f32).to_bits())))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert!(!ours.is_empty(), "{query}");
+        assert_eq!(ours, sqlite, "{query}");
+    }
+}

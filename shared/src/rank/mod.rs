@@ -17,6 +17,7 @@
 //! earned influence α = 1 and the fused order equals the baseline's, but the
 //! predictor's ranking is still computed and recorded.
 
+mod bm25;
 pub mod pool;
 pub mod state;
 pub mod text;
@@ -294,6 +295,7 @@ pub fn rank_after(
     // index apiece: about a tenth of a ranking). It is rolled back when
     // dropped. A caller already inside a transaction keeps its own.
     let snapshot = if store.conn().is_autocommit() {
+        bm25::prepare(store);
         Some(store.conn().unchecked_transaction().sql("begin a read snapshot")?)
     } else {
         None

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use predictor::features::CandidateSignals;
 use rusqlite::{OptionalExtension, params};
 
-use super::text;
+use super::{bm25, text};
 use crate::error::{Result, SqlContext};
 use crate::event::source;
 use crate::ids::MemoryId;
@@ -136,6 +136,8 @@ struct QueryInfo {
     corpus: u64,
     query_terms: Vec<text::QueryTerm>,
     fts_query: Option<String>,
+    /// The words `fts_query` ORs, in its order.
+    fts_phrases: Vec<String>,
 }
 
 fn query_info(store: &Store, text_: &str, limits: &PoolLimits) -> Result<QueryInfo> {
@@ -175,8 +177,9 @@ fn query_info(store: &Store, text_: &str, limits: &PoolLimits) -> Result<QueryIn
         kept.push(w);
     }
     let fts_text = kept.join(" ");
-    let fts_query = text::fts_query(&fts_text, &df, limits.fts_terms);
-    Ok(QueryInfo { corpus, query_terms, fts_query })
+    let fts_phrases = text::fts_phrases(&fts_text, &df, limits.fts_terms);
+    let fts_query = text::phrase_query(&fts_phrases);
+    Ok(QueryInfo { corpus, query_terms, fts_query, fts_phrases })
 }
 
 /// Builds the pool for a query. (Limits are written into the SQL rather than
@@ -203,7 +206,7 @@ pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<P
         add(rowid, source::PINNED);
     }
     let hits = match &info.fts_query {
-        Some(expr) => bm25_top(store, expr, limits.bm25)?,
+        Some(expr) => bm25_top(store, expr, &info.fts_phrases, limits.bm25)?,
         None => Vec::new(),
     };
     for &(rowid, _) in &hits {
@@ -408,7 +411,7 @@ fn finish(
 ) -> Result<Pool> {
     let bm25: HashMap<i64, (f32, u32)> =
         hits.iter().enumerate().map(|(i, (rowid, s))| (*rowid, (*s, i as u32 + 1))).collect();
-    let shown = shown_in_session(store, q.session)?;
+    let shown = shown_in_session(store, q.session, &memories)?;
     let history = usage_history(store, &memories)?;
     let query_tag_terms: BTreeSet<&str> = info.query_terms.iter().map(|t| t.text.as_str()).collect();
     // The best and second-best normalised hit per source session, to score
@@ -530,14 +533,12 @@ fn neighbor_scores(
     if hits.is_empty() {
         return Ok(out);
     }
-    let [(before_sql, _), (after_sql, _)] = neighbour_sql(limits.neighbor_window);
-    let mut before = store.conn().prepare_cached(&before_sql).sql("prepare neighbours")?;
-    let mut after = store.conn().prepare_cached(&after_sql).sql("prepare neighbours")?;
+    let mut sessions = Sessions::default();
     for &(hit, score) in hits.iter().take(limits.neighbor_hits) {
         // Rows come nearest first on each side, so each one is adjacent to
         // the previous row of its side (the hit itself for the first).
         let (mut last_before, mut last_after) = (hit, hit);
-        for (rowid, distance, after) in neighbours(store, hit, [(&mut *before, false), (&mut *after, true)])? {
+        for (rowid, distance, after) in neighbours(store, hit, limits.neighbor_window, &mut sessions)? {
             if after {
                 out.next.insert(last_after, rowid);
                 out.prev.insert(rowid, last_after);
@@ -560,12 +561,17 @@ fn neighbor_scores(
     Ok(out)
 }
 
-/// The `limit` best BM25 hits of the FTS5 expression `expr`, best first (ties:
-/// lower rowid first), as `ORDER BY rank LIMIT n` would return them. FTS5
+/// The `limit` best BM25 hits of the FTS5 expression `expr` (OR-ing the
+/// quoted `phrases`), best first (ties: lower rowid first), as `ORDER BY rank
+/// LIMIT n` would return them: from the postings when [`bm25::top`] can
+/// (the same scores, without FTS5's per-match cost), else from FTS5. FTS5
 /// scores every match either way; choosing the best here spares its sorter
 /// (a second statement compiled for every query, each match's position
-/// lists copied and sorted): about a third of the cost of BM25.
-fn bm25_top(store: &Store, expr: &str, limit: usize) -> Result<Vec<(i64, f32)>> {
+/// lists copied and sorted): about a third of the cost of FTS5's BM25.
+fn bm25_top(store: &Store, expr: &str, phrases: &[String], limit: usize) -> Result<Vec<(i64, f32)>> {
+    if let Some(top) = bm25::top(store, phrases, limit) {
+        return Ok(top.into_iter().map(|(rowid, score)| (rowid, score as f32)).collect());
+    }
     let mut stmt = store
         .conn()
         .prepare_cached("SELECT rowid, -rank FROM memories_fts WHERE memories_fts MATCH ?1")
@@ -604,49 +610,45 @@ fn document_frequencies(store: &Store, terms: &[String]) -> Result<HashMap<Strin
     Ok(out)
 }
 
-/// The queries of [`neighbours`] for `window` places on each side (before,
-/// after), held for the whole ranking and rebound for each hit. (The store's
-/// connections plan without looking at bound values, so neither rebinding nor
-/// the statement cache makes SQLite compile them again: see `store::configure`.)
-fn neighbour_sql(window: usize) -> [(String, bool); 2] {
-    [
-        (
-            format!(
-                "SELECT rowid FROM memories WHERE source_session = ?1 AND (created_ms, rowid) < (?2, ?3) AND is_deleted = 0
-                 ORDER BY created_ms DESC, rowid DESC LIMIT {window}"
-            ),
-            false,
-        ),
-        (
-            format!(
-                "SELECT rowid FROM memories WHERE source_session = ?1 AND (created_ms, rowid) > (?2, ?3) AND is_deleted = 0
-                 ORDER BY created_ms, rowid LIMIT {window}"
-            ),
-            true,
-        ),
-    ]
-}
+/// The live memories of each source session read so far, in time order
+/// (`created_ms`, then rowid): hits of one session share one read.
+type Sessions = HashMap<String, Vec<(i64, i64)>>;
 
 /// The memories up to `window` places before and after `rowid` in its source
-/// session (the queries of [`neighbour_sql`]), with their distance (1 =
-/// adjacent) and whether they come after it.
-fn neighbours(
-    store: &Store,
-    rowid: i64,
-    queries: [(&mut rusqlite::Statement<'_>, bool); 2],
-) -> Result<Vec<(i64, u32, bool)>> {
+/// session, nearest first on each side (before, then after), with their
+/// distance (1 = adjacent) and whether they come after it. The session's
+/// live memories are read once, in full, through the covering index on
+/// (source_session, created_ms, is_deleted), and ordered here: two queries
+/// per hit (`ORDER BY created_ms, rowid` with a `LIMIT`) read as much, since
+/// the index does not hold the rows in rowid order within a time and each
+/// query sorted every row of its side.
+fn neighbours(store: &Store, rowid: i64, window: usize, sessions: &mut Sessions) -> Result<Vec<(i64, u32, bool)>> {
     let conn = store.conn();
     let row: Option<(Option<String>, i64)> = conn
         .prepare_cached("SELECT source_session, created_ms FROM memories WHERE rowid = ?1")
         .and_then(|mut s| s.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .sql("read memory")?;
     let Some((Some(session), created)) = row else { return Ok(Vec::new()) };
-    let mut out = Vec::new();
-    for (stmt, after) in queries {
-        let rows = stmt.query_map(params![session, created, rowid], |r| r.get::<_, i64>(0)).sql("read neighbours")?;
-        for (i, r) in rows.enumerate() {
-            out.push((r.sql("read neighbours")?, i as u32 + 1, after));
-        }
+    if !sessions.contains_key(&session) {
+        let mut stmt = conn
+            .prepare_cached("SELECT created_ms, rowid FROM memories WHERE source_session = ?1 AND is_deleted = 0")
+            .sql("prepare neighbours")?;
+        let rows =
+            stmt.query_map([&session], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))).sql("read neighbours")?;
+        let mut members = rows.collect::<rusqlite::Result<Vec<_>>>().sql("read neighbours")?;
+        members.sort_unstable();
+        sessions.insert(session.clone(), members);
+    }
+    let members = sessions.get(&session).map_or(&[][..], Vec::as_slice);
+    // Members strictly before and strictly after (created, rowid).
+    let split = members.partition_point(|m| *m < (created, rowid));
+    let after_start = members.partition_point(|m| *m <= (created, rowid));
+    let mut out = Vec::with_capacity(2 * window);
+    for (i, m) in members[..split].iter().rev().take(window).enumerate() {
+        out.push((m.1, i as u32 + 1, false));
+    }
+    for (i, m) in members[after_start..].iter().take(window).enumerate() {
+        out.push((m.1, i as u32 + 1, true));
     }
     Ok(out)
 }
@@ -739,14 +741,23 @@ fn load_rows(store: &Store, rowids: &[i64]) -> Result<Vec<PoolMemory>> {
     Ok(out)
 }
 
-fn shown_in_session(store: &Store, session: Option<&str>) -> Result<BTreeSet<String>> {
+/// Which of `memories` were injected earlier in `session`: one lookup per
+/// pool memory on the (session, memory) key, rather than reading every
+/// memory the session was ever shown (hundreds in a long session, read row
+/// by row through the table for `was_injected`).
+fn shown_in_session(store: &Store, session: Option<&str>, memories: &[PoolMemory]) -> Result<BTreeSet<String>> {
     let Some(session) = session else { return Ok(BTreeSet::new()) };
     let mut stmt = store
         .conn()
-        .prepare_cached("SELECT memory_id FROM session_memories WHERE session_key = ?1 AND was_injected = 1")
+        .prepare_cached("SELECT 1 FROM session_memories WHERE session_key = ?1 AND memory_id = ?2 AND was_injected = 1")
         .sql("prepare shown")?;
-    let rows = stmt.query_map([session], |r| r.get(0)).sql("shown")?;
-    rows.collect::<rusqlite::Result<BTreeSet<String>>>().sql("shown")
+    let mut out = BTreeSet::new();
+    for m in memories {
+        if stmt.exists(params![session, m.id.as_str()]).sql("shown")? {
+            out.insert(m.id.as_str().to_owned());
+        }
+    }
+    Ok(out)
 }
 
 /// Sessions each memory was injected in and the sum of its positive labels

@@ -448,15 +448,25 @@ pub fn fts_words(text: &str) -> Vec<String> {
 /// when nothing searchable remains. At most `max_terms` words are kept,
 /// preferring the rarest according to `df` (unknown words count as rare).
 pub fn fts_query(text: &str, df: &HashMap<String, u64>, max_terms: usize) -> Option<String> {
+    phrase_query(&fts_phrases(text, df, max_terms))
+}
+
+/// The words [`fts_query`] quotes, in its order.
+pub fn fts_phrases(text: &str, df: &HashMap<String, u64>, max_terms: usize) -> Vec<String> {
     let mut words = fts_words(text);
-    if words.is_empty() {
-        return None;
-    }
     if words.len() > max_terms {
         words.sort_by_key(|w| df.get(w).copied().unwrap_or(0));
         words.truncate(max_terms);
     }
-    Some(words.iter().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect::<Vec<_>>().join(" OR "))
+    words
+}
+
+/// The FTS5 MATCH expression OR-ing `phrases` (each quoted), or `None` if there are none.
+pub fn phrase_query(phrases: &[String]) -> Option<String> {
+    if phrases.is_empty() {
+        return None;
+    }
+    Some(phrases.iter().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect::<Vec<_>>().join(" OR "))
 }
 
 /// One query term with its IDF weight.
