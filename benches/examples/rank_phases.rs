@@ -132,19 +132,7 @@ fn dump(j: &Journal) {
     let queries: Vec<String> = (0..64).map(|i| benches::lesson(&mut rng, 6 + i % 10)).collect();
     for (i, query) in queries.iter().enumerate() {
         let session = SessionKey(format!("claude:bench{}", i % 8));
-        let req = RankRequest {
-            query,
-            query_embedding: None,
-            session: Some(&session),
-            project: Some("engram"),
-            trigger: "prompt",
-            now: benches::BENCH_NOW,
-            tz: &tz,
-            k: 5,
-            budget_chars: 8000,
-            require_match: true,
-            explore_draw: 0.99,
-        };
+        let req = bench_request(query, &session, &tz);
         let ranking = rank::rank(j.store(), &config, None, &req).unwrap();
         println!("query {i} {query:?} fts {:?}", ranking.fts_query);
         for it in &ranking.items {
@@ -170,6 +158,23 @@ fn dump(j: &Journal) {
     }
 }
 
+/// The ranking request of the scorer bench's `rank_rpc` for one query.
+fn bench_request<'a>(query: &'a str, session: &'a SessionKey, tz: &'a jiff::tz::TimeZone) -> RankRequest<'a> {
+    RankRequest {
+        query,
+        query_embedding: None,
+        session: Some(session),
+        project: Some("engram"),
+        trigger: "prompt",
+        now: benches::BENCH_NOW,
+        tz,
+        k: 5,
+        budget_chars: 8000,
+        require_match: true,
+        explore_draw: 0.99,
+    }
+}
+
 fn ranking_loop(j: &Journal, iters: usize) {
     use rand::SeedableRng;
     let tz = jiff::tz::TimeZone::UTC;
@@ -183,19 +188,7 @@ fn ranking_loop(j: &Journal, iters: usize) {
     for i in 0..iters {
         let query = &queries[i % queries.len()];
         let session = &sessions[i % sessions.len()];
-        let req = RankRequest {
-            query,
-            query_embedding: None,
-            session: Some(session),
-            project: Some("engram"),
-            trigger: "prompt",
-            now: benches::BENCH_NOW,
-            tz: &tz,
-            k: 5,
-            budget_chars: 8000,
-            require_match: true,
-            explore_draw: 0.99,
-        };
+        let req = bench_request(query, session, &tz);
         let t = Instant::now();
         rank::rank(store, &config, None, &req).unwrap();
         phases.add("rank", t.elapsed());
