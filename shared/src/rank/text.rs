@@ -224,6 +224,24 @@ const TIME_WORDS: &[&str] = &[
 /// Words after "what"/"which" that make a question about time.
 const TIME_NOUNS: &[&str] = &["year", "date", "day", "month", "time", "week", "season", "weekend", "hour"];
 
+/// Whether `pred` holds for one of the words of [`lower_words`], in order,
+/// without allocating for the words short enough to matter (ASCII words are
+/// lower-cased in a small buffer; the rest as `lower_words` does). A scan
+/// of every memory of a pool, so it stays off the allocator.
+fn any_lower_word(text: &str, mut pred: impl FnMut(&str) -> bool) -> bool {
+    let mut buf = [0u8; 32];
+    text.split(|c: char| !c.is_alphanumeric() && c != ':').filter(|w| !w.is_empty()).any(|w| {
+        if w.is_ascii() && w.len() <= buf.len() {
+            let b = &mut buf[..w.len()];
+            b.copy_from_slice(w.as_bytes());
+            b.make_ascii_lowercase();
+            std::str::from_utf8(b).is_ok_and(&mut pred)
+        } else {
+            pred(&w.to_lowercase())
+        }
+    })
+}
+
 fn lower_words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric() && c != ':').filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
 }
@@ -242,7 +260,7 @@ pub fn asks_about_time(query: &str) -> bool {
 
 /// Whether a text states a time: a time word, a year (1900–2099), a clock time (`10:30`, `7pm`).
 pub fn has_time_expression(text: &str) -> bool {
-    lower_words(text).iter().any(|w| {
+    any_lower_word(text, |w| {
         let w = w.trim_matches(':');
         if TIME_WORDS.contains(&w) || MONTH_NAMES.contains(&w) {
             return true;
@@ -281,7 +299,7 @@ const NUMBER_WORDS: &[&str] = &[
 
 /// Whether a text states a number: a numeral, or a number word ("three", "twice", "dozen").
 pub fn has_number(text: &str) -> bool {
-    text.bytes().any(|b| b.is_ascii_digit()) || lower_words(text).iter().any(|w| NUMBER_WORDS.contains(&w.as_str()))
+    text.bytes().any(|b| b.is_ascii_digit()) || any_lower_word(text, |w| NUMBER_WORDS.contains(&w))
 }
 
 /// Whether a memory is a question: its text, without a trailing bracketed
@@ -323,7 +341,7 @@ const FIRST_PERSON: &[&str] = &["i", "i'm", "i've", "i'll", "i'd", "me", "my", "
 /// Whether a text speaks in the first person.
 pub fn is_first_person(text: &str) -> bool {
     text.split(|c: char| !(c.is_alphanumeric() || c == '\''))
-        .any(|w| w.len() <= 6 && FIRST_PERSON.contains(&w.to_lowercase().as_str()))
+        .any(|w| w.len() <= 6 && FIRST_PERSON.iter().any(|p| p.eq_ignore_ascii_case(w)))
 }
 
 /// A calendar date a query names: a year, a month, a day of a month, or
@@ -684,6 +702,58 @@ pub fn bag_cosine(a: &Bag, b: &Bag) -> f32 {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
+    /// The scans as first written, with an allocation per word: the
+    /// allocation-free ones must agree with them on any text.
+    fn reference_facts(text: &str) -> (bool, bool, bool) {
+        let time = lower_words(text).iter().any(|w| {
+            let w = w.trim_matches(':');
+            if TIME_WORDS.contains(&w) || MONTH_NAMES.contains(&w) {
+                return true;
+            }
+            if w.len() == 4 && w.bytes().all(|b| b.is_ascii_digit()) {
+                return matches!(&w[..2], "19" | "20");
+            }
+            if let Some((h, m)) = w.split_once(':') {
+                return !h.is_empty()
+                    && h.len() <= 2
+                    && m.len() == 2
+                    && (h.bytes().chain(m.bytes())).all(|b| b.is_ascii_digit());
+            }
+            let digits = w.bytes().take_while(u8::is_ascii_digit).count();
+            digits > 0 && digits <= 2 && matches!(&w[digits..], "am" | "pm")
+        });
+        let number = text.bytes().any(|b| b.is_ascii_digit())
+            || lower_words(text).iter().any(|w| NUMBER_WORDS.contains(&w.as_str()));
+        let first = text
+            .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+            .any(|w| w.len() <= 6 && FIRST_PERSON.contains(&w.to_lowercase().as_str()));
+        (time, number, first)
+    }
+
+    proptest! {
+        #[test]
+        fn text_scans_agree_with_their_reference(
+            words in proptest::collection::vec(
+                prop_oneof![
+                    Just("Yesterday".to_string()), Just("MAY".to_string()), Just("10:30".to_string()),
+                    Just("7pm".to_string()), Just("2021".to_string()), Just("Twice".to_string()),
+                    Just("I'm".to_string()), Just("OUR".to_string()), Just("Émile".to_string()),
+                    Just("weeks".to_string()), "[a-zA-Z0-9:'é]{0,40}",
+                ],
+                0..12,
+            ),
+            seps in proptest::collection::vec(prop_oneof![Just(" "), Just(", "), Just("! "), Just(":"), Just("—")], 12),
+        ) {
+            let text: String = words.iter().zip(&seps).map(|(w, s)| format!("{w}{s}")).collect();
+            prop_assert_eq!(
+                (has_time_expression(&text), has_number(&text), is_first_person(&text)),
+                reference_facts(&text),
+                "{:?}", text
+            );
+        }
+    }
 
     fn terms(words: &[(&str, f32)]) -> Vec<QueryTerm> {
         words
