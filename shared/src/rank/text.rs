@@ -260,23 +260,26 @@ pub fn asks_about_time(query: &str) -> bool {
 
 /// Whether a text states a time: a time word, a year (1900–2099), a clock time (`10:30`, `7pm`).
 pub fn has_time_expression(text: &str) -> bool {
-    any_lower_word(text, |w| {
-        let w = w.trim_matches(':');
-        if TIME_WORDS.contains(&w) || MONTH_NAMES.contains(&w) {
-            return true;
-        }
-        if w.len() == 4 && w.bytes().all(|b| b.is_ascii_digit()) {
-            return matches!(&w[..2], "19" | "20");
-        }
-        if let Some((h, m)) = w.split_once(':') {
-            return !h.is_empty()
-                && h.len() <= 2
-                && m.len() == 2
-                && (h.bytes().chain(m.bytes())).all(|b| b.is_ascii_digit());
-        }
-        let digits = w.bytes().take_while(u8::is_ascii_digit).count();
-        digits > 0 && digits <= 2 && matches!(&w[digits..], "am" | "pm")
-    })
+    any_lower_word(text, is_time_word)
+}
+
+/// Whether one lower-cased word of [`lower_words`] states a time.
+fn is_time_word(w: &str) -> bool {
+    let w = w.trim_matches(':');
+    if TIME_WORDS.contains(&w) || MONTH_NAMES.contains(&w) {
+        return true;
+    }
+    if w.len() == 4 && w.bytes().all(|b| b.is_ascii_digit()) {
+        return matches!(&w[..2], "19" | "20");
+    }
+    if let Some((h, m)) = w.split_once(':') {
+        return !h.is_empty()
+            && h.len() <= 2
+            && m.len() == 2
+            && (h.bytes().chain(m.bytes())).all(|b| b.is_ascii_digit());
+    }
+    let digits = w.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && digits <= 2 && matches!(&w[digits..], "am" | "pm")
 }
 
 /// Whether a query asks for a quantity: "how many …", "how much …", "how
@@ -675,11 +678,6 @@ pub fn memory_text(text: &str) -> (Bag, TextFacts) {
     found
 }
 
-/// The bag of [`memory_text`].
-pub fn memory_bag(text: &str) -> Bag {
-    memory_text(text).0
-}
-
 /// Cosine similarity of two bags of words (0 when either is empty).
 pub fn bag_cosine(a: &Bag, b: &Bag) -> f32 {
     if a.norm == 0.0 || b.norm == 0.0 {
@@ -707,23 +705,7 @@ mod tests {
     /// The scans as first written, with an allocation per word: the
     /// allocation-free ones must agree with them on any text.
     fn reference_facts(text: &str) -> (bool, bool, bool) {
-        let time = lower_words(text).iter().any(|w| {
-            let w = w.trim_matches(':');
-            if TIME_WORDS.contains(&w) || MONTH_NAMES.contains(&w) {
-                return true;
-            }
-            if w.len() == 4 && w.bytes().all(|b| b.is_ascii_digit()) {
-                return matches!(&w[..2], "19" | "20");
-            }
-            if let Some((h, m)) = w.split_once(':') {
-                return !h.is_empty()
-                    && h.len() <= 2
-                    && m.len() == 2
-                    && (h.bytes().chain(m.bytes())).all(|b| b.is_ascii_digit());
-            }
-            let digits = w.bytes().take_while(u8::is_ascii_digit).count();
-            digits > 0 && digits <= 2 && matches!(&w[digits..], "am" | "pm")
-        });
+        let time = lower_words(text).iter().any(|w| is_time_word(w));
         let number = text.bytes().any(|b| b.is_ascii_digit())
             || lower_words(text).iter().any(|w| NUMBER_WORDS.contains(&w.as_str()));
         let first = text
@@ -939,8 +921,8 @@ mod tests {
     #[test]
     fn near_duplicate_texts_are_similar() {
         let a = bag_of_words("Run sqlite migrations inside a transaction");
-        assert_eq!(memory_bag("Run sqlite migrations inside a transaction"), a);
-        assert_eq!(memory_bag("Run sqlite migrations inside a transaction"), a, "remembered");
+        assert_eq!(memory_text("Run sqlite migrations inside a transaction").0, a);
+        assert_eq!(memory_text("Run sqlite migrations inside a transaction").0, a, "remembered");
         let b = bag_of_words("run the sqlite migrations inside one transaction");
         let c = bag_of_words("The build uses two cores");
         assert!(bag_cosine(&a, &b) > 0.85);
