@@ -462,7 +462,6 @@ fn finish(
         let (injected, useful) = history.get(&m.id).copied().unwrap_or((0, 0.0));
         let hit = bm25.get(&m.rowid);
         let flag = |b: bool| if b { 1.0 } else { 0.0 };
-        let (states_number, states_time) = (m.facts.states_number, m.facts.states_time);
         let ctx = context.get(&m.rowid).copied().unwrap_or_default();
         m.signals = CandidateSignals {
             age_days,
@@ -480,22 +479,18 @@ fn finish(
             content_terms: u32::try_from(m.bag.len()).unwrap_or(u32::MAX),
             follows_hit: neighbor.follows.get(&m.rowid).copied().unwrap_or(0.0),
             precedes_hit: neighbor.precedes.get(&m.rowid).copied().unwrap_or(0.0),
-            time_match: flag(asks_time && states_time),
+            time_match: flag(asks_time && m.facts.states_time),
             context_before: ctx[0],
             context_after: ctx[1],
             context_wide: ctx[2],
             is_question: flag(m.facts.is_question),
             follows_question: ctx[3],
-            quantity_match: flag(asks_quantity && states_number),
+            quantity_match: flag(asks_quantity && m.facts.states_number),
             proper_nouns: m.facts.proper_nouns,
-            states_number: flag(states_number),
-            states_time: flag(states_time),
+            states_number: flag(m.facts.states_number),
+            states_time: flag(m.facts.states_time),
             first_person: flag(m.facts.first_person),
-            date_match: if query_dates.is_empty() {
-                0.0
-            } else {
-                text::date_fit(&query_dates, Ts(m.created_ms).civil_date())
-            },
+            date_match: text::date_fit(&query_dates, Ts(m.created_ms).civil_date()),
             ..m.signals
         };
         m.vector_similarity = vector_sim.get(&m.rowid).copied();
