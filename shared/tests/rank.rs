@@ -194,6 +194,17 @@ fn predictor_ranking_is_computed_and_recorded_during_cold_start() {
     assert_eq!(by_baseline, (1..=r.items.len() as u32).collect::<Vec<_>>(), "fused order equals the baseline's");
 }
 
+/// The pool of `query` built both ways: over the fixed set `ids`
+/// (`gather_fixed`) and from the whole store (`gather`).
+fn fixed_and_gathered(j: &Journal, query: &str, ids: &[&str]) -> [rank::pool::Pool; 2] {
+    let ids: Vec<MemoryId> = ids.iter().map(|s| MemoryId::from(*s)).collect();
+    let query = rank::PoolQuery { text: query, embedding: None, project: None, session: None, now: NOW };
+    [
+        rank::pool::gather_fixed(j.store(), &query, &ids).unwrap(),
+        rank::pool::gather(j.store(), &query, &rank::PoolLimits::default()).unwrap(),
+    ]
+}
+
 #[test]
 fn an_answer_is_scored_with_the_question_before_it() {
     let (_d, j) = setup(&[
@@ -202,12 +213,7 @@ fn an_answer_is_scored_with_the_question_before_it() {
         Mem { session: Some("engram:s1"), ..mem("after", "Melanie: Lovely! I should plant some too") },
         Mem { session: Some("engram:s2"), ..mem("other", "Audrey: The dogs love puzzles and hide-and-seek") },
     ]);
-    let ids: Vec<MemoryId> = ["q", "a", "after", "other"].iter().map(|s| MemoryId::from(*s)).collect();
-    let query = rank::PoolQuery { text: "garden flowers", embedding: None, project: None, session: None, now: NOW };
-    for pool in [
-        rank::pool::gather_fixed(j.store(), &query, &ids).unwrap(),
-        rank::pool::gather(j.store(), &query, &rank::PoolLimits::default()).unwrap(),
-    ] {
+    for pool in fixed_and_gathered(&j, "garden flowers", &["q", "a", "after", "other"]) {
         let get = |id: &str| pool.memories.iter().find(|m| m.id.as_str() == id).expect(id).signals;
         let (q, a) = (get("q"), get("a"));
         // The answer shares no word with the query: only its window does.
@@ -231,18 +237,7 @@ fn the_memory_after_a_matching_question_is_marked_as_its_answer() {
         Mem { session: Some("engram:s1"), ..mem("after", "Tim: Nice, I will try yoga with Anna") },
         Mem { session: Some("engram:s2"), ..mem("statement", "John: My yoga mat is blue") },
     ]);
-    let ids: Vec<MemoryId> = ["q", "a", "after", "statement"].iter().map(|s| MemoryId::from(*s)).collect();
-    let query = rank::PoolQuery {
-        text: "How many seconds is the yoga pose held?",
-        embedding: None,
-        project: None,
-        session: None,
-        now: NOW,
-    };
-    for pool in [
-        rank::pool::gather_fixed(j.store(), &query, &ids).unwrap(),
-        rank::pool::gather(j.store(), &query, &rank::PoolLimits::default()).unwrap(),
-    ] {
+    for pool in fixed_and_gathered(&j, "How many seconds is the yoga pose held?", &["q", "a", "after", "statement"]) {
         let get = |id: &str| pool.memories.iter().find(|m| m.id.as_str() == id).expect(id).signals;
         let (q, a, after) = (get("q"), get("a"), get("after"));
         assert_eq!((q.is_question, a.is_question, after.is_question), (1.0, 0.0, 0.0));
