@@ -11,6 +11,7 @@ use shared::event::*;
 use shared::ids::{EventId, MemoryId, SessionKey};
 use shared::journal::{Journal, replay};
 use shared::paths::Paths;
+use shared::rank::text::{MemoryText, TEXT_VERSION};
 use shared::store::{Store, canonical_dump};
 use shared::tape::{TapeLog, TapeOptions};
 use shared::time::Ts;
@@ -384,6 +385,16 @@ fn assert_usage_is_the_aggregate(store: &Store) {
     }
 }
 
+/// Every memory's stored text (`memories.text_terms`) is its content analysed.
+fn assert_stored_text_is_the_analysis(store: &Store) {
+    let mut stmt = store.conn().prepare("SELECT id, content, text_terms FROM memories").unwrap();
+    let rows: Vec<(String, String, Option<Vec<u8>>)> =
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect();
+    for (id, content, stored) in rows {
+        assert_eq!(stored, Some(MemoryText::of(&content).encode()), "{id}: {content:?}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 
@@ -412,6 +423,7 @@ proptest! {
         }
         journal.catch_up().unwrap();
         assert_usage_is_the_aggregate(journal.store());
+        assert_stored_text_is_the_analysis(journal.store());
         let incremental = dump(journal.store(), true);
         prop_assert_eq!(journal.store().applied_lsn().unwrap(), events.len() as u64);
         drop(journal);
@@ -515,6 +527,43 @@ fn memory_lifecycle_keeps_search_in_step() {
     let content: String =
         j.store().conn().query_row("SELECT content FROM memories WHERE id='mem_2'", [], |r| r.get(0)).unwrap();
     assert_eq!(content, "");
+    assert_stored_text_is_the_analysis(j.store());
+}
+
+/// A store from before `text_terms` (or analysed by another version of the
+/// text code) is analysed again when a writer opens it, once.
+#[test]
+fn stale_stored_text_is_refreshed_on_open() {
+    let (_dir, paths) = home();
+    let mut j = Journal::open(&paths, "test").unwrap();
+    j.append(&[
+        added(1, "mem_1", "Always run migrations inside a transaction"),
+        added(2, "mem_2", "Did Caroline go to the LGBTQ support group on 7 May 2023?"),
+    ])
+    .unwrap();
+    let fresh = dump(j.store(), false);
+    j.store()
+        .conn()
+        .execute_batch(
+            "UPDATE memories SET text_terms = NULL WHERE id = 'mem_1';
+             UPDATE memories SET text_terms = X'00ff' WHERE id = 'mem_2';
+             DELETE FROM engram_state WHERE key = 'text_version';",
+        )
+        .unwrap();
+    drop(j);
+    let store = Store::open(&paths.db()).unwrap();
+    assert_stored_text_is_the_analysis(&store);
+    assert_eq!(dump(&store, false), fresh);
+    let version: String =
+        store.conn().query_row("SELECT value FROM engram_state WHERE key = 'text_version'", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, TEXT_VERSION.to_string());
+    // Done once: a stale row left now stays until the version changes.
+    store.conn().execute("UPDATE memories SET text_terms = NULL WHERE id = 'mem_1'", []).unwrap();
+    drop(store);
+    let store = Store::open(&paths.db()).unwrap();
+    let stored: Option<Vec<u8>> =
+        store.conn().query_row("SELECT text_terms FROM memories WHERE id = 'mem_1'", [], |r| r.get(0)).unwrap();
+    assert_eq!(stored, None);
 }
 
 #[test]

@@ -252,6 +252,27 @@ fn the_memory_after_a_matching_question_is_marked_as_its_answer() {
     }
 }
 
+/// A pool read from the stored text equals one whose memories are analysed
+/// afresh (rows without `text_terms`, or of another text version).
+#[test]
+fn stored_text_gives_the_same_pool_as_analysing_the_content() {
+    let (_d, j) = setup(&[
+        Mem { session: Some("engram:s1"), ..mem("q", "Tim: How long do you hold that yoga pose?") },
+        Mem { session: Some("engram:s1"), ..mem("a", "John: Usually 30-60 seconds, Tim. It builds strength!") },
+        Mem { session: Some("engram:s1"), ..mem("after", "Tim: Nice, I will try yoga with Anna in May") },
+        Mem { session: Some("engram:s2"), ..mem("statement", "John: My yoga mat is blue") },
+    ]);
+    let ids = ["q", "a", "after", "statement"];
+    let query = "How many seconds is the yoga pose held?";
+    let signals = |pools: [rank::pool::Pool; 2]| -> Vec<String> {
+        pools.iter().flat_map(|p| p.memories.iter().map(|m| format!("{} {:?} {:?}", m.id, m.signals, m.bag))).collect()
+    };
+    let stored = signals(fixed_and_gathered(&j, query, &ids));
+    j.store().conn().execute("UPDATE memories SET text_terms = NULL WHERE id IN ('q', 'after')", []).unwrap();
+    j.store().conn().execute("UPDATE memories SET text_terms = X'ff00' WHERE id = 'a'", []).unwrap();
+    assert_eq!(signals(fixed_and_gathered(&j, query, &ids)), stored);
+}
+
 #[test]
 fn fixed_pools_rescore_a_recorded_set_in_its_order() {
     let (_d, j) = setup(&[mem("m1", "auth tokens expire"), mem("m2", "build uses cargo"), mem("m3", "auth flow")]);

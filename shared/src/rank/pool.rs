@@ -260,7 +260,7 @@ pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<P
         });
     }
     let mut memories = load_rows(store, &order)?;
-    let context = context_scores(&mut memories, &neighbor, &info.query_terms);
+    let context = context_scores(&memories, &neighbor, &info.query_terms);
     if memories.len() > limits.pool {
         keep_best(&mut memories, limits.pool, &sources, &context, &neighbor);
     }
@@ -317,19 +317,12 @@ fn keep_best(
     *memories = chosen.into_iter().filter_map(|i| slots[i].take()).collect();
 }
 
-/// Tokenizes every memory's content once, and scores each with BM25 over the
-/// windows of its source session (see [`CandidateSignals::context_before`]):
-/// `[before, after, wide, answers]` by rowid (`answers`: BM25 of the
-/// memory just before when that one is a question, else 0). Adjacency comes from the neighbour
-/// queries; a neighbour that is not loaded adds nothing to a window.
-fn context_scores(
-    memories: &mut [PoolMemory],
-    neighbor: &Neighbours,
-    query: &[text::QueryTerm],
-) -> HashMap<i64, [f32; 4]> {
-    for m in memories.iter_mut() {
-        (m.bag, m.facts) = text::memory_text(&m.content);
-    }
+/// Scores each memory with BM25 over the windows of its source session (see
+/// [`CandidateSignals::context_before`]): `[before, after, wide, answers]` by
+/// rowid (`answers`: BM25 of the memory just before when that one is a
+/// question, else 0). Adjacency comes from the neighbour queries; a
+/// neighbour that is not loaded adds nothing to a window.
+fn context_scores(memories: &[PoolMemory], neighbor: &Neighbours, query: &[text::QueryTerm]) -> HashMap<i64, [f32; 4]> {
     let bags: HashMap<i64, &text::Bag> = memories.iter().map(|m| (m.rowid, &m.bag)).collect();
     let avg_len = if memories.is_empty() {
         0.0
@@ -390,8 +383,8 @@ pub fn gather_fixed(store: &Store, q: &PoolQuery<'_>, ids: &[MemoryId]) -> Resul
     for &rowid in neighbor.near.keys() {
         sources.entry(rowid).or_default().insert(source::NEIGHBOR);
     }
-    let mut memories = load_rows(store, &rowids)?;
-    let context = context_scores(&mut memories, &neighbor, &info.query_terms);
+    let memories = load_rows(store, &rowids)?;
+    let context = context_scores(&memories, &neighbor, &info.query_terms);
     finish(store, q, info, memories, sources, &hits, &neighbor, &context, &HashMap::new())
 }
 
@@ -687,7 +680,8 @@ fn load_rows(store: &Store, rowids: &[i64]) -> Result<Vec<PoolMemory>> {
         .conn()
         .prepare_cached(
             "SELECT m.rowid, m.id, m.content, m.type, m.project, m.tags, m.source_session, m.speaker, m.created_ms,
-                    m.deprecated, m.superseded_by, m.pinned, m.importance, m.access_count, m.has_embedding
+                    m.deprecated, m.superseded_by, m.pinned, m.importance, m.access_count, m.has_embedding,
+                    m.text_terms
              FROM memories m WHERE m.rowid = ?1 AND m.is_deleted = 0",
         )
         .sql("prepare pool rows")?;
@@ -702,10 +696,15 @@ fn load_rows(store: &Store, rowids: &[i64]) -> Result<Vec<PoolMemory>> {
                 let importance: f64 = r.get(12)?;
                 let access: i64 = r.get(13)?;
                 let has_embedding: bool = r.get(14)?;
+                let content: String = r.get(2)?;
+                let text = match r.get_ref(15)? {
+                    rusqlite::types::ValueRef::Blob(b) => text::MemoryText::stored_or_of(Some(b), &content),
+                    _ => text::MemoryText::of(&content),
+                };
                 Ok(PoolMemory {
                     rowid: r.get(0)?,
                     id: MemoryId(r.get(1)?),
-                    content: r.get(2)?,
+                    content,
                     memory_type: r.get(3)?,
                     project: r.get(4)?,
                     tags: serde_json::from_str(&tags).unwrap_or_default(),
@@ -725,8 +724,8 @@ fn load_rows(store: &Store, rowids: &[i64]) -> Result<Vec<PoolMemory>> {
                     matched: Vec::new(),
                     vector_similarity: None,
                     shown: false,
-                    bag: text::Bag::default(),
-                    facts: text::TextFacts::default(),
+                    bag: text.bag,
+                    facts: text.facts,
                 })
             })
             .optional()

@@ -2,7 +2,6 @@
 //! lexical overlap, and a bag-of-words similarity for topic diversity.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{LazyLock, Mutex, PoisonError};
 
 /// English function words dropped from queries (they match everything),
 /// in byte order for [`is_stop_word`]'s binary search.
@@ -546,6 +545,12 @@ pub struct Bag {
 }
 
 impl Bag {
+    /// A bag of these (hash, count) terms, in ascending hash order.
+    fn from_terms(terms: Vec<(u64, f32)>) -> Bag {
+        let norm = terms.iter().map(|(_, c)| c * c).sum::<f32>().sqrt();
+        Bag { terms, norm }
+    }
+
     /// Whether the bag holds the term with this hash.
     pub fn contains(&self, hash: u64) -> bool {
         self.terms.binary_search_by_key(&hash, |(h, _)| *h).is_ok()
@@ -588,8 +593,7 @@ pub fn bag_of_words(text: &str) -> Bag {
             _ => terms.push((h, 1.0)),
         }
     }
-    let norm = terms.iter().map(|(_, c)| c * c).sum::<f32>().sqrt();
-    Bag { terms, norm }
+    Bag::from_terms(terms)
 }
 
 /// BM25's term-frequency saturation.
@@ -642,40 +646,116 @@ pub fn text_facts(text: &str) -> TextFacts {
     }
 }
 
-/// Bytes (texts and terms) the memo of [`memory_text`] holds before it is emptied.
-const BAG_MEMO_BYTES: usize = 16 << 20;
+/// Version of the text analysis a stored [`MemoryText`] was made with: the
+/// tokenizer, stemmer and stop words behind [`bag_of_words`], and the scans
+/// behind [`text_facts`]. Bump it whenever either changes what it returns
+/// for some text: a store's writer then recomputes every memory's stored
+/// text when it opens, and until then readers compute it themselves.
+pub const TEXT_VERSION: u8 = 1;
 
-/// Bags and facts already computed in this process, keyed by their text, and their size.
-#[derive(Default)]
-struct BagMemo {
-    bags: HashMap<Box<str>, (Bag, TextFacts)>,
-    bytes: usize,
+/// A memory's bag of words and text facts, as the projection stores them
+/// (`memories.text_terms`, written by the apply), so that a ranking never
+/// tokenizes a memory it did not write.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MemoryText {
+    /// [`bag_of_words`] of the content.
+    pub bag: Bag,
+    /// [`text_facts`] of the content.
+    pub facts: TextFacts,
 }
 
-static BAG_MEMO: LazyLock<Mutex<BagMemo>> = LazyLock::new(Mutex::default);
+impl MemoryText {
+    /// Analyses a memory's content.
+    pub fn of(content: &str) -> MemoryText {
+        MemoryText { bag: bag_of_words(content), facts: text_facts(content) }
+    }
 
-/// [`bag_of_words`] and [`text_facts`] of a memory's text, remembered for
-/// the life of the process: a warm process ranks the same memories over and
-/// over, and tokenizing, stemming and scanning a hundred candidates again
-/// was about a fifth of a ranking. Keyed by the text itself (an edited
-/// memory is a new key), so it is exactly what the two functions return;
-/// emptied when it holds more than [`BAG_MEMO_BYTES`].
-pub fn memory_text(text: &str) -> (Bag, TextFacts) {
-    let memo = || BAG_MEMO.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(found) = memo().bags.get(text) {
-        return found.clone();
+    /// The stored form: [`TEXT_VERSION`], a flags byte (question, number,
+    /// time, first person), the proper-noun count and the number of terms as
+    /// LEB128 varints, then each term as its hash (8 bytes, little endian)
+    /// and its count (varint), in ascending hash order.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4 + self.bag.terms.len() * 9);
+        let f = &self.facts;
+        let flags = u8::from(f.is_question)
+            | u8::from(f.states_number) << 1
+            | u8::from(f.states_time) << 2
+            | u8::from(f.first_person) << 3;
+        out.extend([TEXT_VERSION, flags]);
+        put_varint(&mut out, u64::from(f.proper_nouns));
+        put_varint(&mut out, self.bag.terms.len() as u64);
+        for &(hash, count) in &self.bag.terms {
+            out.extend(hash.to_le_bytes());
+            // Counts are whole numbers of occurrences (at most a text's length).
+            put_varint(&mut out, count as u64);
+        }
+        out
     }
-    let found = (bag_of_words(text), text_facts(text));
-    let size = text.len() + found.0.terms.len() * size_of::<(u64, f32)>() + 64;
-    let mut m = memo();
-    if m.bytes + size > BAG_MEMO_BYTES {
-        m.bags.clear();
-        m.bytes = 0;
+
+    /// Reads [`MemoryText::encode`]'s form; `None` for another version or
+    /// anything malformed (truncated, trailing bytes, terms out of order), so
+    /// that the caller analyses the content instead.
+    pub fn decode(blob: &[u8]) -> Option<MemoryText> {
+        let (&version, rest) = blob.split_first()?;
+        let (&flags, mut rest) = rest.split_first()?;
+        if version != TEXT_VERSION || flags >> 4 != 0 {
+            return None;
+        }
+        let proper_nouns = u32::try_from(get_varint(&mut rest)?).ok()?;
+        let n = usize::try_from(get_varint(&mut rest)?).ok()?;
+        // Each term takes at least 9 bytes: refuse a count the blob cannot hold.
+        if n > rest.len() / 9 {
+            return None;
+        }
+        let mut terms: Vec<(u64, f32)> = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (hash, tail) = rest.split_first_chunk::<8>()?;
+            rest = tail;
+            let hash = u64::from_le_bytes(*hash);
+            let count = get_varint(&mut rest)?;
+            if count == 0 || count > 1 << 24 || terms.last().is_some_and(|&(last, _)| last >= hash) {
+                return None;
+            }
+            terms.push((hash, count as f32));
+        }
+        if !rest.is_empty() {
+            return None;
+        }
+        let facts = TextFacts {
+            is_question: flags & 1 != 0,
+            states_number: flags & 2 != 0,
+            states_time: flags & 4 != 0,
+            first_person: flags & 8 != 0,
+            proper_nouns,
+        };
+        Some(MemoryText { bag: Bag::from_terms(terms), facts })
     }
-    if m.bags.insert(text.into(), found.clone()).is_none() {
-        m.bytes += size;
+
+    /// The stored form when it is there and readable, else the content analysed.
+    pub fn stored_or_of(blob: Option<&[u8]>, content: &str) -> MemoryText {
+        blob.and_then(MemoryText::decode).unwrap_or_else(|| MemoryText::of(content))
     }
-    found
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(input: &mut &[u8]) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let (&b, rest) = input.split_first()?;
+        *input = rest;
+        v |= u64::from(b & 0x7f).checked_shl(shift)?;
+        if b & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
 }
 
 /// Cosine similarity of two bags of words (0 when either is empty).
@@ -735,6 +815,44 @@ mod tests {
                 "{:?}", text
             );
         }
+    }
+
+    proptest! {
+        #[test]
+        fn stored_memory_text_reads_back_as_the_analysis(text in "(?s)[a-zA-Z0-9 ,.?!'é]{0,300}") {
+            let analysed = MemoryText::of(&text);
+            let blob = analysed.encode();
+            prop_assert_eq!(MemoryText::decode(&blob), Some(analysed.clone()));
+            for cut in 0..blob.len() {
+                prop_assert_eq!(MemoryText::decode(&blob[..cut]), None, "cut at {}", cut);
+            }
+            let mut longer = blob.clone();
+            longer.push(0);
+            prop_assert_eq!(MemoryText::decode(&longer), None);
+            prop_assert_eq!(MemoryText::stored_or_of(None, &text), analysed);
+        }
+
+        #[test]
+        fn any_bytes_decode_or_are_refused_without_panic(mut blob in proptest::collection::vec(any::<u8>(), 0..64)) {
+            if let Some(first) = blob.first_mut() {
+                *first = TEXT_VERSION;
+            }
+            if let Some(read) = MemoryText::decode(&blob) {
+                prop_assert_eq!(MemoryText::decode(&read.encode()), Some(read));
+            }
+        }
+    }
+
+    #[test]
+    fn another_version_is_analysed_again() {
+        let text = "Melanie ran a charity race for mental health on Saturday?";
+        let mut blob = MemoryText::of(text).encode();
+        assert_eq!(blob[0], TEXT_VERSION);
+        blob[0] = TEXT_VERSION.wrapping_add(1);
+        assert_eq!(MemoryText::decode(&blob), None);
+        let read = MemoryText::stored_or_of(Some(&blob), text);
+        assert_eq!(read, MemoryText::of(text));
+        assert!(read.facts.is_question && read.facts.states_time && read.facts.proper_nouns >= 1);
     }
 
     fn terms(words: &[(&str, f32)]) -> Vec<QueryTerm> {
@@ -921,8 +1039,6 @@ mod tests {
     #[test]
     fn near_duplicate_texts_are_similar() {
         let a = bag_of_words("Run sqlite migrations inside a transaction");
-        assert_eq!(memory_text("Run sqlite migrations inside a transaction").0, a);
-        assert_eq!(memory_text("Run sqlite migrations inside a transaction").0, a, "remembered");
         let b = bag_of_words("run the sqlite migrations inside one transaction");
         let c = bag_of_words("The build uses two cores");
         assert!(bag_cosine(&a, &b) > 0.85);

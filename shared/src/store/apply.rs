@@ -17,6 +17,7 @@ use super::{Store, read_applied_lsn};
 use crate::error::{Error, Result, SqlContext};
 use crate::event::*;
 use crate::ids::SessionKey;
+use crate::rank::text::MemoryText;
 use crate::tape::Lsn;
 use crate::time::Ts;
 
@@ -540,8 +541,8 @@ impl Projector<'_> {
             .conn
             .prepare_cached(
                 "INSERT OR IGNORE INTO memories (id, content, type, importance, project, tags, pinned, source,
-                    source_session, source_event, speaker, created_at, created_ms, updated_at, decay_key)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?12, ?14)",
+                    source_session, source_event, speaker, created_at, created_ms, updated_at, decay_key, text_terms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?12, ?14, ?15)",
             )?
             .execute(params![
                 b.memory_id.as_str(),
@@ -557,7 +558,8 @@ impl Projector<'_> {
                 b.speaker,
                 at,
                 event.ts.0,
-                decay_key(importance, event.ts.0)
+                decay_key(importance, event.ts.0),
+                MemoryText::of(&b.content).encode()
             ])?;
         if inserted == 0 {
             return data(format!("memory {} already exists", b.memory_id));
@@ -626,6 +628,9 @@ impl Projector<'_> {
                 .execute(params![rowid, content])?;
             self.adjust_terms(&old_content, -1)?;
             self.adjust_terms(content, 1)?;
+            self.conn
+                .prepare_cached("UPDATE memories SET text_terms = ?2 WHERE rowid = ?1")?
+                .execute(params![rowid, MemoryText::of(content).encode()])?;
         }
         if let Some(imp) = b.importance
             && !imp.is_finite()
@@ -684,9 +689,9 @@ impl Projector<'_> {
         self.conn
             .prepare_cached(
                 "UPDATE memories SET content = '', tags = '[]', is_deleted = 1, pinned = 0, deleted_at = ?2,
-                    updated_at = ?2 WHERE id = ?1",
+                    updated_at = ?2, text_terms = ?3 WHERE id = ?1",
             )?
-            .execute(params![b.memory_id.as_str(), ts.to_rfc3339()])?;
+            .execute(params![b.memory_id.as_str(), ts.to_rfc3339(), MemoryText::of("").encode()])?;
         self.conn
             .prepare_cached("UPDATE memories SET has_embedding = 0 WHERE id = ?1")?
             .execute([b.memory_id.as_str()])?;

@@ -22,12 +22,14 @@ pub use apply::{ApplyStats, cap};
 pub use dump::canonical_dump;
 
 use crate::error::{Error, IoContext, Result, SqlContext};
+use crate::rank::text::{MemoryText, TEXT_VERSION};
 use crate::tape::Lsn;
 
 /// The numbered migrations, applied in order. Each is a file in `migrations/`.
 const MIGRATIONS: &[(u32, &str, &str)] = &[
     (1, "initial", include_str!("../../../migrations/0001_initial.sql")),
     (2, "memory_usage", include_str!("../../../migrations/0002_memory_usage.sql")),
+    (3, "memory_text", include_str!("../../../migrations/0003_memory_text.sql")),
 ];
 
 /// The newest schema version this build knows.
@@ -61,6 +63,7 @@ impl Store {
         let conn = Connection::open(&target).sql(&format!("open {}", target.display()))?;
         configure(&conn, Tuning::Live)?;
         migrate(&conn, &target)?;
+        refresh_memory_text(&conn)?;
         Ok(Store { conn, link: path.to_path_buf(), target })
     }
 
@@ -69,6 +72,7 @@ impl Store {
         let conn = Connection::open(path).sql(&format!("open {}", path.display()))?;
         configure(&conn, tuning)?;
         migrate(&conn, path)?;
+        refresh_memory_text(&conn)?;
         Ok(Store { conn, link: path.to_path_buf(), target: path.to_path_buf() })
     }
 
@@ -234,6 +238,61 @@ fn migrate(conn: &Connection, path: &Path) -> Result<u32> {
         Ok(v) => {
             conn.execute_batch("COMMIT").sql("commit migration")?;
             Ok(v)
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+/// Brings `memories.text_terms` to this build's [`TEXT_VERSION`]: when
+/// `engram_state.text_version` says otherwise (a store migrated from schema
+/// 2, or analysed by another version of the text code), every memory's text
+/// is analysed again, in one transaction. A no-op once done, so it costs one
+/// lookup per open.
+fn refresh_memory_text(conn: &Connection) -> Result<()> {
+    let current = |c: &Connection| -> Result<bool> {
+        let found: Option<String> = c
+            .query_row("SELECT value FROM engram_state WHERE key = 'text_version'", [], |r| r.get(0))
+            .optional()
+            .sql("read text_version")?;
+        Ok(found.as_deref() == Some(TEXT_VERSION.to_string().as_str()))
+    };
+    if current(conn)? {
+        return Ok(());
+    }
+    conn.execute_batch("BEGIN IMMEDIATE").sql("begin text refresh")?;
+    let result = (|| {
+        if current(conn)? {
+            return Ok(0);
+        }
+        let mut read = conn.prepare("SELECT rowid, content FROM memories").sql("prepare text refresh")?;
+        let mut write =
+            conn.prepare("UPDATE memories SET text_terms = ?2 WHERE rowid = ?1").sql("prepare text refresh")?;
+        let mut rows = read.query([]).sql("text refresh")?;
+        let mut n = 0usize;
+        while let Some(row) = rows.next().sql("text refresh")? {
+            let rowid: i64 = row.get(0).sql("text refresh")?;
+            let content: String = row.get(1).sql("text refresh")?;
+            write.execute(rusqlite::params![rowid, MemoryText::of(&content).encode()]).sql("text refresh")?;
+            n += 1;
+        }
+        conn.execute(
+            "INSERT INTO engram_state (key, value) VALUES ('text_version', ?1)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [TEXT_VERSION.to_string()],
+        )
+        .sql("record text_version")?;
+        Ok(n)
+    })();
+    match result {
+        Ok(n) => {
+            conn.execute_batch("COMMIT").sql("commit text refresh")?;
+            if n > 0 {
+                tracing::info!(memories = n, version = TEXT_VERSION, "analysed the memories' text again");
+            }
+            Ok(())
         }
         Err(e) => {
             let _ = conn.execute_batch("ROLLBACK");
