@@ -407,6 +407,15 @@ impl Model {
         }
     }
 
+    /// Moves every weight a fraction `t` of the way to `other`'s (`t` = 1
+    /// copies it): the step of a running mean of models of one configuration.
+    pub fn move_towards(&mut self, other: &Model, t: f32) {
+        debug_assert_eq!(self.config, other.config, "models of one configuration");
+        for (a, b) in self.params.iter_mut().zip(&other.params) {
+            a.as_mut_slice().iter_mut().zip(b.as_slice()).for_each(|(x, y)| *x += t * (*y - *x));
+        }
+    }
+
     /// Total number of scalar parameters.
     pub fn param_count(&self) -> usize {
         self.params.iter().map(|m| m.len()).sum()

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use predictor::checkpoint::{self, Flags};
 use predictor::metrics::ndcg_at_k;
 use predictor::model::Model;
-use predictor::train::{AdamParams, AdamState, Sample, TrainConfig, clip_gradients};
+use predictor::train::{AdamParams, AdamState, Averaging, Sample, TrainConfig, clip_gradients};
 use shared::rpc::{Id, encode_error, encode_result};
 use shared::time::Ts;
 
@@ -359,7 +359,9 @@ pub fn train_from_db(ctx: &TrainingContext, p: TrainFromDbParams) -> Result<Trai
     }
     let before = canary_scores(&next.model, &canary)?;
     let mut opt = next.optimizer.take().unwrap_or_else(|| AdamState::new(&next.model));
-    let cfg = TrainConfig { epochs, temperature: t, seed: 0x5eed, ..TrainConfig::default() };
+    // The last epoch's weights, as Signet's `train` keeps them: this path has
+    // no validation split to show that a mean of epochs is better here.
+    let cfg = TrainConfig { epochs, temperature: t, seed: 0x5eed, averaging: Averaging::Off, ..TrainConfig::default() };
     let budget = ctx.budget;
     let cancel = Arc::clone(&ctx.cancel);
     let report = predictor::train::train(&mut next.model, &mut opt, &train, &[], &cfg, &mut || {

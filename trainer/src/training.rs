@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use predictor::checkpoint::{self, Checkpoint, Flags, TrainingMeta};
 use predictor::model::{Model, ModelConfig};
-use predictor::train::{self, AdamState, StopReason, TrainConfig, TrainReport};
+use predictor::train::{self, AdamState, Averaging, StopReason, TrainConfig, TrainReport};
 use rusqlite::OptionalExtension;
 use shared::config::Config;
 use shared::event::{Body, CanaryMetrics, ModelPromoted, TrainingRun};
@@ -158,6 +158,7 @@ pub fn train_config(continuing: bool, seed: u64) -> TrainConfig {
     let mut config = TrainConfig { seed, epochs, ..TrainConfig::default() };
     if continuing {
         config.adam.lr *= CONTINUE_LR_FACTOR;
+        config.averaging = Averaging::WithStart;
     }
     config
 }

@@ -578,3 +578,58 @@ fn the_embedding_path_learns_a_hidden_relation() {
     assert!(before < 0.6, "untrained NDCG@10 {before}");
     assert!(after >= 0.9, "NDCG@10 {before} -> {after}");
 }
+
+/// Trains a fresh copy of one model for `epochs` with `averaging` and no
+/// validation split.
+fn trained(data: &[Sample], epochs: usize, averaging: Averaging) -> Model {
+    let mut model = Model::new(small_config(), 3).expect("model");
+    let mut opt = AdamState::new(&model);
+    let tc = TrainConfig { epochs, averaging, seed: 11, ..TrainConfig::default() };
+    train(&mut model, &mut opt, data, &[], &tc, &mut || false).expect("train");
+    model
+}
+
+fn assert_close(a: &Model, b: &Model) {
+    for (x, y) in a.tensors().iter().zip(b.tensors()) {
+        for (p, q) in x.as_slice().iter().zip(y.as_slice()) {
+            assert!((p - q).abs() <= 1e-5 * (1.0 + q.abs()), "{p} != {q}");
+        }
+    }
+}
+
+/// The running mean is the mean of the weights the same run has at the
+/// ends of its epochs (the shuffling does not depend on the averaging).
+#[test]
+fn averaging_keeps_the_mean_of_the_epoch_ends() {
+    let data = noisy_data(24, 8);
+    let ends: Vec<Model> = (1..=3).map(|e| trained(&data, e, Averaging::Off)).collect();
+    assert_ne!(ends[0], ends[2], "training moves the weights");
+    let mean_of = |models: &[&Model]| {
+        let mut mean = models[0].clone();
+        for (i, m) in models.iter().enumerate().skip(1) {
+            mean.move_towards(m, 1.0 / (i + 1) as f32);
+        }
+        mean
+    };
+    assert_close(&trained(&data, 3, Averaging::FromEpoch(1)), &mean_of(&[&ends[0], &ends[1], &ends[2]]));
+    assert_close(&trained(&data, 3, Averaging::FromEpoch(2)), &mean_of(&[&ends[1], &ends[2]]));
+    assert_eq!(trained(&data, 1, Averaging::FromEpoch(2)), ends[0], "the first epoch alone is not averaged");
+    let start = Model::new(small_config(), 3).expect("model");
+    assert_close(&trained(&data, 2, Averaging::WithStart), &mean_of(&[&start, &ends[0], &ends[1]]));
+}
+
+#[test]
+fn model_moves_towards_another_by_a_fraction() {
+    let a = Model::new(small_config(), 1).expect("model");
+    let b = Model::new(small_config(), 2).expect("model");
+    let mut half = a.clone();
+    half.move_towards(&b, 0.5);
+    for ((h, x), y) in half.tensors().iter().zip(a.tensors()).zip(b.tensors()) {
+        for ((h, x), y) in h.as_slice().iter().zip(x.as_slice()).zip(y.as_slice()) {
+            assert!((h - (x + y) / 2.0).abs() <= 1e-6);
+        }
+    }
+    let mut copy = a.clone();
+    copy.move_towards(&b, 1.0);
+    assert_close(&copy, &b);
+}
