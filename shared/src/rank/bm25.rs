@@ -20,14 +20,27 @@
 //! that cannot be guaranteed (a query word FTS5 does not read as exactly one
 //! token, temporary tables that cannot be written, a missing or odd
 //! statistics record), [`top`] returns `None` and the caller asks FTS5.
+//!
+//! A long-running process ranks against the same index over and over, so
+//! each [`Store`] keeps what it has read of it in a [`Cache`]: the token of
+//! each query word (FTS5's tokenizer does not depend on the index), and the
+//! postings of each token, the length of each document and the statistics
+//! record, all three valid only while the index is unchanged. Every ranking
+//! first reads what identifies the index's content ([`index_version`]: two
+//! point lookups, in its read snapshot), and when it differs from what the
+//! cache was read under, the index's part of the cache is emptied. Scores
+//! are computed from cached data exactly as from fresh data, so a ranking
+//! is the same warm or cold.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+use foldhash::HashMap;
+
 use rusqlite::OptionalExtension;
 
 use crate::error::{Result, SqlContext};
-use crate::store::Store;
+use crate::store::{MEMORY_CONTENT_WRITES, Store};
 
 /// FTS5's `bm25()` constants.
 const K1: f64 = 1.2;
@@ -59,6 +72,31 @@ pub(super) fn prepare(store: &Store) {
 /// quoted word, in this order), best first, ties by lower rowid; `None` when
 /// they cannot be computed exactly here (see the module docs).
 pub(super) fn top(store: &Store, phrases: &[String], limit: usize) -> Option<Vec<(i64, f64)>> {
+    let mut cache = store.bm25_cache().borrow_mut();
+    let top = match cached_tokens(&cache, phrases) {
+        Some(Some(tokens)) => try_top(store, &mut cache, tokens, limit),
+        // A word FTS5 does not read as one token.
+        Some(None) => return None,
+        None => tokenize_then_top(store, &mut cache, phrases, limit),
+    };
+    match top {
+        Ok(top) => top,
+        Err(e) => {
+            tracing::debug!(error = %e, "BM25 from postings failed; FTS5 will rank");
+            // Start afresh, temporary tables and all: a rolled-back outer
+            // transaction may have taken them.
+            *cache = Cache::default();
+            None
+        }
+    }
+}
+
+/// The best hits, or `None` when FTS5 must rank them (see [`top`]).
+type Top = Option<Vec<(i64, f64)>>;
+
+/// [`try_top`] after FTS5 has tokenized the query words in the temporary
+/// table (`None` when the savepoint around it cannot be taken).
+fn tokenize_then_top(store: &Store, cache: &mut Cache, phrases: &[String], limit: usize) -> Result<Top> {
     // The query words written to the temporary table are always rolled back:
     // committed and deleted again for every query (a caller without a
     // transaction), FTS5's segments and tombstones would pile up in it.
@@ -68,63 +106,141 @@ pub(super) fn top(store: &Store, phrases: &[String], limit: usize) -> Option<Vec
     let run = |sql: &str| conn.prepare_cached(sql).and_then(|mut s| s.execute([]).map(drop));
     if let Err(e) = run("SAVEPOINT engram_bm25") {
         tracing::debug!(error = %e, "no savepoint for BM25; FTS5 will rank");
-        return None;
+        return Ok(None);
     }
-    let top = try_top(store, phrases, limit);
+    let top = tokenize(store, cache, phrases).and_then(|tokens| match tokens {
+        Some(tokens) => try_top(store, cache, tokens, limit),
+        None => Ok(None),
+    });
     if let Err(e) = run("ROLLBACK TO engram_bm25").and_then(|()| run("RELEASE engram_bm25")) {
         tracing::warn!(error = %e, "could not roll the BM25 query words back");
     }
-    match top {
-        Ok(top) => top,
-        Err(e) => {
-            tracing::debug!(error = %e, "BM25 from postings failed; FTS5 will rank");
-            None
+    top
+}
+
+/// What a [`Store`] remembers of FTS5 between rankings (see the module docs).
+#[derive(Debug, Default)]
+pub(crate) struct Cache {
+    /// Each query word's token, `None` when FTS5 does not read it as exactly one.
+    words: HashMap<String, Option<String>>,
+    /// The [`index_version`] the entries below were read under.
+    version: Option<(i64, Vec<u8>)>,
+    /// Documents and tokens in the table.
+    totals: Option<(i64, i64)>,
+    /// Each token's documents, ascending, with its count in each.
+    postings: HashMap<String, Vec<(i64, u32)>>,
+    /// Each document's length in tokens.
+    lengths: HashMap<i64, u32>,
+    /// Postings and lengths held, against [`CACHE_ENTRIES`].
+    entries: usize,
+}
+
+/// Postings and document lengths a [`Cache`] holds before it is emptied
+/// (16 bytes each: about 32 MB).
+const CACHE_ENTRIES: usize = 2 << 20;
+/// Query words a [`Cache`] holds before it forgets them.
+const CACHE_WORDS: usize = 1 << 16;
+
+impl Cache {
+    /// Empties the index's part of the cache unless `version` is the one it was read under.
+    fn check(&mut self, version: (i64, Vec<u8>)) {
+        if self.version.as_ref() != Some(&version) {
+            self.forget_index();
+            self.version = Some(version);
         }
+    }
+
+    fn forget_index(&mut self) {
+        self.totals = None;
+        self.postings.clear();
+        self.lengths.clear();
+        self.entries = 0;
+    }
+
+    /// Counts `n` new entries, emptying the index's part first when they would not fit.
+    fn make_room(&mut self, n: usize) {
+        if self.entries + n > CACHE_ENTRIES {
+            let version = self.version.take();
+            self.forget_index();
+            self.version = version;
+        }
+        self.entries += n;
     }
 }
 
-fn try_top(store: &Store, phrases: &[String], limit: usize) -> Result<Option<Vec<(i64, f64)>>> {
-    if phrases.is_empty() || limit == 0 {
+/// The tokens of `phrases` when the cache knows every one of them (`Some(None)`
+/// when one of them is not exactly one token), `None` when it does not.
+fn cached_tokens(cache: &Cache, phrases: &[String]) -> Option<Option<Vec<String>>> {
+    phrases.iter().map(|p| cache.words.get(p).cloned()).collect()
+}
+
+/// What identifies the index's content: the projection's count of content
+/// writes (`memory_content_writes`, bumped by the apply in the transaction
+/// that writes `memories_fts`, so this connection's own uncommitted writes
+/// show too), and FTS5's structure record (id 10, rewritten with a new
+/// segment and write counter whenever anything is flushed to the index).
+/// `None` when FTS5 has no structure record.
+fn index_version(store: &Store) -> Result<Option<(i64, Vec<u8>)>> {
+    let writes: i64 = store
+        .conn()
+        .prepare_cached("SELECT value FROM engram_counters WHERE name = ?1")
+        .and_then(|mut s| s.query_row([MEMORY_CONTENT_WRITES], |r| r.get(0)).optional())
+        .sql("read the content writes")?
+        .unwrap_or(0);
+    let structure: Option<Vec<u8>> = store
+        .conn()
+        .prepare_cached("SELECT block FROM memories_fts_data WHERE id = 10")
+        .and_then(|mut s| s.query_row([], |r| r.get(0)).optional())
+        .sql("read the FTS5 structure")?;
+    Ok(structure.map(|s| (writes, s)))
+}
+
+fn try_top(store: &Store, cache: &mut Cache, tokens: Vec<String>, limit: usize) -> Result<Top> {
+    if tokens.is_empty() || limit == 0 {
         return Ok(Some(Vec::new()));
     }
-    let Some(tokens) = tokenize(store, phrases)? else { return Ok(None) };
-    let Some((rows, tokens_total)) = totals(store)? else { return Ok(None) };
+    let Some(version) = index_version(store)? else { return Ok(None) };
+    cache.check(version);
+    let (rows, tokens_total) = match cache.totals {
+        Some(t) => t,
+        None => {
+            let Some(t) = totals(store)? else { return Ok(None) };
+            cache.totals = Some(t);
+            t
+        }
+    };
     let avgdl = tokens_total as f64 / rows as f64;
 
-    // Every instance of a query token in `memories_fts`, as (document,
-    // token), then the term frequencies of each document, one row of
-    // `distinct.len()` counts in `tf` per entry of `docs`.
+    // The postings of every query token, then the term frequencies of each
+    // document, one row of `distinct.len()` counts in `tf` per entry of `docs`.
     let mut distinct: Vec<&str> = tokens.iter().map(String::as_str).collect();
     distinct.sort_unstable();
     distinct.dedup();
     let phrase_token: Vec<usize> =
         tokens.iter().map(|t| distinct.binary_search(&t.as_str()).unwrap_or(usize::MAX)).collect();
-    let mut instances: Vec<(i64, usize)> = Vec::new();
-    let mut stmt = store
-        .conn()
-        .prepare_cached("SELECT doc FROM temp.engram_memory_postings WHERE term = ?1")
-        .sql("prepare postings")?;
-    for (k, token) in distinct.iter().enumerate() {
-        let mut found = stmt.query([token]).sql("read postings")?;
-        while let Some(row) = found.next().sql("read postings")? {
-            instances.push((row.get(0).sql("read postings")?, k));
+    for token in &distinct {
+        if !cache.postings.contains_key(*token) {
+            let list = postings(store, token)?;
+            cache.make_room(list.len());
+            cache.postings.insert((*token).to_owned(), list);
         }
     }
-    instances.sort_unstable();
+    let lists: Vec<&[(i64, u32)]> =
+        distinct.iter().map(|t| cache.postings.get(*t).map_or(&[][..], Vec::as_slice)).collect();
+    let hits: Vec<i64> = lists.iter().map(|l| l.len() as i64).collect();
+    let mut matches: Vec<(i64, usize, u32)> =
+        lists.iter().enumerate().flat_map(|(k, l)| l.iter().map(move |&(doc, n)| (doc, k, n))).collect();
+    matches.sort_unstable();
     let width = distinct.len();
     let mut docs: Vec<i64> = Vec::new();
     let mut tf: Vec<u32> = Vec::new();
-    let mut hits = vec![0i64; width];
-    for &(doc, k) in &instances {
+    for &(doc, k, n) in &matches {
         if docs.last() != Some(&doc) {
             docs.push(doc);
             tf.resize(tf.len() + width, 0);
         }
         let at = tf.len() - width + k;
-        if tf[at] == 0 {
-            hits[k] += 1;
-        }
-        tf[at] += 1;
+        tf[at] = n;
     }
     let idf: Vec<f64> = phrase_token
         .iter()
@@ -149,13 +265,10 @@ fn try_top(store: &Store, phrases: &[String], limit: usize) -> Result<Option<Vec
         (0..docs.len()).map(|d| (score(freqs(d), f64::from(freqs(d).iter().sum::<u32>())), d)).collect();
     bounded.sort_unstable_by(|a, b| b.0.total_cmp(&a.0));
     let mut best: BinaryHeap<Hit> = BinaryHeap::with_capacity(limit + 1);
-    let mut lengths = store
-        .conn()
-        .prepare_cached("SELECT j.key, d.sz FROM json_each(?1) AS j JOIN memories_fts_docsize AS d ON d.id = j.value")
-        .sql("prepare document lengths")?;
-    // Lengths are read a batch at a time (one statement for many seeks); the
-    // batches grow, as the bounds of later documents are further from their
-    // scores, but only to 64: every length read past the cut-off is wasted.
+    // Lengths not yet cached are read a batch at a time (one statement for
+    // many seeks); the batches grow, as the bounds of later documents are
+    // further from their scores, but only to 64: every length read past the
+    // cut-off is wasted.
     let mut next = 0;
     let mut batch = 16;
     while next < bounded.len() {
@@ -163,32 +276,28 @@ fn try_top(store: &Store, phrases: &[String], limit: usize) -> Result<Option<Vec
             break;
         }
         let end = (next + batch).min(bounded.len());
-        let ids: Vec<i64> = bounded[next..end].iter().map(|&(_, d)| docs[d]).collect();
-        let list = serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into());
-        let mut read = 0;
-        let mut rows = lengths.query([list]).sql("read document lengths")?;
-        while let Some(row) = rows.next().sql("read document lengths")? {
-            let i: i64 = row.get(0).sql("read document lengths")?;
-            let blob = row.get_ref(1).sql("read document lengths")?.as_blob().ok();
-            let (Some(length), Some(&(bound, d))) =
-                (blob.and_then(document_length), usize::try_from(i).ok().and_then(|i| bounded.get(next + i)))
-            else {
+        let missing: Vec<i64> =
+            bounded[next..end].iter().map(|&(_, d)| docs[d]).filter(|doc| !cache.lengths.contains_key(doc)).collect();
+        if !missing.is_empty() {
+            let read = lengths(store, &missing)?;
+            if read.len() != missing.len() {
+                // A match without a length: FTS5 would fail (corrupt index).
                 return Ok(None);
-            };
-            read += 1;
+            }
+            cache.make_room(read.len());
+            cache.lengths.extend(read);
+        }
+        for &(bound, d) in &bounded[next..end] {
             // Any document whose bound cannot reach the worst score kept
             // is left out (the worst kept only improves).
             if best.len() == limit && best.peek().is_some_and(|worst| bound < worst.score) {
                 continue;
             }
+            let Some(&length) = cache.lengths.get(&docs[d]) else { return Ok(None) };
             best.push(Hit { score: score(freqs(d), f64::from(length)), rowid: docs[d] });
             if best.len() > limit {
                 best.pop();
             }
-        }
-        if read != end - next {
-            // A match without a length: FTS5 would fail (corrupt index).
-            return Ok(None);
         }
         next = end;
         batch = (batch * 2).min(64);
@@ -196,6 +305,48 @@ fn try_top(store: &Store, phrases: &[String], limit: usize) -> Result<Option<Vec
     let mut out: Vec<Hit> = best.into_vec();
     out.sort_unstable();
     Ok(Some(out.into_iter().map(|h| (h.rowid, h.score)).collect()))
+}
+
+/// Every document holding `token`, ascending, with the token's count in it.
+fn postings(store: &Store, token: &str) -> Result<Vec<(i64, u32)>> {
+    let mut stmt = store
+        .conn()
+        .prepare_cached("SELECT doc FROM temp.engram_memory_postings WHERE term = ?1")
+        .sql("prepare postings")?;
+    let mut docs: Vec<i64> = Vec::new();
+    let mut found = stmt.query([token]).sql("read postings")?;
+    while let Some(row) = found.next().sql("read postings")? {
+        docs.push(row.get(0).sql("read postings")?);
+    }
+    docs.sort_unstable();
+    let mut out: Vec<(i64, u32)> = Vec::new();
+    for doc in docs {
+        match out.last_mut() {
+            Some((last, n)) if *last == doc => *n += 1,
+            _ => out.push((doc, 1)),
+        }
+    }
+    Ok(out)
+}
+
+/// The lengths of `docs` from `memories_fts_docsize` (a document without a
+/// readable record is left out).
+fn lengths(store: &Store, docs: &[i64]) -> Result<Vec<(i64, u32)>> {
+    let mut stmt = store
+        .conn()
+        .prepare_cached("SELECT d.id, d.sz FROM json_each(?1) AS j JOIN memories_fts_docsize AS d ON d.id = j.value")
+        .sql("prepare document lengths")?;
+    let list = serde_json::to_string(docs).unwrap_or_else(|_| "[]".into());
+    let mut out = Vec::with_capacity(docs.len());
+    let mut rows = stmt.query([list]).sql("read document lengths")?;
+    while let Some(row) = rows.next().sql("read document lengths")? {
+        let doc: i64 = row.get(0).sql("read document lengths")?;
+        let blob = row.get_ref(1).sql("read document lengths")?.as_blob().ok();
+        if let Some(length) = blob.and_then(document_length) {
+            out.push((doc, length));
+        }
+    }
+    Ok(out)
 }
 
 /// A scored document, ordered best first (higher score, then lower rowid):
@@ -228,25 +379,34 @@ impl Eq for Hit {}
 
 /// Each phrase's token as FTS5 reads it in a query, or `None` if one of them
 /// is not exactly one token (FTS5 would match a multi-token phrase by
-/// position, which is not reproduced here).
-fn tokenize(store: &Store, phrases: &[String]) -> Result<Option<Vec<String>>> {
+/// position, which is not reproduced here). Every word's answer is cached.
+fn tokenize(store: &Store, cache: &mut Cache, phrases: &[String]) -> Result<Option<Vec<String>>> {
     let conn = store.conn();
     let Ok(mut insert) = conn.prepare_cached(INSERT_WORDS) else { return Ok(None) };
     // Empty: [`top`] rolls every insert back.
     let list = serde_json::to_string(phrases).unwrap_or_else(|_| "[]".into());
     insert.execute([list]).sql("tokenize words")?;
     let mut stmt = conn.prepare_cached("SELECT doc, term FROM temp.engram_query_tokens").sql("prepare tokens")?;
-    let mut tokens: Vec<Option<String>> = vec![None; phrases.len()];
+    let mut tokens: Vec<Vec<String>> = vec![Vec::new(); phrases.len()];
     let mut rows = stmt.query([]).sql("read tokens")?;
     while let Some(row) = rows.next().sql("read tokens")? {
         let doc: i64 = row.get(0).sql("read tokens")?;
         let term: String = row.get(1).sql("read tokens")?;
         match usize::try_from(doc).ok().and_then(|i| tokens.get_mut(i)) {
-            Some(slot @ None) => *slot = Some(term),
-            _ => return Ok(None),
+            Some(found) => found.push(term),
+            None => return Ok(None),
         }
     }
-    Ok(tokens.into_iter().collect())
+    if cache.words.len() + phrases.len() > CACHE_WORDS {
+        cache.words.clear();
+    }
+    let mut out = Vec::with_capacity(phrases.len());
+    for (word, mut found) in phrases.iter().zip(tokens) {
+        let token = if found.len() == 1 { found.pop() } else { None };
+        cache.words.insert(word.clone(), token.clone());
+        out.extend(token);
+    }
+    Ok((out.len() == phrases.len()).then_some(out))
 }
 
 /// FTS5's statistics record: documents and tokens in the table, as its
@@ -303,7 +463,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::journal::Journal;
-    use crate::memory_ops::{NewMemory, Origin, add};
+    use crate::memory_ops::{MemoryChange, NewMemory, Origin, add, forget, update};
     use crate::paths::Paths;
     use crate::time::Ts;
 
@@ -327,30 +487,61 @@ mod tests {
         for i in 0..120usize {
             let n = 1 + (i * 7) % 13;
             let text: Vec<&str> = (0..n).map(|k| words[(i * 3 + k * k + k) % words.len()]).collect();
-            let new = NewMemory {
-                text: text.join(" "),
-                memory_type: "fact".into(),
-                importance: 0.5,
-                project: None,
-                tags: vec![],
-                pinned: false,
-            };
-            add(&mut j, new, &Origin::user(), Ts(1_000 + i as i64)).unwrap();
+            add(&mut j, memory(&text.join(" ")), &Origin::user(), Ts(1_000 + i as i64)).unwrap();
         }
         let store = j.store();
         let phrases = |w: &[&str]| w.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        for (query, limit) in [
+        let queries = [
             (phrases(&["cache", "caching", "retry"]), 60),
             (phrases(&["worker", "schema", "migrations", "lint"]), 10),
             (phrases(&["queue"]), 200),
             (phrases(&["absent"]), 5),
-        ] {
-            let ours: Vec<(i64, u64)> =
-                top(store, &query, limit).unwrap().into_iter().map(|(r, s)| (r, s.to_bits())).collect();
-            assert_eq!(ours, fts5_top(store, &query, limit), "{query:?}");
+        ];
+        let ours = |store: &Store, query: &[String], limit: usize| -> Vec<(i64, u64)> {
+            top(store, query, limit).unwrap().into_iter().map(|(r, s)| (r, s.to_bits())).collect()
+        };
+        // Cold, then from the cache.
+        for pass in ["cold", "warm"] {
+            for (query, limit) in &queries {
+                assert_eq!(ours(store, query, *limit), fts5_top(store, query, *limit), "{pass} {query:?}");
+            }
         }
-        // "deploy-queue" is two tokens for FTS5 (a phrase): left to FTS5.
-        assert_eq!(top(store, &phrases(&["deploy-queue", "lint"]), 10), None);
+        assert!(!store.bm25_cache().borrow().postings.is_empty(), "the postings were kept");
+        // "deploy-queue" is two tokens for FTS5 (a phrase): left to FTS5, cold and warm.
+        for _ in 0..2 {
+            assert_eq!(top(store, &phrases(&["deploy-queue", "lint"]), 10), None);
+        }
+        // Every change to the index is noticed: an added memory, an edit, a forgotten one.
+        let id = add(&mut j, memory("queue queue worker caching"), &Origin::user(), Ts(5_000)).unwrap();
+        let store = j.store();
+        for (query, limit) in &queries {
+            assert_eq!(ours(store, query, *limit), fts5_top(store, query, *limit), "after an add {query:?}");
+        }
+        let edit = MemoryChange { text: Some("lint lint lint schema".into()), ..Default::default() };
+        update(&mut j, id.as_str(), edit, Ts(6_000)).unwrap();
+        for (query, limit) in &queries {
+            assert_eq!(ours(j.store(), query, *limit), fts5_top(j.store(), query, *limit), "after an edit {query:?}");
+        }
+        forget(&mut j, id.as_str(), None, Ts(7_000)).unwrap();
+        for (query, limit) in &queries {
+            assert_eq!(
+                ours(j.store(), query, *limit),
+                fts5_top(j.store(), query, *limit),
+                "after forgetting {query:?}"
+            );
+        }
+    }
+
+    /// A memory of this text (importance 0.5, no project or tags).
+    fn memory(text: &str) -> NewMemory {
+        NewMemory {
+            text: text.into(),
+            memory_type: "fact".into(),
+            importance: 0.5,
+            project: None,
+            tags: vec![],
+            pinned: false,
+        }
     }
 
     #[test]

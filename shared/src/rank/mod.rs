@@ -17,7 +17,7 @@
 //! earned influence α = 1 and the fused order equals the baseline's, but the
 //! predictor's ranking is still computed and recorded.
 
-mod bm25;
+pub(crate) mod bm25;
 pub mod pool;
 pub mod state;
 pub mod text;

@@ -7,7 +7,9 @@
 //! session's project first). The pool stays bounded (about 100) whatever the
 //! store's size: every query is a top-N on an index.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use foldhash::{HashMap, HashMapExt};
 
 use predictor::features::CandidateSignals;
 use rusqlite::{OptionalExtension, params};

@@ -1,7 +1,9 @@
 //! Text helpers of the ranking pipeline: stop words, the FTS5 query, IDF-weighted
 //! lexical overlap, and a bag-of-words similarity for topic diversity.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use foldhash::HashMap;
 
 /// English function words dropped from queries (they match everything),
 /// in byte order for [`is_stop_word`]'s binary search.
@@ -1010,7 +1012,7 @@ mod tests {
 
     #[test]
     fn fts_query_quotes_and_drops_stop_words() {
-        let df = HashMap::new();
+        let df = HashMap::default();
         assert_eq!(fts_query("Why does the \"auth\" timeout?", &df, 8).unwrap(), "\"auth\" OR \"timeout\"");
         assert_eq!(fts_query("what is it", &df, 8), None);
     }
@@ -1018,7 +1020,7 @@ mod tests {
     #[test]
     fn fts_query_keeps_the_rarest_terms() {
         let df: HashMap<String, u64> =
-            [("common".to_owned(), 900), ("rare".to_owned(), 2), ("mid".to_owned(), 50)].into();
+            [("common".to_owned(), 900), ("rare".to_owned(), 2), ("mid".to_owned(), 50)].into_iter().collect();
         assert_eq!(fts_query("common mid rare", &df, 2).unwrap(), "\"rare\" OR \"mid\"");
     }
 

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 
-use super::{Store, read_applied_lsn};
+use super::{MEMORY_CONTENT_WRITES, Store, read_applied_lsn};
 use crate::error::{Error, Result, SqlContext};
 use crate::event::*;
 use crate::ids::SessionKey;
@@ -570,13 +570,14 @@ impl Projector<'_> {
             .execute(params![rowid, b.content])?;
         self.adjust_terms(&b.content, 1)?;
         self.count("live_memories", 1)?;
+        self.count(MEMORY_CONTENT_WRITES, 1)?;
         if let Some(session) = &b.source_session {
             self.memory_seen(&b.memory_id, session, event.ts)?;
         }
         Ok(())
     }
 
-    /// Adds `delta` to a counter.
+    /// Adds `delta` to a counter (see [`MEMORY_CONTENT_WRITES`]).
     fn count(&self, name: &str, delta: i64) -> Step<()> {
         self.conn
             .prepare_cached(
@@ -628,6 +629,7 @@ impl Projector<'_> {
                 .execute(params![rowid, content])?;
             self.adjust_terms(&old_content, -1)?;
             self.adjust_terms(content, 1)?;
+            self.count(MEMORY_CONTENT_WRITES, 1)?;
             self.conn
                 .prepare_cached("UPDATE memories SET text_terms = ?2 WHERE rowid = ?1")?
                 .execute(params![rowid, MemoryText::of(content).encode()])?;
@@ -685,6 +687,7 @@ impl Projector<'_> {
                 .execute(params![rowid, old_content])?;
             self.adjust_terms(&old_content, -1)?;
             self.count("live_memories", -1)?;
+            self.count(MEMORY_CONTENT_WRITES, 1)?;
         }
         self.conn
             .prepare_cached(

@@ -12,6 +12,7 @@ mod apply;
 mod dump;
 pub mod ingest;
 
+use std::cell::RefCell;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,6 +23,7 @@ pub use apply::{ApplyStats, cap};
 pub use dump::canonical_dump;
 
 use crate::error::{Error, IoContext, Result, SqlContext};
+use crate::rank::bm25::Cache as Bm25Cache;
 use crate::rank::text::{MemoryText, TEXT_VERSION};
 use crate::tape::Lsn;
 
@@ -52,7 +54,15 @@ pub struct Store {
     link: PathBuf,
     /// The file actually open.
     target: PathBuf,
+    /// What the ranking's BM25 has read of `memories_fts` (`rank::bm25`).
+    bm25: RefCell<Bm25Cache>,
 }
+
+/// The counter (`engram_counters`) of writes to memories' content: the apply
+/// adds one in the transaction that adds, edits or forgets a memory's text
+/// (and so writes `memories_fts`), which tells a reader's caches of the
+/// index that it changed.
+pub(crate) const MEMORY_CONTENT_WRITES: &str = "memory_content_writes";
 
 impl Store {
     /// Opens the projection at `path`, creating a first generation (and the
@@ -64,7 +74,7 @@ impl Store {
         configure(&conn, Tuning::Live)?;
         migrate(&conn, &target)?;
         refresh_memory_text(&conn)?;
-        Ok(Store { conn, link: path.to_path_buf(), target })
+        Ok(Store { conn, link: path.to_path_buf(), target, bm25: RefCell::default() })
     }
 
     /// Opens a plain database file (no symlink handling) with the given tuning.
@@ -73,7 +83,13 @@ impl Store {
         configure(&conn, tuning)?;
         migrate(&conn, path)?;
         refresh_memory_text(&conn)?;
-        Ok(Store { conn, link: path.to_path_buf(), target: path.to_path_buf() })
+        Ok(Store { conn, link: path.to_path_buf(), target: path.to_path_buf(), bm25: RefCell::default() })
+    }
+
+    /// The ranking's cache of the full-text index, kept with the connection
+    /// it was read through.
+    pub(crate) fn bm25_cache(&self) -> &RefCell<Bm25Cache> {
+        &self.bm25
     }
 
     /// The SQLite connection, for queries.
