@@ -676,65 +676,66 @@ pub fn blob_to_vector(blob: &[u8]) -> Vec<f32> {
 }
 
 fn load_rows(store: &Store, rowids: &[i64]) -> Result<Vec<PoolMemory>> {
-    // Point lookups: an `IN (json_each(..))` filter lets the planner scan the
-    // whole table through an index on is_deleted instead.
+    // One statement for the whole list, in its order: `json_each` drives the
+    // join (CROSS JOIN fixes the loop order) and each row is a rowid seek.
+    // An `IN (json_each(..))` filter instead lets the planner scan the whole
+    // table through an index on is_deleted; a statement per rowid pays a
+    // reset, a bind and a step for each.
     let mut stmt = store
         .conn()
         .prepare_cached(
             "SELECT m.rowid, m.id, m.content, m.type, m.project, m.tags, m.source_session, m.speaker, m.created_ms,
                     m.deprecated, m.superseded_by, m.pinned, m.importance, m.access_count, m.has_embedding,
                     m.text_terms
-             FROM memories m WHERE m.rowid = ?1 AND m.is_deleted = 0",
+             FROM json_each(?1) AS j CROSS JOIN memories AS m ON m.rowid = j.value
+             WHERE m.is_deleted = 0",
         )
         .sql("prepare pool rows")?;
-    let mut out = Vec::with_capacity(rowids.len());
-    for &rowid in rowids {
-        let row = stmt
-            .query_row([rowid], |r| {
-                let tags: String = r.get(5)?;
-                let deprecated: bool = r.get(9)?;
-                let superseded_by: Option<String> = r.get(10)?;
-                let pinned: bool = r.get(11)?;
-                let importance: f64 = r.get(12)?;
-                let access: i64 = r.get(13)?;
-                let has_embedding: bool = r.get(14)?;
-                let content: String = r.get(2)?;
-                let text = match r.get_ref(15)? {
-                    rusqlite::types::ValueRef::Blob(b) => text::MemoryText::stored_or_of(Some(b), &content),
-                    _ => text::MemoryText::of(&content),
-                };
-                Ok(PoolMemory {
-                    rowid: r.get(0)?,
-                    id: MemoryId(r.get(1)?),
-                    content,
-                    memory_type: r.get(3)?,
-                    project: r.get(4)?,
-                    tags: serde_json::from_str(&tags).unwrap_or_default(),
-                    source_session: r.get(6)?,
-                    speaker: r.get(7)?,
-                    created_ms: r.get(8)?,
-                    superseded: deprecated || superseded_by.is_some(),
-                    pinned,
-                    sources: BTreeSet::new(),
-                    signals: CandidateSignals {
-                        importance: importance as f32,
-                        access_count: u32::try_from(access.max(0)).unwrap_or(u32::MAX),
-                        pinned,
-                        has_embedding,
-                        ..CandidateSignals::default()
-                    },
-                    matched: Vec::new(),
-                    vector_similarity: None,
-                    shown: false,
-                    bag: text.bag,
-                    facts: text.facts,
-                })
-            })
-            .optional()
-            .sql("pool rows")?;
-        out.extend(row);
-    }
-    Ok(out)
+    let list = serde_json::to_string(rowids).unwrap_or_else(|_| "[]".into());
+    let rows = stmt.query_map([list], pool_row).sql("pool rows")?;
+    rows.collect::<rusqlite::Result<Vec<PoolMemory>>>().sql("pool rows")
+}
+
+/// A pool memory from a row of [`load_rows`]'s statement.
+fn pool_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PoolMemory> {
+    let tags: String = r.get(5)?;
+    let deprecated: bool = r.get(9)?;
+    let superseded_by: Option<String> = r.get(10)?;
+    let pinned: bool = r.get(11)?;
+    let importance: f64 = r.get(12)?;
+    let access: i64 = r.get(13)?;
+    let has_embedding: bool = r.get(14)?;
+    let content: String = r.get(2)?;
+    let text = match r.get_ref(15)? {
+        rusqlite::types::ValueRef::Blob(b) => text::MemoryText::stored_or_of(Some(b), &content),
+        _ => text::MemoryText::of(&content),
+    };
+    Ok(PoolMemory {
+        rowid: r.get(0)?,
+        id: MemoryId(r.get(1)?),
+        content,
+        memory_type: r.get(3)?,
+        project: r.get(4)?,
+        tags: serde_json::from_str(&tags).unwrap_or_default(),
+        source_session: r.get(6)?,
+        speaker: r.get(7)?,
+        created_ms: r.get(8)?,
+        superseded: deprecated || superseded_by.is_some(),
+        pinned,
+        sources: BTreeSet::new(),
+        signals: CandidateSignals {
+            importance: importance as f32,
+            access_count: u32::try_from(access.max(0)).unwrap_or(u32::MAX),
+            pinned,
+            has_embedding,
+            ..CandidateSignals::default()
+        },
+        matched: Vec::new(),
+        vector_similarity: None,
+        shown: false,
+        bag: text.bag,
+        facts: text.facts,
+    })
 }
 
 /// Which of `memories` were injected earlier in `session`: one lookup per
@@ -745,35 +746,41 @@ fn shown_in_session(store: &Store, session: Option<&str>, memories: &[PoolMemory
     let Some(session) = session else { return Ok(BTreeSet::new()) };
     let mut stmt = store
         .conn()
-        .prepare_cached("SELECT 1 FROM session_memories WHERE session_key = ?1 AND memory_id = ?2 AND was_injected = 1")
+        .prepare_cached(
+            "SELECT j.value FROM json_each(?2) AS j
+             CROSS JOIN session_memories AS s ON s.session_key = ?1 AND s.memory_id = j.value
+             WHERE s.was_injected = 1",
+        )
         .sql("prepare shown")?;
-    let mut out = BTreeSet::new();
-    for m in memories {
-        if stmt.exists(params![session, m.id.as_str()]).sql("shown")? {
-            out.insert(m.id.as_str().to_owned());
-        }
-    }
-    Ok(out)
+    let rows = stmt.query_map(params![session, memory_ids(memories)], |r| r.get(0)).sql("shown")?;
+    rows.collect::<rusqlite::Result<BTreeSet<String>>>().sql("shown")
 }
 
 /// Sessions each memory was injected in and the sum of its positive labels
-/// (`memory_usage`, kept by triggers: one row per candidate).
+/// (`memory_usage`, kept by the apply: one row per candidate).
 fn usage_history(store: &Store, memories: &[PoolMemory]) -> Result<HashMap<MemoryId, (u32, f32)>> {
     let mut stmt = store
         .conn()
-        .prepare_cached("SELECT sessions_injected, MAX(useful, 0) FROM memory_usage WHERE memory_id = ?1")
+        .prepare_cached(
+            "SELECT j.value, u.sessions_injected, MAX(u.useful, 0) FROM json_each(?1) AS j
+             CROSS JOIN memory_usage AS u ON u.memory_id = j.value",
+        )
         .sql("prepare usage history")?;
-    let mut out = HashMap::with_capacity(memories.len());
-    for m in memories {
-        let row = stmt
-            .query_row([m.id.as_str()], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?)))
-            .optional()
-            .sql("usage history")?;
-        if let Some((injected, useful)) = row {
-            out.insert(m.id.clone(), (u32::try_from(injected.max(0)).unwrap_or(u32::MAX), useful as f32));
-        }
-    }
-    Ok(out)
+    let rows = stmt
+        .query_map([memory_ids(memories)], |r| {
+            let (injected, useful): (i64, f64) = (r.get(1)?, r.get(2)?);
+            Ok((MemoryId(r.get(0)?), (u32::try_from(injected.max(0)).unwrap_or(u32::MAX), useful as f32)))
+        })
+        .sql("usage history")?;
+    rows.collect::<rusqlite::Result<HashMap<MemoryId, (u32, f32)>>>().sql("usage history")
+}
+
+/// The ids of `memories` as a JSON array, for a `json_each` join: one
+/// statement seeks them all (a statement per memory paid a reset, a bind
+/// and a step each).
+fn memory_ids(memories: &[PoolMemory]) -> String {
+    let ids: Vec<&str> = memories.iter().map(|m| m.id.as_str()).collect();
+    serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into())
 }
 
 /// FTS5 BM25 over all live memories for `text` (every non-stop word OR-ed, no
