@@ -73,7 +73,7 @@ impl Store {
         let conn = Connection::open(&target).sql(&format!("open {}", target.display()))?;
         configure(&conn, Tuning::Live)?;
         migrate(&conn, &target)?;
-        refresh_memory_text(&conn)?;
+        refresh_memory_text_or_warn(&conn);
         Ok(Store { conn, link: path.to_path_buf(), target, bm25: RefCell::default() })
     }
 
@@ -82,7 +82,7 @@ impl Store {
         let conn = Connection::open(path).sql(&format!("open {}", path.display()))?;
         configure(&conn, tuning)?;
         migrate(&conn, path)?;
-        refresh_memory_text(&conn)?;
+        refresh_memory_text_or_warn(&conn);
         Ok(Store { conn, link: path.to_path_buf(), target: path.to_path_buf(), bm25: RefCell::default() })
     }
 
@@ -268,6 +268,15 @@ fn migrate(conn: &Connection, path: &Path) -> Result<u32> {
             let _ = conn.execute_batch("ROLLBACK");
             Err(e)
         }
+    }
+}
+
+/// [`refresh_memory_text`], logging a failure (a read-only file, a lock
+/// held too long) instead of refusing the store: readers analyse what is
+/// not stored, so only speed depends on it.
+fn refresh_memory_text_or_warn(conn: &Connection) {
+    if let Err(e) = refresh_memory_text(conn) {
+        tracing::warn!(error = %e, "could not store the memories' analysed text; rankings will analyse it");
     }
 }
 
