@@ -119,7 +119,7 @@ fn tokenize_then_top(store: &Store, cache: &mut Cache, phrases: &[String], limit
 }
 
 /// What a [`Store`] remembers of FTS5 between rankings (see the module docs).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Cache {
     /// Each query word's token, `None` when FTS5 does not read it as exactly one.
     words: HashMap<String, Option<String>>,
@@ -131,8 +131,24 @@ pub(crate) struct Cache {
     postings: HashMap<String, Vec<(i64, u32)>>,
     /// Each document's length in tokens.
     lengths: HashMap<i64, u32>,
-    /// Postings and lengths held, against [`CACHE_ENTRIES`].
+    /// Postings and lengths held, against `capacity`.
     entries: usize,
+    /// Postings and lengths held before the least needed are dropped ([`CACHE_ENTRIES`]).
+    capacity: usize,
+}
+
+impl Default for Cache {
+    fn default() -> Cache {
+        Cache {
+            words: HashMap::default(),
+            version: None,
+            totals: None,
+            postings: HashMap::default(),
+            lengths: HashMap::default(),
+            entries: 0,
+            capacity: CACHE_ENTRIES,
+        }
+    }
 }
 
 /// Postings and document lengths a [`Cache`] holds before it is emptied
@@ -157,12 +173,14 @@ impl Cache {
         self.entries = 0;
     }
 
-    /// Counts `n` new entries, emptying the index's part first when they would not fit.
-    fn make_room(&mut self, n: usize) {
-        if self.entries + n > CACHE_ENTRIES {
-            let version = self.version.take();
-            self.forget_index();
-            self.version = version;
+    /// Counts `n` new entries. When they would not fit, the lengths and
+    /// every token's postings but those of `keep` (the ranking in hand still
+    /// reads them) are dropped first.
+    fn make_room(&mut self, n: usize, keep: &[&str]) {
+        if self.entries + n > self.capacity {
+            self.lengths.clear();
+            self.postings.retain(|token, _| keep.contains(&token.as_str()));
+            self.entries = self.postings.values().map(Vec::len).sum();
         }
         self.entries += n;
     }
@@ -221,7 +239,7 @@ fn try_top(store: &Store, cache: &mut Cache, tokens: Vec<String>, limit: usize) 
     for token in &distinct {
         if !cache.postings.contains_key(*token) {
             let list = postings(store, token)?;
-            cache.make_room(list.len());
+            cache.make_room(list.len(), &distinct);
             cache.postings.insert((*token).to_owned(), list);
         }
     }
@@ -284,7 +302,7 @@ fn try_top(store: &Store, cache: &mut Cache, tokens: Vec<String>, limit: usize) 
                 // A match without a length: FTS5 would fail (corrupt index).
                 return Ok(None);
             }
-            cache.make_room(read.len());
+            cache.make_room(read.len(), &distinct);
             cache.lengths.extend(read);
         }
         for &(bound, d) in &bounded[next..end] {
@@ -507,6 +525,16 @@ mod tests {
             }
         }
         assert!(!store.bm25_cache().borrow().postings.is_empty(), "the postings were kept");
+        // A cache too small for one query's postings still gives FTS5's answers.
+        for capacity in [1, 40, 400] {
+            *store.bm25_cache().borrow_mut() = Cache { capacity, ..Cache::default() };
+            for pass in ["cold", "warm"] {
+                for (query, limit) in &queries {
+                    let found = ours(store, query, *limit);
+                    assert_eq!(found, fts5_top(store, query, *limit), "capacity {capacity}, {pass} {query:?}");
+                }
+            }
+        }
         // "deploy-queue" is two tokens for FTS5 (a phrase): left to FTS5, cold and warm.
         for _ in 0..2 {
             assert_eq!(top(store, &phrases(&["deploy-queue", "lint"]), 10), None);
