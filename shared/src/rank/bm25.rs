@@ -26,8 +26,8 @@
 //! each query word (FTS5's tokenizer does not depend on the index), and the
 //! postings of each token, the length of each document and the statistics
 //! record, all three valid only while the index is unchanged. Every ranking
-//! first reads what identifies the index's content ([`index_version`]: two
-//! point lookups, in its read snapshot), and when it differs from what the
+//! first reads what identifies the index's content ([`index_version`]: one
+//! statement, two point lookups, in its read snapshot), and when it differs from what the
 //! cache was read under, the index's part of the cache is emptied. Scores
 //! are computed from cached data exactly as from fresh data, so a ranking
 //! is the same warm or cold.
@@ -199,18 +199,15 @@ fn cached_tokens(cache: &Cache, phrases: &[String]) -> Option<Option<Vec<String>
 /// segment and write counter whenever anything is flushed to the index).
 /// `None` when FTS5 has no structure record.
 fn index_version(store: &Store) -> Result<Option<(i64, Vec<u8>)>> {
-    let writes: i64 = store
+    let (writes, structure): (Option<i64>, Option<Vec<u8>>) = store
         .conn()
-        .prepare_cached("SELECT value FROM engram_counters WHERE name = ?1")
-        .and_then(|mut s| s.query_row([MEMORY_CONTENT_WRITES], |r| r.get(0)).optional())
-        .sql("read the content writes")?
-        .unwrap_or(0);
-    let structure: Option<Vec<u8>> = store
-        .conn()
-        .prepare_cached("SELECT block FROM memories_fts_data WHERE id = 10")
-        .and_then(|mut s| s.query_row([], |r| r.get(0)).optional())
-        .sql("read the FTS5 structure")?;
-    Ok(structure.map(|s| (writes, s)))
+        .prepare_cached(
+            "SELECT (SELECT value FROM engram_counters WHERE name = ?1),
+                    (SELECT block FROM memories_fts_data WHERE id = 10)",
+        )
+        .and_then(|mut s| s.query_row([MEMORY_CONTENT_WRITES], |r| Ok((r.get(0)?, r.get(1)?))))
+        .sql("read the index version")?;
+    Ok(structure.map(|s| (writes.unwrap_or(0), s)))
 }
 
 fn try_top(store: &Store, cache: &mut Cache, tokens: Vec<String>, limit: usize) -> Result<Top> {

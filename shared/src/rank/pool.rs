@@ -406,8 +406,9 @@ fn finish(
 ) -> Result<Pool> {
     let bm25: HashMap<i64, (f32, u32)> =
         hits.iter().enumerate().map(|(i, (rowid, s))| (*rowid, (*s, i as u32 + 1))).collect();
-    let shown = shown_in_session(store, q.session, &memories)?;
-    let history = usage_history(store, &memories)?;
+    let ids = memory_ids(&memories);
+    let shown = shown_in_session(store, q.session, &ids)?;
+    let history = usage_history(store, &ids)?;
     let query_tag_terms: BTreeSet<&str> = info.query_terms.iter().map(|t| t.text.as_str()).collect();
     // The best and second-best normalised hit per source session, to score
     // each memory by the *other* hits of its session.
@@ -706,10 +707,7 @@ fn pool_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PoolMemory> {
     let access: i64 = r.get(13)?;
     let has_embedding: bool = r.get(14)?;
     let content: String = r.get(2)?;
-    let text = match r.get_ref(15)? {
-        rusqlite::types::ValueRef::Blob(b) => text::MemoryText::stored_or_of(Some(b), &content),
-        _ => text::MemoryText::of(&content),
-    };
+    let text = text::MemoryText::stored_or_of(r.get_ref(15)?.as_blob().ok(), &content);
     Ok(PoolMemory {
         rowid: r.get(0)?,
         id: MemoryId(r.get(1)?),
@@ -738,11 +736,11 @@ fn pool_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PoolMemory> {
     })
 }
 
-/// Which of `memories` were injected earlier in `session`: one lookup per
-/// pool memory on the (session, memory) key, rather than reading every
-/// memory the session was ever shown (hundreds in a long session, read row
-/// by row through the table for `was_injected`).
-fn shown_in_session(store: &Store, session: Option<&str>, memories: &[PoolMemory]) -> Result<BTreeSet<String>> {
+/// Which of the memories `ids` (a JSON array, [`memory_ids`]) were injected
+/// earlier in `session`: one key seek per pool memory on (session, memory),
+/// rather than reading every memory the session was ever shown (hundreds in
+/// a long session, read row by row through the table for `was_injected`).
+fn shown_in_session(store: &Store, session: Option<&str>, ids: &str) -> Result<BTreeSet<String>> {
     let Some(session) = session else { return Ok(BTreeSet::new()) };
     let mut stmt = store
         .conn()
@@ -752,13 +750,14 @@ fn shown_in_session(store: &Store, session: Option<&str>, memories: &[PoolMemory
              WHERE s.was_injected = 1",
         )
         .sql("prepare shown")?;
-    let rows = stmt.query_map(params![session, memory_ids(memories)], |r| r.get(0)).sql("shown")?;
+    let rows = stmt.query_map(params![session, ids], |r| r.get(0)).sql("shown")?;
     rows.collect::<rusqlite::Result<BTreeSet<String>>>().sql("shown")
 }
 
-/// Sessions each memory was injected in and the sum of its positive labels
-/// (`memory_usage`, kept by the apply: one row per candidate).
-fn usage_history(store: &Store, memories: &[PoolMemory]) -> Result<HashMap<MemoryId, (u32, f32)>> {
+/// Sessions each of the memories `ids` (a JSON array, [`memory_ids`]) was
+/// injected in and the sum of its positive labels (`memory_usage`, kept by
+/// the apply: one row per candidate).
+fn usage_history(store: &Store, ids: &str) -> Result<HashMap<MemoryId, (u32, f32)>> {
     let mut stmt = store
         .conn()
         .prepare_cached(
@@ -767,7 +766,7 @@ fn usage_history(store: &Store, memories: &[PoolMemory]) -> Result<HashMap<Memor
         )
         .sql("prepare usage history")?;
     let rows = stmt
-        .query_map([memory_ids(memories)], |r| {
+        .query_map([ids], |r| {
             let (injected, useful): (i64, f64) = (r.get(1)?, r.get(2)?);
             Ok((MemoryId(r.get(0)?), (u32::try_from(injected.max(0)).unwrap_or(u32::MAX), useful as f32)))
         })
