@@ -4,6 +4,6 @@
 -- `shared::rank::text::MemoryText::encode`. The apply writes it with the
 -- content, so a ranking never tokenizes the memories it reads. NULL (rows
 -- of an older schema) or another analysis version means "analyse the
--- content": the store's writer refills the column when it opens (see
+-- content": a connection opening the store refills the column (see
 -- `engram_state.text_version`).
 ALTER TABLE memories ADD COLUMN text_terms BLOB;

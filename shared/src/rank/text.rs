@@ -271,7 +271,7 @@ fn is_time_word(w: &str) -> bool {
         return true;
     }
     if w.len() == 4 && w.bytes().all(|b| b.is_ascii_digit()) {
-        return matches!(&w[..2], "19" | "20");
+        return year_of(w).is_some();
     }
     if let Some((h, m)) = w.split_once(':') {
         return !h.is_empty()
