@@ -27,15 +27,16 @@ use crate::rank::bm25::Cache as Bm25Cache;
 use crate::rank::text::{MemoryText, TEXT_VERSION};
 use crate::tape::Lsn;
 
-/// The numbered migrations, applied in order. Each is a file in `migrations/`.
+/// The numbered migrations, applied in order of version. Each is a file in
+/// `migrations/`; versions increase down the list (gaps are allowed).
 const MIGRATIONS: &[(u32, &str, &str)] = &[
     (1, "initial", include_str!("../../../migrations/0001_initial.sql")),
     (2, "memory_usage", include_str!("../../../migrations/0002_memory_usage.sql")),
     (3, "memory_text", include_str!("../../../migrations/0003_memory_text.sql")),
 ];
 
-/// The newest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+/// The newest schema version this build knows: the last migration's.
+pub const SCHEMA_VERSION: u32 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 
 /// How a connection is tuned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -251,7 +252,14 @@ fn migrate(conn: &Connection, path: &Path) -> Result<u32> {
             "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL)",
         )
         .sql("create schema_migrations")?;
-        for (v, name, sql) in MIGRATIONS.iter().filter(|(v, _, _)| *v > found) {
+        // Every migration not recorded yet, so one that reached the list
+        // below a version already applied (branches merged out of order) runs too.
+        let applied: Vec<u32> = {
+            let mut stmt = conn.prepare("SELECT version FROM schema_migrations").sql("read schema_migrations")?;
+            let rows = stmt.query_map([], |r| r.get(0)).sql("read schema_migrations")?;
+            rows.collect::<rusqlite::Result<_>>().sql("read schema_migrations")?
+        };
+        for (v, name, sql) in MIGRATIONS.iter().filter(|(v, _, _)| !applied.contains(v)) {
             conn.execute_batch(sql).sql(&format!("apply migration {v:04}_{name}"))?;
             conn.execute("INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)", rusqlite::params![v, name])
                 .sql("record migration")?;
