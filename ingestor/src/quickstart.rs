@@ -214,16 +214,7 @@ pub fn run(
             config,
             serving,
             &tz,
-            &ServeRequest {
-                trigger: trigger::PROMPT,
-                query: prompt,
-                session: None,
-                project: Some(&s.project),
-                now,
-                status_line: false,
-                explore_draw: 1.0,
-                unapplied: &[],
-            },
+            &ServeRequest { project: Some(&s.project), ..ServeRequest::new(trigger::PROMPT, prompt, now) },
         )
         .context("preview a prompt")?;
         o.line("")?;
@@ -368,14 +359,9 @@ fn ingest_demo(
                         None,
                         &tz,
                         &ServeRequest {
-                            trigger: trig,
-                            query: &query,
                             session: Some(&session),
                             project: Some(&s.project),
-                            now: at,
-                            status_line: trig == trigger::SESSION_START,
-                            explore_draw: 1.0,
-                            unapplied: &[],
+                            ..ServeRequest::new(trig, &query, at)
                         },
                     )
                     .context("serve a demo ranking")?;

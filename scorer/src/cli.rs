@@ -87,16 +87,7 @@ pub fn context(
                 &config,
                 serving,
                 &tz,
-                &ServeRequest {
-                    trigger: trigger::PROMPT,
-                    query: &prompt,
-                    session: None,
-                    project: project.as_deref(),
-                    now,
-                    status_line: false,
-                    explore_draw: 1.0,
-                    unapplied: &[],
-                },
+                &ServeRequest { project: project.as_deref(), ..ServeRequest::new(trigger::PROMPT, &prompt, now) },
             )?;
             Preview::new(&served, trigger::PROMPT, &prompt, None, NEXT_BEST)
         }

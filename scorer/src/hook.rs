@@ -41,7 +41,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use shared::config::Config;
-use shared::event::{Body, Event, FtsHits, SessionStarted, trigger};
+use shared::event::{Body, Event, FtsHits, Meta, SessionStarted, context_reset, trigger};
 use shared::hook::{HookEvent, HookInput};
 use shared::injection::{self, ServeRequest, SessionContext};
 use shared::journal::Journal;
@@ -117,14 +117,21 @@ pub fn run(
         tracing::warn!(error = %e, "invalid configuration; using the defaults");
         Config::default()
     });
-    let (trigger, query, branch) = match event {
-        HookEvent::SessionStart => (trigger::SESSION_START, None, input.cwd.as_deref().map(Path::new)),
+    // A session start on an emptied context: a compaction, or a clear.
+    let restart = event == HookEvent::SessionStart && matches!(input.source.as_deref(), Some("compact" | "clear"));
+    let (trigger, query, branch, read_only) = match event {
+        HookEvent::SessionStart => (trigger::SESSION_START, None, input.cwd.as_deref().map(Path::new), false),
         HookEvent::UserPromptSubmit => match input.prompt.as_deref().map(str::trim) {
-            Some(p) if !p.is_empty() => (trigger::PROMPT, Some(p.to_owned()), None),
+            Some(p) if !p.is_empty() => (trigger::PROMPT, Some(p.to_owned()), None, false),
             _ => return Ok(HookOutcome::default()),
         },
         HookEvent::PreToolUse => match input.tool_name.as_deref() {
-            Some(t) if !skipped_tool(t) => (trigger::TOOL, Some(injection::tool_query(t, &input.tool_input)), None),
+            Some(t) if !skipped_tool(t) => (
+                trigger::TOOL,
+                Some(injection::tool_query(t, &input.tool_input)),
+                None,
+                injection::read_only_tool(t, &input.tool_input),
+            ),
             _ => return Ok(HookOutcome::default()),
         },
         _ => unreachable!("checked above"),
@@ -136,20 +143,31 @@ pub fn run(
     let store = Store::open(&paths.db())?;
     shared::hook::tune_connection(store.conn());
     phases.lap("open");
-    // Read before the ranking's snapshot: see `shared::hook::pending_rankings`.
-    let pending = shared::hook::pending_rankings(paths)?;
+    // Read before the ranking's snapshot: see `shared::hook::pending`.
+    let pending = shared::hook::pending(paths)?;
+    // Just before this hook's own ranking, so that what it injects is in the new context.
+    let own_reset = restart.then_some(now.0 - 1);
+    let context_reset_ms = pending.reset_of(session.as_ref()).max(own_reset);
     phases.lap("pending");
     let query = match query {
         Some(q) => q,
-        None => {
-            SessionContext::load(&store, project.clone(), input.cwd.clone(), branch.clone(), session.as_ref())?.query()
-        }
+        None => match (&session, restart) {
+            (Some(key), true) => {
+                SessionContext::load_restart(&store, project.clone(), input.cwd.clone(), branch.clone(), key)?.query()
+            }
+            _ => SessionContext::load(&store, project.clone(), input.cwd.clone(), branch.clone(), session.as_ref())?
+                .query(),
+        },
     };
     let model = injection::load_model(paths).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "cannot load the serving model; ranking with the baseline only");
         None
     });
     let tz = injection::time_zone(&config);
+    let status_line = event == HookEvent::SessionStart && {
+        let state = shared::rank::PredictorState::load(&store, &config.predictor)?;
+        injection::status_is_news(&store, &state, session.as_ref())?
+    };
     phases.lap("query+model");
     let served = injection::serve(
         &store,
@@ -162,9 +180,12 @@ pub fn run(
             session: session.as_ref(),
             project: project.as_deref(),
             now,
-            status_line: event == HookEvent::SessionStart,
+            status_line,
             explore_draw: rand::random::<f32>(),
-            unapplied: &pending,
+            unapplied: &pending.rankings,
+            context_reset_ms,
+            restart,
+            read_only,
         },
     )?;
     phases.lap("rank");
@@ -187,6 +208,18 @@ pub fn run(
                 model: input.model.clone(),
                 source_path: input.transcript_path.clone(),
                 ..SessionStarted::default()
+            }),
+        ));
+    }
+    if let (Some(at), Some(key)) = (own_reset, &session) {
+        events.push(Event::new(
+            Ts(at),
+            &writer,
+            Some(key.clone()),
+            Body::Meta(Meta {
+                label: context_reset::CONTEXT_RESET.to_owned(),
+                text: input.source.clone(),
+                ..Meta::default()
             }),
         ));
     }

@@ -131,6 +131,7 @@ pub fn search(
         budget_chars: usize::MAX,
         require_match: true,
         explore_draw: 1.0,
+        context_reset_ms: None,
     };
     let mut ranking = rank::rank(store, config, model, &req)?;
     let chosen: Vec<usize> =

@@ -18,6 +18,7 @@ pub mod paths;
 pub mod rank;
 pub mod redact;
 pub mod rpc;
+pub mod shell;
 pub mod shutdown;
 pub mod store;
 pub mod tape;

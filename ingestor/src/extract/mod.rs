@@ -377,7 +377,8 @@ pub fn candidates(events: &[Event]) -> Vec<Candidate> {
             continue;
         }
         if let Some(expl) = explanation(events, o.at, &skip, Some(&err), &seg) {
-            let text = join(&format!("`{}` fails with \"{}\"", short(&seg, 80), err.trim_end_matches('.')), &expl, ": ");
+            let text =
+                join(&format!("`{}` fails with \"{}\"", short(&seg, 80), err.trim_end_matches('.')), &expl, ": ");
             let importance = if named_error(&err) { 0.6 } else { 0.5 };
             maker.make(&text, memory_type::GOTCHA, importance, Some(&o.tool), &events[o.at]);
         }
