@@ -93,13 +93,14 @@ impl Binaries {
 }
 
 /// One memory as `engram-ingestor memory list --json` lists it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ListedMemory {
     /// Its id.
     pub id: String,
     /// Its text.
     pub content: String,
     /// Its type.
+    #[serde(rename = "type")]
     pub memory_type: String,
     /// Its project, if any.
     pub project: Option<String>,

@@ -134,6 +134,9 @@ pub struct Measures {
     pub noisy: Vec<Noise>,
     /// Planted lessons never seen in a listing.
     pub not_extracted: Vec<String>,
+    /// Per lesson, the injected lines that counted as stating it where it
+    /// was needed (to audit the judge).
+    pub evidence: BTreeMap<String, Vec<String>>,
 }
 
 impl Measures {
@@ -173,7 +176,7 @@ pub fn judge(s: &Scenario, t: &Trace) -> Measures {
         for text in &e.injected {
             for line in text.lines() {
                 for l in s.lessons.values() {
-                    if !l.scope.allows(&e.project) && states(&l.terms, line) {
+                    if !l.scope.allows(&e.project) && l.stated_by(line) {
                         m.leaks.push(Leak {
                             line: e.line,
                             session: e.session.clone(),
@@ -195,7 +198,7 @@ pub fn judge(s: &Scenario, t: &Trace) -> Measures {
                 .injected
                 .iter()
                 .flat_map(|x| memory_lines(x))
-                .filter(|line| !global.iter().any(|g| states(&g.terms, line)))
+                .filter(|line| !global.iter().any(|g| g.stated_by(line)))
                 .map(str::to_owned)
                 .collect();
             m.noise.add(!items.is_empty());
@@ -206,7 +209,15 @@ pub fn judge(s: &Scenario, t: &Trace) -> Measures {
         }
         for id in needs {
             let Some(lesson) = s.lessons.get(id) else { continue };
-            let hit = window.iter().any(|line| states(&lesson.terms, line));
+            let evidence = window.iter().find(|line| lesson.stated_by(line));
+            let hit = evidence.is_some();
+            if let Some(line) = evidence {
+                let lines = m.evidence.entry(id.clone()).or_default();
+                let line = line.trim().to_owned();
+                if !lines.contains(&line) {
+                    lines.push(line);
+                }
+            }
             m.recall.add(hit);
             m.recall_by_moment.entry(e.moment.to_owned()).or_default().add(hit);
             m.recall_by_kind.entry(lesson.kind.clone()).or_default().add(hit);
@@ -236,10 +247,10 @@ pub fn judge(s: &Scenario, t: &Trace) -> Measures {
         let lesson = &s.lessons[&f.lesson];
         let relisted = t.snapshots[f.after_snapshots.min(t.snapshots.len())..]
             .iter()
-            .any(|sn| sn.memories.iter().any(|mem| states(&lesson.terms, &mem.content)));
+            .any(|sn| sn.memories.iter().any(|mem| lesson.stated_by(&mem.content)));
         let reinjected = t.events[f.after_events.min(t.events.len())..]
             .iter()
-            .any(|e| e.injected.iter().flat_map(|x| x.lines()).any(|line| states(&lesson.terms, line)));
+            .any(|e| e.injected.iter().flat_map(|x| x.lines()).any(|line| lesson.stated_by(line)));
         m.forgets_durable.add(!relisted && !reinjected);
     }
     // Extraction coverage: per lesson, a listing after a session it was
@@ -257,7 +268,7 @@ pub fn judge(s: &Scenario, t: &Trace) -> Measures {
         let found = first_end.is_some_and(|i| {
             t.snapshots[i..forgotten_at.clamp(i, t.snapshots.len())]
                 .iter()
-                .any(|sn| sn.memories.iter().any(|mem| states(&lesson.terms, &mem.content)))
+                .any(|sn| sn.memories.iter().any(|mem| lesson.stated_by(&mem.content)))
         });
         m.extraction.add(found);
         if !found {
@@ -287,6 +298,7 @@ mod tests {
             scope,
             say: terms.join(" "),
             terms: terms.iter().map(|t| Term(vec![t.to_string()])).collect(),
+            unless: vec![],
         }
     }
 

@@ -28,29 +28,34 @@ pub use crate::driver::{Error, Result};
 use script::{Event, Line, Outcome, Step};
 
 /// A term a lesson's statement must contain: one of its alternatives
-/// (`a|b`), matched case-insensitively at the start of a word.
+/// (`a|b`), matched case-insensitively at the start of a word; an
+/// alternative written `=word` must be a whole word (`=uv` is not `uvicorn`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Term(pub Vec<String>);
 
 impl Term {
     fn parse(s: &str) -> Term {
-        Term(s.split('|').map(|a| a.trim().to_lowercase()).filter(|a| !a.is_empty()).collect())
+        Term(s.split('|').map(|a| a.trim().to_lowercase()).filter(|a| !a.is_empty() && a != "=").collect())
     }
 
-    /// Whether `lower` (already lower-cased) contains one of the alternatives
-    /// at a word start.
+    /// Whether `lower` (already lower-cased) contains one of the alternatives.
     pub fn found_in(&self, lower: &str) -> bool {
-        self.0.iter().any(|alt| word_start_find(lower, alt))
+        self.0.iter().any(|alt| match alt.strip_prefix('=') {
+            Some(word) => word_find(lower, word, true),
+            None => word_find(lower, alt, false),
+        })
     }
 }
 
 /// Whether `needle` occurs in `hay` where the character before it is not
-/// alphanumeric (or at the start).
-fn word_start_find(hay: &str, needle: &str) -> bool {
+/// alphanumeric (or at the start), and with `whole`, neither is the one after.
+fn word_find(hay: &str, needle: &str, whole: bool) -> bool {
+    let boundary = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
     let mut from = 0;
     while let Some(i) = hay[from..].find(needle) {
         let at = from + i;
-        if hay[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric()) {
+        let end = at + needle.len();
+        if boundary(hay[..at].chars().next_back()) && (!whole || boundary(hay[end..].chars().next())) {
             return true;
         }
         from = at + needle.len().max(1);
@@ -99,6 +104,19 @@ pub struct Lesson {
     pub say: String,
     /// The terms any statement of it contains.
     pub terms: Vec<Term>,
+    /// Terms of lines that only look like it (an error message quoting the
+    /// fix's words): a line holding one of them does not state the lesson.
+    pub unless: Vec<Term>,
+}
+
+impl Lesson {
+    /// Whether `text` (one line of context, or one memory) states the lesson.
+    pub fn stated_by(&self, text: &str) -> bool {
+        states(&self.terms, text) && {
+            let lower = text.to_lowercase();
+            !self.unless.iter().any(|t| t.found_in(&lower))
+        }
+    }
 }
 
 /// Something that must not become a memory (a retry credited as the fix, a
@@ -190,6 +208,8 @@ struct LessonDoc {
     scope: Option<ScopeDoc>,
     say: String,
     terms: Vec<String>,
+    #[serde(default)]
+    unless: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -326,7 +346,8 @@ pub fn parse(name: &str, text: &str, templates: &Templates) -> Result<Scenario> 
             Some(ScopeDoc::List(list)) => Scope::Projects(list.into_iter().collect()),
         };
         let terms: Vec<Term> = l.terms.iter().map(|t| Term::parse(t)).collect();
-        lessons.insert(id.clone(), Lesson { id, kind: l.kind, scope, say: l.say, terms });
+        let unless: Vec<Term> = l.unless.iter().map(|t| Term::parse(t)).collect();
+        lessons.insert(id.clone(), Lesson { id, kind: l.kind, scope, say: l.say, terms, unless });
     }
     let traps = doc
         .traps
@@ -414,16 +435,16 @@ fn check(s: &Scenario, planted: &BTreeMap<String, Vec<(String, String)>>) -> Res
         if l.terms.is_empty() {
             return Err(err!("lesson {id}: no terms"));
         }
-        if !states(&l.terms, &l.say) {
-            return Err(err!("lesson {id}: its own statement does not contain its terms"));
+        if !l.stated_by(&l.say) {
+            return Err(err!("lesson {id}: its own statement does not contain its terms (or holds an `unless` term)"));
         }
         for (other_id, other) in &s.lessons {
-            if other_id != id && states(&l.terms, &other.say) {
+            if other_id != id && l.stated_by(&other.say) {
                 return Err(err!("lesson {id}: its terms also match lesson {other_id}'s statement"));
             }
         }
         for (tid, t) in &s.traps {
-            if states(&l.terms, &t.say) {
+            if l.stated_by(&t.say) {
                 return Err(err!("lesson {id}: its terms also match trap {tid}'s statement"));
             }
         }
@@ -461,8 +482,9 @@ fn check(s: &Scenario, planted: &BTreeMap<String, Vec<(String, String)>>) -> Res
 fn check_script(s: &Scenario) -> Result<()> {
     let mut sessions: BTreeMap<&str, bool> = BTreeMap::new(); // name → ended
     let mut open: Option<&str> = None;
-    // Per session: labelled events, unlabelled events, explicit start.
-    let mut labelled: BTreeMap<&str, (usize, usize, bool)> = BTreeMap::new();
+    // Per session opening (a session, or a resume of it): its name, labelled
+    // events, unlabelled events, an explicit start.
+    let mut labelled: Vec<(&str, usize, usize, bool)> = Vec::new();
     let mut planted_before: BTreeSet<&str> = BTreeSet::new();
     let known = |id: &str, no: usize| -> Result<()> {
         if s.lessons.contains_key(id) { Ok(()) } else { Err(err!("script line {no}: unknown lesson {id:?}")) }
@@ -470,9 +492,19 @@ fn check_script(s: &Scenario) -> Result<()> {
     for l in &s.script {
         let no = l.no;
         match &l.step {
-            Step::Session { name, project, .. } => {
+            Step::Session { name, project, worktree, .. } => {
                 if open.is_some() {
                     return Err(err!("script line {no}: `end` the open session first"));
+                }
+                if let Some(w) = worktree {
+                    let has = s
+                        .projects
+                        .get(project)
+                        .and_then(|p| p.spec.git.as_ref())
+                        .is_some_and(|g| g.worktrees.contains_key(w));
+                    if !has {
+                        return Err(err!("script line {no}: {w} is not a worktree of project {project}"));
+                    }
                 }
                 if sessions.insert(name, false).is_some() {
                     return Err(err!("script line {no}: session {name} already exists"));
@@ -481,8 +513,10 @@ fn check_script(s: &Scenario) -> Result<()> {
                     return Err(err!("script line {no}: unknown project {project}"));
                 }
                 open = Some(name);
+                labelled.push((name, 0, 0, false));
             }
             Step::Resume(name) => {
+                labelled.push((name, 0, 0, false));
                 if open.is_some() {
                     return Err(err!("script line {no}: `end` the open session first"));
                 }
@@ -522,14 +556,14 @@ fn check_script(s: &Scenario) -> Result<()> {
                 }
             }
             Step::Event { needs, event } => {
-                let name = open.ok_or_else(|| err!("script line {no}: an event outside a session"))?;
-                let entry = labelled.entry(name).or_default();
-                if matches!(event, Event::Start(_)) {
-                    entry.2 = true;
+                open.ok_or_else(|| err!("script line {no}: an event outside a session"))?;
+                let Some(entry) = labelled.last_mut() else { return Err(err!("script line {no}: no session")) };
+                if matches!(event, Event::Start(_) | Event::Resume) {
+                    entry.3 = true;
                 }
                 match needs {
                     Some(ids) => {
-                        entry.0 += 1;
+                        entry.1 += 1;
                         for id in ids {
                             known(id, no)?;
                             if !planted_before.contains(id.as_str()) {
@@ -537,7 +571,7 @@ fn check_script(s: &Scenario) -> Result<()> {
                             }
                         }
                     }
-                    None => entry.1 += 1,
+                    None => entry.2 += 1,
                 }
             }
         }
@@ -545,7 +579,7 @@ fn check_script(s: &Scenario) -> Result<()> {
     if let Some(name) = open {
         return Err(err!("session {name} is never ended"));
     }
-    for (name, (with, without, start)) in labelled {
+    for (name, with, without, start) in labelled {
         if with > 0 && without > 0 {
             return Err(err!("session {name}: label every event (with [-] for none) or none"));
         }
@@ -562,6 +596,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_unless_term_keeps_a_quoted_error_from_stating_a_lesson() {
+        let l = Lesson {
+            id: "x".into(),
+            kind: "failed-fix".into(),
+            scope: Scope::Global,
+            say: String::new(),
+            terms: vec![Term::parse("sqlx_offline")],
+            unless: vec![Term::parse("no cached data")],
+        };
+        assert!(l.stated_by("Always build with SQLX_OFFLINE=true here."));
+        assert!(!l.stated_by("cargo build failed; last error: `SQLX_OFFLINE=true` but there is no cached data"));
+    }
+
+    #[test]
     fn terms_match_at_word_starts() {
         let t = |s: &str| vec![Term::parse(s)];
         assert!(states(&t("npm"), "never use npm here"));
@@ -571,6 +619,9 @@ mod tests {
         assert!(states(&[Term::parse("redis"), Term::parse("docker compose")], "Run docker compose up redis"));
         assert!(!states(&[], "anything"));
         assert!(states(&t("é"), "x é"));
+        assert!(states(&t("=uv"), "use uv add"));
+        assert!(!states(&t("=uv"), "run uvicorn"));
+        assert!(states(&t("=uv"), "uv."));
     }
 
     const DOC: &str = r#"

@@ -33,6 +33,8 @@ pub struct ScenarioReport {
     pub problems: Vec<String>,
     /// Why it could not run, if it could not.
     pub error: Option<String>,
+    /// The memories `memory list` showed at the end.
+    pub memories: Vec<crate::driver::ListedMemory>,
     /// Wall time of the run.
     #[serde(serialize_with = "secs")]
     pub wall: Duration,
@@ -53,6 +55,7 @@ impl ScenarioReport {
             hooks: trace.hooks.iter().map(|h| (h.event.clone(), h.duration)).collect(),
             problems: trace.problems.clone(),
             error: None,
+            memories: trace.snapshots.last().map(|s| s.memories.clone()).unwrap_or_default(),
             wall: trace.wall,
         }
     }
@@ -85,6 +88,7 @@ pub fn run_all(
                             hooks: Vec::new(),
                             problems: Vec::new(),
                             error: Some(e.0),
+                            memories: Vec::new(),
                             wall: Duration::ZERO,
                         },
                     };
@@ -378,17 +382,6 @@ impl Summary {
         let mut o = String::new();
         for r in &self.scenarios {
             let m = &r.measures;
-            let quiet = m.misses.is_empty()
-                && m.noisy.is_empty()
-                && m.leaks.is_empty()
-                && m.not_extracted.is_empty()
-                && m.false_lessons.is_empty()
-                && r.problems.is_empty()
-                && r.error.is_none()
-                && m.forgets_durable.hit == m.forgets_exercised.of;
-            if quiet {
-                continue;
-            }
             let _ = writeln!(o, "\n== {} ({:.1} s)", r.name, r.wall.as_secs_f64());
             if let Some(e) = &r.error {
                 let _ = writeln!(o, "  could not run: {e}");
@@ -427,6 +420,16 @@ impl Summary {
             }
             for x in &r.problems {
                 let _ = writeln!(o, "  problem: {}", cut(x, 150));
+            }
+            for (lesson, lines) in &m.evidence {
+                for line in lines {
+                    let _ = writeln!(o, "  {lesson} was stated by: {}", cut(line, 110));
+                }
+            }
+            let _ = writeln!(o, "  memories listed at the end:");
+            for mem in &r.memories {
+                let project = mem.project.as_deref().unwrap_or("-");
+                let _ = writeln!(o, "    [{}] ({project}) {}", mem.memory_type, cut(&mem.content, 120));
             }
         }
         o

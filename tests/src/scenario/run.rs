@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::script::{Event, Outcome, Step, ToolStep};
-use super::{Result, Scenario, states};
+use super::{Result, Scenario};
 use crate::driver::claude::{Session, ToolUse};
 use crate::driver::{Binaries, HookCall, ListedMemory, SETTLE_TIMEOUT, World, err};
 
@@ -147,11 +147,14 @@ pub fn run(scenario: &Scenario, bins: &Binaries, opts: Options) -> Result<Trace>
     for line in &scenario.script {
         let at = line.no;
         match &line.step {
-            Step::Session { name, project, subdir } => {
-                let root = roots.get(project).ok_or_else(|| err!("unknown project {project}"))?;
+            Step::Session { name, project, worktree, subdir } => {
+                let root = match worktree {
+                    Some(w) => world.code_dir().join(w),
+                    None => roots.get(project).ok_or_else(|| err!("unknown project {project}"))?.clone(),
+                };
                 let cwd = match subdir {
                     Some(s) => root.join(s),
-                    None => root.clone(),
+                    None => root,
                 };
                 std::fs::create_dir_all(&cwd)?;
                 let id = session_uuid(&scenario.name, name);
@@ -202,7 +205,7 @@ pub fn run(scenario: &Scenario, bins: &Binaries, opts: Options) -> Result<Trace>
             Step::Forget(lesson) => {
                 let l = &scenario.lessons[lesson];
                 let stating: Vec<ListedMemory> =
-                    world.memories()?.into_iter().filter(|m| states(&l.terms, &m.content)).collect();
+                    world.memories()?.into_iter().filter(|m| l.stated_by(&m.content)).collect();
                 for m in &stating {
                     world.run_ok(world.ingestor(&[
                         "memory",

@@ -58,13 +58,16 @@ impl Event {
 /// One step of a script.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
-    /// `session NAME PROJECT[/SUBDIR]`: a new session in a project's folder.
+    /// `session NAME PROJECT[@WORKTREE][/SUBDIR]`: a new session in a
+    /// project's folder (or one of its git worktrees).
     Session {
         /// The session's name in the script.
         name: String,
         /// The project.
         project: String,
-        /// A subfolder of the project to start in.
+        /// One of the project's worktrees (its folder) to start in.
+        worktree: Option<String>,
+        /// A subfolder to start in.
         subdir: Option<String>,
     },
     /// `[labels] resume NAME`: an ended session resumed.
@@ -191,7 +194,7 @@ fn parse_step(no: usize, line: &str) -> Result<Step> {
             return Err(bad(no, format!("bad tool name {name:?}")));
         }
         let (arg, body) = match rest.split_once(" :: ") {
-            Some((a, b)) => (a.trim().to_owned(), Some(b.to_owned())),
+            Some((a, b)) => (a.trim().to_owned(), Some(unescape(b))),
             None => (rest.to_owned(), None),
         };
         if arg.is_empty() {
@@ -213,12 +216,16 @@ fn parse_step(no: usize, line: &str) -> Result<Step> {
     match word {
         "session" => {
             let parts: Vec<&str> = rest.split_whitespace().collect();
-            let [name, place] = parts[..] else { return Err(bad(no, "session NAME PROJECT[/SUBDIR]")) };
-            let (project, subdir) = match place.split_once('/') {
-                Some((p, s)) => (p.to_owned(), Some(s.to_owned())),
+            let [name, place] = parts[..] else { return Err(bad(no, "session NAME PROJECT[@WORKTREE][/SUBDIR]")) };
+            let (place, subdir) = match place.split_once('/') {
+                Some((p, s)) => (p, Some(s.to_owned())),
+                None => (place, None),
+            };
+            let (project, worktree) = match place.split_once('@') {
+                Some((p, w)) => (p.to_owned(), Some(w.to_owned())),
                 None => (place.to_owned(), None),
             };
-            Ok(Step::Session { name: name.to_owned(), project, subdir })
+            Ok(Step::Session { name: name.to_owned(), project, worktree, subdir })
         }
         "resume" => Ok(Step::Resume(one("session name")?)),
         "end" => Ok(Step::End(if rest.is_empty() { "prompt_input_exit".into() } else { one("reason")? })),
@@ -231,6 +238,30 @@ fn parse_step(no: usize, line: &str) -> Result<Step> {
         "compact-tapes" if rest.is_empty() => Ok(Step::CompactTapes),
         _ => Err(bad(no, format!("unknown step {line:?}"))),
     }
+}
+
+/// `\n` and `\t` in a tool's body (an edit's strings, a written file) are
+/// a newline and a tab; `\\` is a backslash.
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('\\') => out.push('\\'),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
 }
 
 /// A result line: `= out`, `! out`, `!N out`, `x`, `x feedback`.
@@ -289,7 +320,7 @@ mod tests {
     #[test]
     fn a_script_reads_as_its_steps() {
         let s = parse(
-            "session one web/src\n\
+            "session one web@web-wt/src\n\
              [-] start\n\
              > install it\n\
              | and test\n\
@@ -298,7 +329,7 @@ mod tests {
              !1 npm ERR! code E404\n\
              | more\n\
              [pnpm, x] $ pnpm install\n\
-             @Edit src/a.ts :: a => b\n\
+             @Edit src/a.ts :: a\\n\\tx => b\\q\n\
              x no, never edit it\n\
              plant pnpm\n\
              compact manual\n\
@@ -308,7 +339,15 @@ mod tests {
         )
         .unwrap();
         let steps: Vec<Step> = s.into_iter().map(|l| l.step).collect();
-        assert_eq!(steps[0], Step::Session { name: "one".into(), project: "web".into(), subdir: Some("src".into()) });
+        assert_eq!(
+            steps[0],
+            Step::Session {
+                name: "one".into(),
+                project: "web".into(),
+                worktree: Some("web-wt".into()),
+                subdir: Some("src".into())
+            }
+        );
         assert_eq!(steps[1], Step::Event { needs: Some(vec![]), event: Event::Start("startup".into()) });
         assert_eq!(steps[2], Step::Event { needs: None, event: Event::Prompt("install it\nand test".into()) });
         assert_eq!(steps[3], Step::Say("I'll use npm.".into()));
@@ -327,7 +366,7 @@ mod tests {
             }
         );
         let Step::Event { event: Event::Tool(t), .. } = &steps[6] else { panic!() };
-        assert_eq!((t.name.as_str(), t.body.as_deref()), ("Edit", Some("a => b")));
+        assert_eq!((t.name.as_str(), t.body.as_deref()), ("Edit", Some("a\n\tx => b\\q")));
         assert_eq!(t.outcome, Outcome::Rejected(Some("no, never edit it".into())));
         assert_eq!(steps[7], Step::Plant(vec!["pnpm".into()]));
         assert_eq!(steps[8], Step::Event { needs: None, event: Event::Compact("manual".into()) });
