@@ -465,7 +465,7 @@ impl<'w> Session<'w> {
     /// Appends one record with Claude Code's envelope; returns its uuid.
     fn record(&mut self, body: Value) -> Result<String> {
         let uuid = self.derive("uuid");
-        let now = Ts::now().millis().max(self.last_ms + 1);
+        let now = self.world.now().millis().max(self.last_ms + 1);
         self.last_ms = now;
         let mut rec = json!({
             "parentUuid": self.parent,

@@ -31,6 +31,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -113,6 +114,8 @@ pub struct World {
     dir: tempfile::TempDir,
     bins: Binaries,
     hooks: HookSet,
+    /// Milliseconds added to the wall clock for the transcripts' times.
+    clock_offset: AtomicI64,
 }
 
 /// How long [`World::settle`] waits by default.
@@ -122,13 +125,27 @@ impl World {
     /// A fresh world with `engram-ingestor install claude` done.
     pub fn new(bins: &Binaries) -> Result<World> {
         let dir = tempfile::Builder::new().prefix("engram-world-").tempdir()?;
-        let w = World { dir, bins: bins.clone(), hooks: HookSet::default() };
+        let w = World { dir, bins: bins.clone(), hooks: HookSet::default(), clock_offset: AtomicI64::new(0) };
         for d in [w.code_dir(), w.claude_dir(), w.root().join("codex"), w.root().join("xdg")] {
             std::fs::create_dir_all(d)?;
         }
         w.run_ok(w.ingestor(&["install", "claude"]))?;
         let hooks = HookSet::load(&w.claude_dir().join("settings.json"))?;
         Ok(World { hooks, ..w })
+    }
+
+    /// The time the transcripts record: the wall clock plus what
+    /// [`World::advance`] added. (Engram's hooks and CLI read the real
+    /// clock: it has no override.)
+    pub fn now(&self) -> shared::time::Ts {
+        shared::time::Ts::now().plus_millis(self.clock_offset.load(Ordering::Relaxed))
+    }
+
+    /// Moves the transcripts' clock forward (a day between two sessions,
+    /// a week of use).
+    pub fn advance(&self, by: Duration) {
+        let ms = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
+        self.clock_offset.fetch_add(ms, Ordering::Relaxed);
     }
 
     /// The world's root (the user's `HOME`).
