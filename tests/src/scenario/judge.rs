@@ -106,6 +106,9 @@ pub struct Measures {
     pub recall_after_compaction: Ratio,
     /// The same, for lessons needed in a project they were not planted in.
     pub recall_cross_project: Ratio,
+    /// Issue 17's case: lessons of other projects (not general preferences)
+    /// needed at a session start.
+    pub recall_cross_project_start: Ratio,
     /// Recall by moment (session start, prompt, tool, after compaction, resume).
     pub recall_by_moment: BTreeMap<String, Ratio>,
     /// Recall by lesson kind.
@@ -226,6 +229,9 @@ pub fn judge(s: &Scenario, t: &Trace) -> Measures {
             }
             if !planted_projects.get(id.as_str()).is_some_and(|p| p.contains(e.project.as_str())) {
                 m.recall_cross_project.add(hit);
+                if e.moment == "session start" && lesson.scope != Scope::Global {
+                    m.recall_cross_project_start.add(hit);
+                }
             }
             if !hit {
                 m.misses.push(Miss {
@@ -403,6 +409,34 @@ mod tests {
         assert_eq!(m.events, 5);
         assert_eq!(m.injections, 3);
         assert_eq!(m.injected_chars, (ctx.len() + PREF.len() + GOTCHA.len()) as u64);
+    }
+
+    #[test]
+    fn a_lesson_of_other_projects_counts_apart_at_session_start() {
+        let mut s = scenario();
+        let stack: Scope = Scope::Projects(["shop".to_owned(), "blog".to_owned()].into());
+        s.lessons.insert("vitest".into(), lesson("vitest", &["vitest"], stack));
+        let line = "- mem_5 [correction] Use vitest run.";
+        let mut start = ev(1, "blog-1", "blog", 2, Some(&["vitest", "short"]), &[line]);
+        start.moment = "session start";
+        let t = Trace {
+            events: vec![
+                ev(0, "shop-1", "shop", 1, None, &[]),
+                start,
+                ev(2, "blog-1", "blog", 2, Some(&["vitest"]), &[]),
+            ],
+            plants: vec![
+                PlantTrace { lesson: "vitest".into(), session: "shop-1".into(), after_events: 1 },
+                PlantTrace { lesson: "short".into(), session: "shop-1".into(), after_events: 1 },
+            ],
+            ..Trace::default()
+        };
+        let m = judge(&s, &t);
+        // The general preference is needed at the start too, and missed: it
+        // counts across projects, not in issue 17's case.
+        assert_eq!(m.recall_cross_project, Ratio { hit: 2, of: 3 });
+        assert_eq!(m.recall_cross_project_start, Ratio { hit: 1, of: 1 });
+        assert!(m.leaks.is_empty());
     }
 
     #[test]

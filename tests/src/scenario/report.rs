@@ -114,6 +114,8 @@ pub struct Totals {
     pub recall_after_compaction: Ratio,
     /// Recall of lessons from other projects.
     pub recall_cross_project: Ratio,
+    /// The same, at session starts, general preferences aside (issue 17).
+    pub recall_cross_project_start: Ratio,
     /// Noise.
     pub noise: Ratio,
     /// Leaks.
@@ -149,6 +151,7 @@ impl Totals {
         self.recall = self.recall.plus(m.recall);
         self.recall_after_compaction = self.recall_after_compaction.plus(m.recall_after_compaction);
         self.recall_cross_project = self.recall_cross_project.plus(m.recall_cross_project);
+        self.recall_cross_project_start = self.recall_cross_project_start.plus(m.recall_cross_project_start);
         self.noise = self.noise.plus(m.noise);
         self.leaks += m.leaks.len() as u32;
         self.forgets_exercised = self.forgets_exercised.plus(m.forgets_exercised);
@@ -300,39 +303,8 @@ impl Summary {
                 m.false_lessons.len(),
             );
         }
-        let _ = writeln!(o, "\nBy kind of scenario:");
-        let _ = writeln!(
-            o,
-            "  {:<16} {:>4} {:>14} {:>14} {:>14} {:>5} {:>14}",
-            "kind", "n", "recall", "after compact.", "noise", "leaks", "extraction"
-        );
-        for (k, t) in &self.by_kind {
-            let _ = writeln!(
-                o,
-                "  {:<16} {:>4} {:>14} {:>14} {:>14} {:>5} {:>14}",
-                k,
-                t.scenarios,
-                ratio(t.recall),
-                ratio(t.recall_after_compaction),
-                ratio(t.noise),
-                t.leaks,
-                ratio(t.extraction)
-            );
-        }
-        let _ = writeln!(o, "\nBy stack:");
-        for (k, t) in &self.by_stack {
-            let _ = writeln!(
-                o,
-                "  {:<16} {:>4} {:>14} {:>14} {:>14} {:>5} {:>14}",
-                k,
-                t.scenarios,
-                ratio(t.recall),
-                ratio(t.recall_after_compaction),
-                ratio(t.noise),
-                t.leaks,
-                ratio(t.extraction)
-            );
-        }
+        group_table(&mut o, "By kind of scenario", &self.by_kind);
+        group_table(&mut o, "By stack", &self.by_stack);
         let _ = writeln!(o, "\nRecall by moment:");
         for (k, v) in &self.total.recall_by_moment {
             let _ = writeln!(o, "  {k:<20} {}", ratio(*v));
@@ -346,6 +318,7 @@ impl Summary {
         let _ = writeln!(o, "  needed-lesson recall by the moment  {}", ratio(t.recall));
         let _ = writeln!(o, "  recall after compactions            {}", ratio(t.recall_after_compaction));
         let _ = writeln!(o, "  recall of lessons from other projects {}", ratio(t.recall_cross_project));
+        let _ = writeln!(o, "    of which at session start (issue 17) {}", ratio(t.recall_cross_project_start));
         let _ = writeln!(o, "  noise rate                          {}", ratio(t.noise));
         let _ = writeln!(o, "  cross-project leaks                 {}", t.leaks);
         let _ = writeln!(
@@ -436,6 +409,29 @@ impl Summary {
     }
 }
 
+/// A table of totals per group (kind of scenario, stack).
+fn group_table(o: &mut String, title: &str, groups: &BTreeMap<String, Totals>) {
+    let _ = writeln!(o, "\n{title}:");
+    let _ = writeln!(
+        o,
+        "  {:<16} {:>4} {:>14} {:>14} {:>14} {:>5} {:>14}",
+        "", "n", "recall", "after compact.", "noise", "leaks", "extraction"
+    );
+    for (k, t) in groups {
+        let _ = writeln!(
+            o,
+            "  {:<16} {:>4} {:>14} {:>14} {:>14} {:>5} {:>14}",
+            k,
+            t.scenarios,
+            ratio(t.recall),
+            ratio(t.recall_after_compaction),
+            ratio(t.noise),
+            t.leaks,
+            ratio(t.extraction)
+        );
+    }
+}
+
 fn cut(s: &str, n: usize) -> String {
     if s.chars().count() > n { format!("{}…", s.chars().take(n).collect::<String>()) } else { s.to_owned() }
 }
@@ -446,7 +442,7 @@ fn frac(r: Ratio) -> String {
 
 fn ratio(r: Ratio) -> String {
     match r.value() {
-        Some(v) => format!("{v:.2} ({}/{})", r.hit, r.of),
+        Some(v) => format!("{v:.3} ({}/{})", r.hit, r.of),
         None => "-".to_owned(),
     }
 }
@@ -501,7 +497,11 @@ impl Thresholds {
         let mut out = vec![
             at_least("needed-lesson recall by the moment", t.recall, self.recall),
             at_least("recall after compactions", t.recall_after_compaction, self.recall_after_compaction),
-            at_least("cross-project recall (same stack)", t.recall_cross_project, self.recall_cross_project),
+            at_least(
+                "cross-project recall at session start (same stack)",
+                t.recall_cross_project_start,
+                self.recall_cross_project,
+            ),
             Check {
                 what: format!("noise rate <= {:.2}", self.noise),
                 value: ratio(t.noise),
@@ -553,6 +553,7 @@ mod tests {
             recall: Ratio { hit: 9, of: 10 },
             recall_after_compaction: Ratio { hit: 9, of: 10 },
             recall_cross_project: Ratio { hit: 9, of: 10 },
+            recall_cross_project_start: Ratio { hit: 9, of: 10 },
             noise: Ratio { hit: 1, of: 20 },
             forgets_exercised: Ratio { hit: 2, of: 2 },
             forgets_durable: Ratio { hit: 2, of: 2 },
