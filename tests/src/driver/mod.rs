@@ -21,6 +21,34 @@
 //! data home's `hooks/`) are idle: the time that passes between two real
 //! sessions. Nothing here reads Engram's database: a driver sees what an
 //! agent receives and what the CLI lists ([`World::memories`]).
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use tests::driver::claude::ToolUse;
+//! use tests::driver::{Binaries, GitSpec, ProjectSpec, SETTLE_TIMEOUT, World};
+//!
+//! # fn main() -> tests::driver::Result<()> {
+//! let world = World::new(Binaries::built())?;
+//! let web = world.project(&ProjectSpec {
+//!     dir: "web".into(),
+//!     files: [("package.json".into(), r#"{"name":"web"}"#.into())].into(),
+//!     git: Some(GitSpec { remote: Some("git@github.com:acme/web.git".into()), ..GitSpec::default() }),
+//! })?;
+//! for day in 0..5 {
+//!     let mut s = world.claude_session(&format!("00000000-0000-4000-8000-{day:012}"), &web);
+//!     let injected = s.start("startup")?; // what SessionStart put into the context
+//!     s.prompt("install the dependencies")?;
+//!     s.tool(&ToolUse::bash("npm install", 1, "npm ERR! code EUSAGE"))?;
+//!     s.prompt("no, this repo uses pnpm")?;
+//!     s.tool(&ToolUse::bash("pnpm install", 0, "Done in 1.2s"))?;
+//!     s.end("prompt_input_exit")?;
+//!     world.settle(SETTLE_TIMEOUT);
+//!     world.advance(Duration::from_secs(86_400));
+//!     let _ = (injected, world.memories()?);
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod claude;
 pub mod hooks;
