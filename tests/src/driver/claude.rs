@@ -503,6 +503,39 @@ impl<'w> Session<'w> {
     }
 }
 
+impl super::Player for Session<'_> {
+    fn id(&self) -> &str {
+        Session::id(self)
+    }
+    fn cwd(&self) -> &Path {
+        Session::cwd(self)
+    }
+    fn transcript(&self) -> &Path {
+        Session::transcript(self)
+    }
+    fn start(&mut self, source: &str) -> Result<Vec<HookCall>> {
+        Session::start(self, source)
+    }
+    fn prompt(&mut self, text: &str) -> Result<Vec<HookCall>> {
+        Session::prompt(self, text)
+    }
+    fn say(&mut self, text: &str) -> Result<()> {
+        Session::say(self, text)
+    }
+    fn tool(&mut self, tool: &ToolUse) -> Result<Vec<HookCall>> {
+        Session::tool(self, tool)
+    }
+    fn compact(&mut self, trigger: &str, summary: &str) -> Result<Vec<HookCall>> {
+        Session::compact(self, trigger, summary)
+    }
+    fn stop(&mut self) -> Result<Vec<HookCall>> {
+        Session::stop(self)
+    }
+    fn end(&mut self, reason: &str) -> Result<Vec<HookCall>> {
+        Session::end(self, reason)
+    }
+}
+
 /// The branch checked out at `cwd` or above (from `.git/HEAD`, or a
 /// worktree's `.git` file), `""` when none: what Claude Code records.
 fn git_branch(cwd: &Path) -> String {

@@ -3,8 +3,8 @@
 //!
 //! A [`World`] is one user's machine in a temporary directory: `HOME`,
 //! `ENGRAM_HOME`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME` and the `XDG_*` folders
-//! all point inside it, and `engram-ingestor install claude` has written the
-//! hooks into its Claude Code settings. [`World::project`] makes project
+//! all point inside it, and `engram-ingestor install claude` and `install
+//! codex` have written the hooks into the harnesses' settings. [`World::project`] makes project
 //! folders with real markers (a `git init`ed repository with its remote,
 //! `package.json` and a lockfile, `Cargo.toml`, ...). A
 //! [`claude::Session`] then plays a Claude Code session in one of them: it
@@ -15,6 +15,10 @@
 //! for tools, whose matcher matches), with `sh -c`, the session's cwd, the
 //! hook JSON on stdin and the handler's timeout ([`hooks`]). What a hook puts
 //! into the agent's context is read from its stdout by Claude Code's rules.
+//!
+//! [`codex::Session`] plays a Codex CLI session the same way (a rollout
+//! under `$CODEX_HOME/sessions/`, the hooks of `install codex`); both are
+//! [`Player`]s.
 //!
 //! Between sessions, [`World::settle`] waits until Engram's detached workers
 //! (ingestion, the read hooks' recorder, anything else holding a lock in the
@@ -51,6 +55,7 @@
 //! ```
 
 pub mod claude;
+pub mod codex;
 pub mod hooks;
 mod project;
 
@@ -135,13 +140,67 @@ pub struct ListedMemory {
     pub project: Option<String>,
 }
 
+/// A harness whose sessions the driver plays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Harness {
+    /// Claude Code.
+    Claude,
+    /// Codex CLI.
+    Codex,
+}
+
+impl Harness {
+    /// The lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Harness::Claude => "claude",
+            Harness::Codex => "codex",
+        }
+    }
+
+    /// From the lower-case name.
+    pub fn from_name(s: &str) -> Option<Harness> {
+        match s {
+            "claude" => Some(Harness::Claude),
+            "codex" => Some(Harness::Codex),
+            _ => None,
+        }
+    }
+}
+
+/// A session being played, whatever the harness: each step writes what the
+/// harness writes and runs the hooks it runs, returning the hook calls.
+pub trait Player {
+    /// The harness's session id.
+    fn id(&self) -> &str;
+    /// Its working directory.
+    fn cwd(&self) -> &Path;
+    /// Its transcript (rollout) file.
+    fn transcript(&self) -> &Path;
+    /// `SessionStart` with `source` (`startup`, `resume`, `compact`, ...).
+    fn start(&mut self, source: &str) -> Result<Vec<HookCall>>;
+    /// The user submits a prompt (an open turn ends first).
+    fn prompt(&mut self, text: &str) -> Result<Vec<HookCall>>;
+    /// The agent says something (no hook).
+    fn say(&mut self, text: &str) -> Result<()>;
+    /// The agent calls a tool.
+    fn tool(&mut self, tool: &claude::ToolUse) -> Result<Vec<HookCall>>;
+    /// The context is compacted (an open turn ends first).
+    fn compact(&mut self, trigger: &str, summary: &str) -> Result<Vec<HookCall>>;
+    /// The agent's turn ends, if one is open.
+    fn stop(&mut self) -> Result<Vec<HookCall>>;
+    /// The session ends.
+    fn end(&mut self, reason: &str) -> Result<Vec<HookCall>>;
+}
+
 /// A user's machine in a temporary directory, with Engram installed into
-/// Claude Code (see the module docs).
+/// Claude Code and Codex (see the module docs).
 #[derive(Debug)]
 pub struct World {
     dir: tempfile::TempDir,
     bins: Binaries,
     hooks: HookSet,
+    codex_hooks: HookSet,
     /// Milliseconds added to the wall clock for the transcripts' times.
     clock_offset: AtomicI64,
 }
@@ -153,13 +212,21 @@ impl World {
     /// A fresh world with `engram-ingestor install claude` done.
     pub fn new(bins: &Binaries) -> Result<World> {
         let dir = tempfile::Builder::new().prefix("engram-world-").tempdir()?;
-        let w = World { dir, bins: bins.clone(), hooks: HookSet::default(), clock_offset: AtomicI64::new(0) };
-        for d in [w.code_dir(), w.claude_dir(), w.root().join("codex"), w.root().join("xdg")] {
+        let w = World {
+            dir,
+            bins: bins.clone(),
+            hooks: HookSet::default(),
+            codex_hooks: HookSet::default(),
+            clock_offset: AtomicI64::new(0),
+        };
+        for d in [w.code_dir(), w.claude_dir(), w.codex_dir(), w.root().join("xdg")] {
             std::fs::create_dir_all(d)?;
         }
         w.run_ok(w.ingestor(&["install", "claude"]))?;
+        w.run_ok(w.ingestor(&["install", "codex"]))?;
         let hooks = HookSet::load(&w.claude_dir().join("settings.json"))?;
-        Ok(World { hooks, ..w })
+        let codex_hooks = HookSet::load(&w.codex_dir().join("hooks.json"))?;
+        Ok(World { hooks, codex_hooks, ..w })
     }
 
     /// The time the transcripts record: the wall clock plus what
@@ -191,6 +258,11 @@ impl World {
         self.root().join("claude")
     }
 
+    /// Codex's home (`CODEX_HOME`).
+    pub fn codex_dir(&self) -> PathBuf {
+        self.root().join("codex")
+    }
+
     /// Where project folders are made (`~/code`).
     pub fn code_dir(&self) -> PathBuf {
         self.root().join("code")
@@ -201,6 +273,11 @@ impl World {
         &self.hooks
     }
 
+    /// The hooks install wrote into Codex's `hooks.json`.
+    pub fn codex_hooks(&self) -> &HookSet {
+        &self.codex_hooks
+    }
+
     /// The user's environment: what a harness and its hooks inherit.
     pub fn env(&self) -> Vec<(&'static str, OsString)> {
         let root = self.root();
@@ -209,7 +286,7 @@ impl World {
             ("HOME", root.into()),
             ("ENGRAM_HOME", self.engram_home().into()),
             ("CLAUDE_CONFIG_DIR", self.claude_dir().into()),
-            ("CODEX_HOME", root.join("codex").into()),
+            ("CODEX_HOME", self.codex_dir().into()),
             ("GEMINI_DIR", root.join("gemini").into()),
             ("XDG_DATA_HOME", root.join("xdg").into()),
             ("XDG_CONFIG_HOME", root.join("xdg/config").into()),
@@ -267,6 +344,27 @@ impl World {
     /// is sent until its first step).
     pub fn claude_session(&self, id: &str, cwd: &Path) -> claude::Session<'_> {
         claude::Session::new(self, id, cwd)
+    }
+
+    /// Starts playing a Codex session with id `id` in `cwd`.
+    pub fn codex_session(&self, id: &str, cwd: &Path) -> codex::Session<'_> {
+        codex::Session::new(self, id, cwd)
+    }
+
+    /// A session of `harness` (boxed, for code that plays either).
+    pub fn session(&self, harness: Harness, id: &str, cwd: &Path) -> Box<dyn Player + '_> {
+        match harness {
+            Harness::Claude => Box::new(self.claude_session(id, cwd)),
+            Harness::Codex => Box::new(self.codex_session(id, cwd)),
+        }
+    }
+
+    /// An ended session of `harness` resumed (same id, same transcript).
+    pub fn resume(&self, harness: Harness, id: &str, cwd: &Path, transcript: &Path) -> Result<Box<dyn Player + '_>> {
+        Ok(match harness {
+            Harness::Claude => Box::new(claude::Session::resume(self, id, cwd)?),
+            Harness::Codex => Box::new(codex::Session::resume(self, id, cwd, transcript)?),
+        })
     }
 
     /// Waits until Engram's background work is done: no ingestion queued,

@@ -315,6 +315,7 @@ mod tests {
             summary: String::new(),
             stacks: vec![],
             kinds: vec![],
+            harness: crate::driver::Harness::Claude,
             projects: BTreeMap::new(),
             lessons: [
                 ("pnpm".to_owned(), lesson("pnpm", &["pnpm"], web.clone())),
