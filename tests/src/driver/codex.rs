@@ -115,29 +115,17 @@ impl<'w> Session<'w> {
 
     /// Runs the handlers registered for `event` with the common fields.
     fn hook(&mut self, event: &str, query: Option<&str>, extra: Value) -> Result<Vec<HookCall>> {
-        let handlers = self.world.codex_hooks().handlers(event, query)?;
-        if handlers.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut input = json!({
+        let mut common = json!({
             "session_id": self.id,
             "transcript_path": self.rollout.to_string_lossy(),
             "cwd": self.cwd.to_string_lossy(),
-            "hook_event_name": event,
             "model": MODEL,
             "permission_mode": "default",
         });
         if let Some(t) = &self.turn {
-            input["turn_id"] = Value::String(t.clone());
+            common["turn_id"] = Value::String(t.clone());
         }
-        if let (Value::Object(into), Value::Object(from)) = (&mut input, extra) {
-            into.extend(from);
-        }
-        let mut calls = Vec::with_capacity(handlers.len());
-        for h in handlers {
-            calls.push(hooks::run(self.world, h, event, &input, &self.cwd)?);
-        }
-        Ok(calls)
+        hooks::run_all(self.world, self.world.codex_hooks(), event, query, common, extra, &self.cwd)
     }
 
     /// The hooks' injected contexts, as the developer messages Codex adds.
@@ -176,9 +164,7 @@ impl<'w> Session<'w> {
     /// A fresh id derived from the session id and a counter (UUID form).
     fn derive(&mut self, what: &str) -> String {
         self.seq += 1;
-        let h = blake3::hash(format!("{}\0{what}\0{}", self.id, self.seq).as_bytes());
-        let hex: String = h.as_bytes()[..16].iter().map(|x| format!("{x:02x}")).collect();
-        format!("{}-{}-7{}-8{}-{}", &hex[..8], &hex[8..12], &hex[13..16], &hex[17..20], &hex[20..32])
+        super::derived_uuid(&self.id, what, self.seq, '7')
     }
 
     /// How Codex runs a script's tool: (hook tool name, hook tool_input,

@@ -405,6 +405,15 @@ impl World {
     }
 }
 
+/// A UUID-shaped id of `version` ('4' random-looking, '7' Codex's
+/// time-ordered look) derived from a seed, a purpose and a counter: the
+/// same script always writes the same ids.
+pub(crate) fn derived_uuid(seed: &str, what: &str, n: u64, version: char) -> String {
+    let h = blake3::hash(format!("{seed}\0{what}\0{n}").as_bytes());
+    let hex: String = h.as_bytes()[..16].iter().map(|x| format!("{x:02x}")).collect();
+    format!("{}-{}-{version}{}-8{}-{}", &hex[..8], &hex[8..12], &hex[13..16], &hex[17..20], &hex[20..32])
+}
+
 /// Whether nothing in `hooks/` (the data home's) says work is pending.
 fn idle(hooks: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(hooks) else { return true };

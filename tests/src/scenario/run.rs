@@ -366,9 +366,7 @@ fn first_line(s: &str) -> String {
 
 /// A session's id: a UUID derived from the scenario and the session name.
 fn session_uuid(scenario: &str, session: &str) -> String {
-    let h = blake3::hash(format!("{scenario}\0{session}").as_bytes());
-    let hex: String = h.as_bytes()[..16].iter().map(|b| format!("{b:02x}")).collect();
-    format!("{}-{}-4{}-a{}-{}", &hex[..8], &hex[8..12], &hex[13..16], &hex[17..20], &hex[20..32])
+    crate::driver::derived_uuid(scenario, session, 0, '4')
 }
 
 /// The driver's tool call for a script's, paths made absolute from `cwd`.
