@@ -368,16 +368,25 @@ impl World {
     }
 
     /// Waits until Engram's background work is done: no ingestion queued,
-    /// nothing spooled, no lock in the data home's `hooks/` held. `false` if
-    /// still busy after `timeout`.
+    /// nothing in the hooks' spool, no lock in the data home's `hooks/`
+    /// held. `false` if work was still pending after `timeout`, or a lock
+    /// stayed held for [`LOCK_HELD_LONG`] with nothing pending (a holder
+    /// that never lets go, which a real user would not wait for either).
     pub fn settle(&self, timeout: Duration) -> bool {
         let hooks = self.engram_home().join("hooks");
         let start = Instant::now();
+        let mut locked_since: Option<Instant> = None;
         // The workers coalesce for a moment before they take their queue.
         std::thread::sleep(Duration::from_millis(20));
         loop {
-            if idle(&hooks) {
-                return true;
+            match busy(&hooks) {
+                Busy::No => return true,
+                Busy::Pending => locked_since = None,
+                Busy::Locked => {
+                    if locked_since.get_or_insert_with(Instant::now).elapsed() > LOCK_HELD_LONG {
+                        return false;
+                    }
+                }
             }
             if start.elapsed() > timeout {
                 return false;
@@ -414,9 +423,21 @@ pub(crate) fn derived_uuid(seed: &str, what: &str, n: u64, version: char) -> Str
     format!("{}-{}-{version}{}-8{}-{}", &hex[..8], &hex[8..12], &hex[13..16], &hex[17..20], &hex[20..32])
 }
 
-/// Whether nothing in `hooks/` (the data home's) says work is pending.
-fn idle(hooks: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(hooks) else { return true };
+/// How long [`World::settle`] waits on a lock held with nothing pending.
+pub const LOCK_HELD_LONG: Duration = Duration::from_secs(10);
+
+/// What the data home's `hooks/` says.
+enum Busy {
+    /// Nothing pending, no lock held.
+    No,
+    /// A queue or the spool holds work.
+    Pending,
+    /// Only a lock is held.
+    Locked,
+}
+
+fn busy(hooks: &Path) -> Busy {
+    let Ok(entries) = std::fs::read_dir(hooks) else { return Busy::No };
     let mut locks = Vec::new();
     for e in entries.flatten() {
         let path = e.path();
@@ -424,16 +445,20 @@ fn idle(hooks: &Path) -> bool {
         let Ok(meta) = e.metadata() else { continue };
         if meta.is_dir() {
             // The spool: events waiting for the tape lock.
-            if std::fs::read_dir(&path).is_ok_and(|mut d| d.next().is_some()) {
-                return false;
+            if name == "spool" && std::fs::read_dir(&path).is_ok_and(|mut d| d.next().is_some()) {
+                return Busy::Pending;
             }
         } else if name.ends_with(".lock") {
             locks.push(path);
         } else if name.contains(".queue") && meta.len() > 0 {
-            return false;
+            return Busy::Pending;
         }
     }
     // Only probe the locks once no queue is pending: a worker that releases
     // its lock exits when its queue is empty.
-    locks.iter().all(|l| matches!(shared::fsutil::FileLock::try_exclusive(l), Ok(Some(_))))
+    if locks.iter().all(|l| matches!(shared::fsutil::FileLock::try_exclusive(l), Ok(Some(_)))) {
+        Busy::No
+    } else {
+        Busy::Locked
+    }
 }
