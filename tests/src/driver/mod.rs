@@ -138,6 +138,8 @@ pub struct ListedMemory {
     pub memory_type: String,
     /// Its project, if any.
     pub project: Option<String>,
+    /// The session it was learned from (`harness:id`), if any.
+    pub source_session: Option<String>,
 }
 
 /// A harness whose sessions the driver plays.
@@ -150,6 +152,11 @@ pub enum Harness {
 }
 
 impl Harness {
+    /// Engram's key of a session of this harness (`claude:<id>`).
+    pub fn session_key(self, id: &str) -> String {
+        format!("{}:{id}", self.name())
+    }
+
     /// The lower-case name.
     pub fn name(self) -> &'static str {
         match self {
@@ -409,6 +416,7 @@ impl World {
                 content: field(m, "content").unwrap_or_default(),
                 memory_type: field(m, "type").unwrap_or_default(),
                 project: field(m, "project"),
+                source_session: field(m, "source_session"),
             })
             .collect())
     }

@@ -115,6 +115,8 @@ pub struct Trace {
     pub plants: Vec<PlantTrace>,
     /// Every hook run.
     pub hooks: Vec<HookTime>,
+    /// Each session's key (`claude:<id>`) → its name and project.
+    pub sessions: BTreeMap<String, (String, String)>,
     /// What went wrong on the way: a hook that failed, blocked or printed
     /// what a harness rejects; background work that did not settle.
     pub problems: Vec<String>,
@@ -160,6 +162,7 @@ pub fn run(scenario: &Scenario, bins: &Binaries, opts: Options) -> Result<Trace>
                 };
                 std::fs::create_dir_all(&cwd)?;
                 let id = session_uuid(&scenario.name, name);
+                player.trace.sessions.insert(harness.session_key(&id), (name.clone(), project.clone()));
                 let session = world.session(harness, &id, &cwd);
                 player.windows += 1;
                 played.insert(
