@@ -61,12 +61,24 @@ pub fn goal(cmd: &str) -> String {
             break;
         }
     }
-    let words: Vec<&str> = w.iter().filter(|x| !x.starts_with('-') && !is_assignment(x)).take(2).copied().collect();
+    // `docker-compose up` and `docker compose up` are one goal.
+    let first = w.first().map(|f| f.rsplit('/').next().unwrap_or(f).replace('-', " "));
+    let rest = w.iter().skip(1).filter(|x| !x.starts_with('-') && !is_assignment(x));
+    let words: Vec<&str> = first.iter().flat_map(|f| f.split(' ')).chain(rest.copied()).take(2).collect();
     // A second word that is a path or value says where, not what.
     match words.as_slice() {
         [a, b] if b.contains(['/', '.', '=', '"', '\'']) || b.parse::<f64>().is_ok() => (*a).to_owned(),
         _ => words.join(" "),
     }
+}
+
+/// The program a command line runs (its main segment's first word, without
+/// environment assignments, wrappers and directories): `yarn`, `docker`, `go`.
+pub fn program(cmd: &str) -> Option<String> {
+    let seg = main_segment(cmd);
+    let first =
+        seg.split_whitespace().find(|x| !is_assignment(x) && !WRAPPERS.contains(x))?.rsplit('/').next()?.to_owned();
+    Some(first.split('-').next().unwrap_or(&first).to_owned())
 }
 
 fn is_assignment(w: &str) -> bool {
@@ -186,6 +198,9 @@ mod tests {
         assert_eq!(goal("go test ./..."), "go test");
         assert_eq!(goal("DATABASE_URL=postgres://x cargo sqlx migrate run"), "cargo sqlx");
         assert_eq!(goal("docker compose up -d redis"), "docker compose");
+        assert_eq!(goal("docker-compose up -d"), "docker compose");
+        assert_eq!(program("CGO_ENABLED=1 go test -race ./..."), Some("go".into()));
+        assert_eq!(program("docker-compose up"), Some("docker".into()));
     }
 
     #[test]

@@ -23,7 +23,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 use shared::event::{Body, Event};
-pub use shared::shell::{goal, is_read_only, main_segment, writes_file};
+pub use shared::shell::{goal, is_read_only, main_segment, program, writes_file};
 
 /// How a tool call ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -263,6 +263,11 @@ fn line_score(l: &str) -> i32 {
         ("mismatch", 2),
         ("conflict", 1),
         ("exited with", 1),
+        ("requires", 2),
+        ("not supported", 2),
+        ("usage error", 2),
+        ("command not found", 3),
+        ("already in use", 3),
     ] {
         if low.contains(p) {
             s += w;
@@ -344,23 +349,59 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
         error: Option<String>,
         /// Position in `outcomes` of the first failure.
         pos: usize,
+        /// A command of the same program that worked right after the last
+        /// failure (before any edit): the way around it, if the failing
+        /// command itself never works.
+        workaround: Option<String>,
+        /// Outcomes since the last failure.
+        since: u32,
+        /// Source files were edited since the last failure.
+        edited: bool,
+    }
+    impl Open<'_> {
+        fn fix(&self, success: usize, how: How) -> Fix {
+            Fix {
+                first_failure: self.first.at,
+                success,
+                failed: main_segment(self.first.command.as_deref().unwrap_or_default()),
+                error: self.error.clone(),
+                failures: self.failures,
+                failed_at: self.failed_at.clone(),
+                how,
+            }
+        }
+    }
+    fn open_at(o: &Outcome, goal: String, pos: usize) -> Open<'_> {
+        Open {
+            first: o,
+            last: o,
+            goal,
+            failures: 1,
+            failed_at: vec![o.at],
+            error: error_line(&o.output),
+            pos,
+            workaround: None,
+            since: 0,
+            edited: false,
+        }
     }
     let mut open: Vec<Open<'_>> = Vec::new();
     let mut out = Vec::new();
-    let unresolved = |f: Open<'_>, out: &mut Vec<Fix>| {
-        if f.failures >= UNRESOLVED_FAILURES {
-            out.push(Fix {
-                first_failure: f.first.at,
-                success: f.last.at,
-                failed: main_segment(f.first.command.as_deref().unwrap_or_default()),
-                error: f.error,
-                failures: f.failures,
-                failed_at: f.failed_at,
-                how: How::Unresolved,
-            });
+    let close = |f: Open<'_>, out: &mut Vec<Fix>| {
+        if let Some(w) = f.workaround.clone() {
+            out.push(f.fix(f.last.at, How::Changed(w)));
+        } else if f.failures >= UNRESOLVED_FAILURES {
+            out.push(f.fix(f.last.at, How::Unresolved));
         }
     };
     for (pos, o) in outcomes.iter().enumerate() {
+        for f in &mut open {
+            f.since += 1;
+            if o.status == Status::Ok && o.is_edit() {
+                let file = o.file.clone().or_else(|| o.command.as_deref().and_then(writes_file).flatten());
+                f.edited |= file.as_deref().is_none_or(|f| !is_config_file(f));
+            }
+        }
         let Some(cmd) = o.command.as_deref() else { continue };
         let g = goal(cmd);
         if g.is_empty() || writes_file(cmd).is_some() {
@@ -370,53 +411,75 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
             open.into_iter().partition(|f| o.at.saturating_sub(f.last.at) > FIX_WINDOW);
         open = kept;
         for f in stale {
-            unresolved(f, &mut out);
+            close(f, &mut out);
         }
-        match o.status {
+        // "no test files": it ran, and did nothing.
+        let status = if o.status == Status::Ok && did_nothing(&o.output) { Status::Failed } else { o.status };
+        match status {
             Status::Failed => {
                 if is_read_only(cmd) && !matches!(g.as_str(), "curl" | "wget") {
                     continue;
                 }
-                match open.iter_mut().find(|f| f.goal == g) {
-                    Some(f) => {
-                        f.failures += 1;
-                        f.failed_at.push(o.at);
-                        f.last = o;
-                        if f.error.is_none() {
-                            f.error = error_line(&o.output);
+                match open.iter().position(|f| f.goal == g) {
+                    Some(i) => {
+                        let error = error_line(&o.output);
+                        let f = &mut open[i];
+                        let changed = squash(&main_segment(cmd))
+                            != squash(&main_segment(f.last.command.as_deref().unwrap_or_default()));
+                        // Errors compared by their telling line, else their first line.
+                        let other_error = first_line(&o.output) != first_line(&f.last.output)
+                            && (error.is_none() || f.error.is_none() || error != f.error);
+                        if changed && other_error && !f.edited {
+                            // The change got past the first error and met another:
+                            // it is the fix of the first.
+                            let done = std::mem::replace(f, open_at(o, g, pos));
+                            out.push(done.fix(o.at, How::Changed(main_segment(cmd))));
+                        } else {
+                            f.failures += 1;
+                            f.failed_at.push(o.at);
+                            f.last = o;
+                            f.since = 0;
+                            f.workaround = None;
+                            if f.error.is_none() {
+                                f.error = error;
+                            }
                         }
                     }
-                    None => open.push(Open {
-                        first: o,
-                        last: o,
-                        goal: g,
-                        failures: 1,
-                        failed_at: vec![o.at],
-                        error: error_line(&o.output),
-                        pos,
-                    }),
+                    None => open.push(open_at(o, g, pos)),
                 }
             }
             Status::Ok => {
-                let Some(i) = open.iter().position(|f| f.goal == g) else { continue };
+                let Some(i) = open.iter().position(|f| f.goal == g) else {
+                    // The same program, another goal, right after a failure: a way around it.
+                    let runs = program(cmd);
+                    for f in &mut open {
+                        if f.workaround.is_none()
+                            && f.since <= 3
+                            && !f.edited
+                            && !is_read_only(cmd)
+                            && runs.is_some()
+                            && runs == program(f.last.command.as_deref().unwrap_or_default())
+                        {
+                            f.workaround = Some(main_segment(cmd));
+                        }
+                    }
+                    continue;
+                };
                 let f = open.remove(i);
                 let between = &outcomes[f.pos + 1..pos];
                 let mut first: Vec<String> = Vec::new();
-                let mut edited_source = false;
                 for b in between.iter().filter(|b| b.at > f.first.at) {
-                    if b.status == Status::Ok && b.is_edit() {
-                        let file = b.file.clone().or_else(|| b.command.as_deref().and_then(writes_file).flatten());
-                        edited_source |= file.as_deref().is_none_or(|f| !is_config_file(f));
+                    if b.is_edit() {
                         continue;
                     }
-                    match (&b.command, b.status) {
-                        (Some(c), Status::Ok) if !is_read_only(c) && goal(c) != f.goal => {
-                            let seg = main_segment(c);
-                            if !first.contains(&seg) {
-                                first.push(seg);
-                            }
+                    if let (Some(c), Status::Ok) = (&b.command, b.status)
+                        && !is_read_only(c)
+                        && goal(c) != f.goal
+                    {
+                        let seg = main_segment(c);
+                        if !first.contains(&seg) {
+                            first.push(seg);
                         }
-                        _ => {}
                     }
                 }
                 let failed = main_segment(f.last.command.as_deref().unwrap_or_default());
@@ -424,31 +487,55 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
                 let how = if !first.is_empty() {
                     first.truncate(2);
                     How::RanFirst(first)
-                } else if squash(&now) != squash(&failed) && !edited_source {
+                } else if squash(&now) != squash(&failed) && !f.edited {
                     How::Changed(now)
-                } else if !edited_source && f.failures >= 2 {
+                } else if !f.edited && f.failures >= 2 {
                     How::Retry
                 } else {
                     continue;
                 };
-                out.push(Fix {
-                    first_failure: f.first.at,
-                    success: o.at,
-                    failed: main_segment(f.first.command.as_deref().unwrap_or_default()),
-                    error: f.error,
-                    failures: f.failures,
-                    failed_at: f.failed_at,
-                    how,
-                });
+                out.push(f.fix(o.at, how));
             }
             Status::Rejected | Status::Harness => {}
         }
     }
     for f in open {
-        unresolved(f, &mut out);
+        close(f, &mut out);
     }
     out.sort_by_key(|f| f.first_failure);
     out
+}
+
+/// The first line of a command's own output (not the harness's "Exit code 1",
+/// "Wall time: …", "Output:" headers).
+fn first_line(output: &str) -> &str {
+    output
+        .lines()
+        .map(str::trim)
+        .find(|l| {
+            !l.is_empty()
+                && !l.starts_with("Exit code")
+                && !l.starts_with("Process exited with code")
+                && !l.starts_with("Wall time")
+                && *l != "Output:"
+        })
+        .unwrap_or("")
+}
+
+/// Output of a command that ran and did nothing ("no test files").
+fn did_nothing(output: &str) -> bool {
+    let l = output.to_lowercase();
+    [
+        "[no test files]",
+        "no tests ran",
+        "collected 0 items",
+        "no tests found",
+        "ran 0 tests",
+        "0 tests ran",
+        "no test suites found",
+    ]
+    .iter()
+    .any(|p| l.contains(p))
 }
 
 fn squash(s: &str) -> String {

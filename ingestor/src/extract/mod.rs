@@ -10,7 +10,8 @@
 //! |---|---|---|---|
 //! | `correction` | a user message right after the agent acted that opens with a correction ("no", "don't", "stop", "actually", "wrong"…) or says "I said", "instead of"; any user message right after the user rejected a tool call (and the feedback a rejection carries) | each rule or redirect in it, the opener removed; "(instead of `cmd`)" added when it does not name what it corrects | 0.70, +0.10 for "always", "never", "again", "I said", "I told you" |
 //! | `convention` | any other user sentence that states a rule ([`prose::role`]): "always…", "never…", "we use…", "X must…", "use X, not Y", a flagged quirk ("FYI, the staging DB is read-only"); never a request for the task at hand | the sentence, with an explaining sentence that follows it ("It breaks the lockfile.") | 0.60, +0.15 for "always"/"never"/"must", +0.05 when it names an identifier or file |
-//! | `gotcha` | a command that failed and then worked because other commands ran first or because it was changed ([`commands::fixes`]), or a failure the agent explained in its very next words, on the same subject | "`cmd` fails with "error" until `fix` is run first" / "…; `cmd2` works instead" / "…: explanation" | 0.55, +0.10 with a named error |
+//! | `gotcha` | a command that failed (or ran and did nothing) and then worked because other commands ran first, because it was changed, or because the same program did it another way ([`commands::fixes`]); or a failure the agent explained in its very next words, on the same subject | "Run `fix` before `cmd` (why)" / "Run `cmd2` instead of `cmd` (why)" / "`cmd` fails with "error": explanation"; the why is the agent's explanation, else the error | 0.55, +0.10 with a named error |
+//! | `preference` | a rule or correction that speaks of the user ("I", "me", "my") and names no project, path or command ([`prose::is_personal`]) | the statement, with **no project**: it applies everywhere | 0.70, 0.80 with "always"/"never" |
 //! | `struggle` | the same, after two failures or more, or a command that failed twice and passed on a plain retry (flaky) | as above, or "`cmd` is flaky: …" | 0.45 + 0.10 per failure beyond 2, at most 0.75 |
 //!
 //! Several rules in one message are several memories. Sentences are split
@@ -286,7 +287,18 @@ const EXPLANATION_CUES: &[&str] = &[
     "is missing",
     "instead",
     "only works",
+    "only build",
     "expects",
+    "assume",
+    "is disabled",
+    "is off",
+    "isn't installed",
+    "not available",
+    "doesn't exist",
+    "does not exist",
+    "already in use",
+    "is taken",
+    "comes from",
 ];
 
 /// Words too common to tie an explanation to an error.
@@ -306,6 +318,15 @@ struct Maker<'a> {
 }
 
 impl Maker<'_> {
+    /// A memory of no project (a general preference).
+    fn make_global(&mut self, text: &str, kind: &str, importance: f32, e: &Event) {
+        let before = self.out.len();
+        self.make(text, kind, importance, None, e);
+        for c in &mut self.out[before..] {
+            c.project = None;
+        }
+    }
+
     fn make(&mut self, text: &str, kind: &str, importance: f32, tool: Option<&str>, e: &Event) {
         if text.contains(INJECTION_OPEN) {
             return;
@@ -335,14 +356,24 @@ impl Maker<'_> {
 
 /// Finds candidate memories in one session's events (in order).
 pub fn candidates(events: &[Event]) -> Vec<Candidate> {
+    candidates_in(events, None)
+}
+
+/// [`candidates`] of a session whose project is `known` when its events do
+/// not say (a turn of a session already recorded: its `session.started` is
+/// not among them).
+pub fn candidates_in(events: &[Event], known: Option<&str>) -> Vec<Candidate> {
     let Some(session) = events.iter().find_map(|e| e.session.clone()) else {
         return Vec::new();
     };
-    let project = events.iter().find_map(|e| match &e.body {
-        Body::SessionStarted(s) => s.project.clone().or_else(|| s.cwd.as_deref().and_then(project_of)),
-        Body::Meta(m) if m.label == "cwd" => m.text.as_deref().and_then(project_of),
-        _ => None,
-    });
+    let project = events
+        .iter()
+        .find_map(|e| match &e.body {
+            Body::SessionStarted(s) => s.project.clone().or_else(|| s.cwd.as_deref().and_then(project_of)),
+            Body::Meta(m) if m.label == "cwd" => m.text.as_deref().and_then(project_of),
+            _ => None,
+        })
+        .or_else(|| known.map(str::to_owned));
     let langs = session_languages(events);
     let skip = rewound(events);
     let outcomes = commands::outcomes(events, &skip);
@@ -428,6 +459,9 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
     let mut items: Vec<String> = Vec::new();
     // Index in `sents` of the sentence last added to `items`.
     let mut last: Option<usize> = None;
+    // The last sentence that stated something without being kept, for a rule
+    // that leans on it ("The tests assume UTC. Always run them with TZ=UTC.").
+    let mut statement: Option<(usize, &str)> = None;
     let mut content_seen = false;
     let mut correcting = correcting;
     for (k, s) in sents.iter().enumerate() {
@@ -438,6 +472,19 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
         let role = prose::role(s);
         let first_content = !content_seen;
         content_seen = true;
+        let adjacent = last == Some(k.wrapping_sub(1));
+        // "Don't use npm here. Use pnpm." / "We don't use an ORM here. Write the
+        // SQL in queries/ and run sqlc generate.": the way out belongs to the rule.
+        if adjacent
+            && matches!(role, Role::Rule | Role::Request)
+            && let Some(prev) = items.last_mut()
+            && prose::is_negative(prev)
+            && (prose::is_alternative(s) || role == Role::Request)
+        {
+            *prev = join(prev, s, "; ");
+            last = Some(k);
+            continue;
+        }
         let take = match role {
             Role::Rule => true,
             // The first words after "no," redirect the agent.
@@ -449,35 +496,42 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
                     word_count(s) >= 3
                 }
             }
-            Role::Reason if last == Some(k.wrapping_sub(1)) => {
+            Role::Reason if adjacent => {
                 if let Some(prev) = items.last_mut() {
                     *prev = join(prev, s, ", ");
                 }
                 last = Some(k);
                 continue;
             }
+            Role::Other | Role::Reason => {
+                statement = Some((k, s));
+                false
+            }
             _ => false,
         };
         if !take {
             continue;
         }
-        let adjacent = last == Some(k.wrapping_sub(1));
         match items.last_mut() {
-            // "Don't use npm here. We use pnpm." is one lesson.
-            Some(prev) if adjacent && prose::is_negative(prev) && prose::is_alternative(s) => {
-                *prev = join(prev, s, "; ")
-            }
             // "No, stop." then the content: keep them together.
             Some(prev) if adjacent && word_count(prev) < 4 => *prev = join(prev, s, " "),
-            _ => items.push(s.to_owned()),
+            _ => match statement {
+                Some((j, said)) if j + 1 == k && prose::leans_on_context(s) => items.push(join(said, s, "; ")),
+                _ => items.push(s.to_owned()),
+            },
         }
         last = Some(k);
     }
     items.truncate(MAX_PER_MESSAGE);
     for item in items {
+        let item = prose::without_filler(&item).to_owned();
         let low = prose::normalize(&item);
         let has = |w: &str| low.split(|c: char| !c.is_alphanumeric()).any(|x| x == w);
-        if correcting {
+        if prose::is_personal(&item) {
+            // The user's own way of working: every project's.
+            let imp = if ["always", "never"].iter().any(|w| has(w)) { 0.8 } else { 0.7 };
+            maker.make_global(&item, memory_type::PREFERENCE, imp, e);
+        } else if correcting {
             let mut t = item.clone();
             let rejected = action.is_some_and(|a| a.status == Status::Rejected);
             if let Some((label, words)) = action.and_then(action_label)
@@ -553,33 +607,40 @@ fn mentions_action(item: &str, action: &str) -> bool {
     action.split_whitespace().filter(|w| w.len() >= 3 && !w.starts_with('-')).any(|w| said.contains(&w.to_lowercase()))
 }
 
-/// The lesson of a fix: its text, type and importance.
+/// The lesson of a fix: its text, type and importance. What to do comes
+/// first ("Run `docker compose up -d redis` before `npm test`"), then why,
+/// in the agent's words when it explained the failure, else the error.
 fn fix_lesson(fix: &Fix, explanation: Option<&str>) -> (String, &'static str, f32) {
     let cmd = short(&fix.failed, 80);
-    let mut text = match &fix.error {
-        Some(err) => format!("`{cmd}` fails with \"{}\"", err.trim_end_matches('.')),
-        None => format!("`{cmd}` fails"),
-    };
-    match &fix.how {
+    let error = fix.error.as_deref().map(|e| short(e.trim_end_matches('.'), 100));
+    let mut text = match &fix.how {
         How::RanFirst(first) => {
             let list: Vec<String> = first.iter().map(|c| format!("`{}`", short(c, 60))).collect();
-            text.push_str(&format!(" until {} is run first", list.join(" and ")));
+            format!("Run {} before `{cmd}`", list.join(" and "))
         }
-        How::Changed(now) => text.push_str(&format!("; `{}` works instead", short(now, 80))),
+        How::Changed(now) => format!("Run `{}` instead of `{cmd}`", short(now, 80)),
         How::Retry => {
-            text = format!("`{cmd}` is flaky: it failed {} times", fix.failures);
-            if let Some(err) = &fix.error {
-                text.push_str(&format!(" (\"{}\")", err.trim_end_matches('.')));
+            let mut t = format!("`{cmd}` is flaky: it failed {} times", fix.failures);
+            if let Some(e) = &error {
+                t.push_str(&format!(" (\"{e}\")"));
             }
-            text.push_str(" before passing on a retry");
+            t.push_str(" before passing on a retry");
+            t
         }
-        How::Unresolved => text.push_str(&format!(" ({} attempts in one session, never fixed)", fix.failures)),
-    }
-    if let Some(e) = explanation {
+        How::Unresolved => match &error {
+            Some(e) => format!("`{cmd}` fails with \"{e}\" ({} attempts in one session, never fixed)", fix.failures),
+            None => format!("`{cmd}` failed {} times in one session and was never fixed", fix.failures),
+        },
+    };
+    let why = match (explanation, &error, &fix.how) {
+        (Some(e), _, _) => Some(join("", e.trim_end_matches('.'), "")),
+        (None, Some(e), How::RanFirst(_) | How::Changed(_)) => Some(format!("it fails with \"{e}\" otherwise")),
+        _ => None,
+    };
+    if let Some(why) = why {
         let room = MAX_MEMORY_TEXT.saturating_sub(text.chars().count() + 4);
         if room > 30 {
-            let e = join("", &short(e.trim_end_matches('.'), room), "");
-            text.push_str(&format!(" ({e})"));
+            text.push_str(&format!(" ({})", short(&why, room)));
         }
     }
     text.push('.');
@@ -750,6 +811,11 @@ pub fn resolve(cands: Vec<Candidate>, lookup: &dyn MemoryLookup) -> Extraction {
 /// Extracts a session's memories and resolves them against `lookup`.
 pub fn extract(events: &[Event], lookup: &dyn MemoryLookup) -> Extraction {
     resolve(candidates(events), lookup)
+}
+
+/// [`extract`] for a session whose project is `known` (see [`candidates_in`]).
+pub fn extract_in(events: &[Event], known: Option<&str>, lookup: &dyn MemoryLookup) -> Extraction {
+    resolve(candidates_in(events, known), lookup)
 }
 
 /// Whether `origin` is one extraction never learns from.

@@ -123,14 +123,22 @@ const RULE_OPENERS: &[&str] = &[
 
 /// `we …` openers that state how the project works.
 const WE_VERBS: &[&str] = &[
-    "use", "always", "never", "don't", "dont", "do", "prefer", "keep", "run", "need", "have", "must", "should", "only",
-    "avoid", "deploy", "pin", "build", "test", "write", "put", "follow", "target", "ship", "stick", "rely", "release",
-    "require", "can't", "cannot", "want",
+    "use", "always", "never", "don't", "dont", "do", "prefer", "keep", "run", "must", "only", "avoid", "deploy", "pin",
+    "build", "test", "write", "put", "follow", "target", "ship", "stick", "rely", "release", "require", "can't",
+    "cannot", "lint", "format", "validate", "style", "squash", "rebase", "review", "generate", "store", "log",
 ];
 
-/// Modal words that make a statement about the project a rule.
-const MODALS: &[&str] =
-    &["must", "should", "shall", "needs", "need", "has", "have", "requires", "require", "mustn't", "shouldn't"];
+/// Modal words that make a statement about the project a rule by themselves
+/// ("Tests must run serially").
+const MODALS: &[&str] = &["must", "mustn't", "shall"];
+
+/// Modal words that make a statement a rule only with a word of habit or a
+/// general subject ("should", "needs to"): "the logout handler should also
+/// clear the cookie" is the task at hand.
+const WEAK_MODALS: &[&str] = &["should", "shouldn't", "need", "needs", "has", "have", "requires", "require"];
+
+/// Words that make what is asked a one-off ("this time"): never a rule.
+const ONE_OFF: &[&str] = &["this time", "this once", "just once", "for this one", "today", "tomorrow", "right now"];
 
 /// Words after which "always"/"never" describe a thing rather than a habit.
 const DESCRIBING: &[&str] = &["that", "which", "who", "it", "so", "they", "to", "will", "would", "can"];
@@ -181,6 +189,14 @@ const FLAGS: &[&str] = &[
     "beware",
     "gotcha:",
     "caveat:",
+    "two things",
+    "two rules",
+    "three things",
+    "three rules",
+    "a few things",
+    "a couple of things",
+    "some rules",
+    "ground rules",
 ];
 
 /// Correction openers of a user message that follows the agent's work.
@@ -292,7 +308,9 @@ fn split_line(line: &str) -> Vec<String> {
             continue;
         }
         let last_word = cur.rsplit(char::is_whitespace).next().unwrap_or("").to_lowercase();
-        if c == '.' && (ABBREVIATIONS.contains(&last_word.as_str()) || last_word.chars().count() == 2) {
+        // `./...` (Go's every package) and `e.g.` end no sentence.
+        let path_dots = last_word.ends_with("...") && last_word.contains('/');
+        if c == '.' && (ABBREVIATIONS.contains(&last_word.as_str()) || last_word.chars().count() == 2 || path_dots) {
             continue;
         }
         let s = cur.trim().to_owned();
@@ -426,6 +444,9 @@ fn role_of(s: &str) -> Role {
     if w.len() < 3 {
         return Role::Other;
     }
+    if ONE_OFF.iter().any(|p| format!(" {l} ").contains(&format!(" {p}"))) {
+        return Role::Request;
+    }
     let first = w[0];
     if matches!(first, "because" | "since" | "otherwise" | "as" | "it" | "this" | "that" | "they" | "these" | "those")
         || l.starts_with("that's why")
@@ -448,11 +469,11 @@ fn role_of(s: &str) -> Role {
     if first == "we" && w.get(1).is_some_and(|v| WE_VERBS.contains(v)) {
         return Role::Rule;
     }
-    if first == "our" && l.contains(" is ") | l.contains(" are ") | l.contains(" convention") {
+    if first == "our" && (l.contains(" is ") || l.contains(" are ") || l.contains(" convention")) {
         return Role::Rule;
     }
-    if first == "use" || first == "run" || first == "put" || first == "keep" || first == "name" || first == "call" {
-        return if contrast(&l) || habit(&l) { Role::Rule } else { Role::Request };
+    if matches!(first, "use" | "run" | "put" | "keep" | "name" | "call" | "style" | "write" | "place") {
+        return if contrast(&l) || habit(&l) || strong_habit(&l) { Role::Rule } else { Role::Request };
     }
     if TASK_VERBS.contains(&first) {
         // "Add the index concurrently, never with a plain CREATE INDEX": an
@@ -462,20 +483,57 @@ fn role_of(s: &str) -> Role {
             .any(|p| l.contains(p));
         return if alternative && !describes(&w) { Role::Rule } else { Role::Request };
     }
-    // A statement about the project with a modal: "Tests must run serially".
+    // A statement about the project with a modal: "Tests must run serially";
+    // a weak one ("should", "needs to") only with a word of habit.
+    let subject_ok = |p: usize| p > 0 && !w[..p].iter().any(|x| DESCRIBING.contains(x) && *x != "it");
     if let Some(p) = w.iter().take(6).position(|x| MODALS.contains(x))
-        && p > 0
-        && !w[..p].iter().any(|x| DESCRIBING.contains(x) && *x != "it")
+        && subject_ok(p)
     {
         return Role::Rule;
     }
-    if habit(&l) && !describes(&w) {
+    if let Some(p) = w.iter().take(6).position(|x| WEAK_MODALS.contains(x))
+        && subject_ok(p)
+        && (strong_habit(&l) || matches!(w[0], "you" | "all" | "every" | "each" | "any"))
+        && (!matches!(w[p], "need" | "needs" | "has" | "have") || w.get(p + 1) == Some(&"to"))
+    {
+        return Role::Rule;
+    }
+    // "Handlers go in internal/http, not main.go": where things belong.
+    if [" go in ", " goes in ", " live in ", " lives in ", " belong in ", " belongs in ", " go into ", " go under "]
+        .iter()
+        .any(|p| l.contains(p))
+    {
+        return Role::Rule;
+    }
+    if strong_habit(&l) && !describes(&w) {
         return Role::Rule;
     }
     if quirk(&l) {
         return Role::Rule;
     }
     Role::Other
+}
+
+/// Words that make any statement a standing rule.
+fn strong_habit(l: &str) -> bool {
+    [
+        " always",
+        " never",
+        " every time",
+        " each time",
+        " whenever",
+        " from now on",
+        " going forward",
+        " in this repo",
+        " in this project",
+        " in this codebase",
+        " in our ",
+        " on this machine",
+        " anywhere",
+        " everywhere",
+    ]
+    .iter()
+    .any(|p| format!(" {l}").contains(p))
 }
 
 /// "instead of", "not X", "rather than", "over": a choice between two ways.
@@ -505,7 +563,6 @@ fn habit(l: &str) -> bool {
         " for all ",
         " for every ",
         " everywhere",
-        " by default",
         " must ",
     ]
     .iter()
@@ -588,10 +645,100 @@ pub fn strip_correction_opener(s: &str) -> &str {
     s
 }
 
+/// Openers that add nothing to a statement kept as a memory.
+const FILLER: &[&str] = &[
+    "and",
+    "also",
+    "but",
+    "so",
+    "plus",
+    "oh",
+    "ok",
+    "okay",
+    "right",
+    "well",
+    "again",
+    "btw",
+    "by the way",
+    "fyi",
+    "please",
+    "just",
+    "now",
+    "as i said",
+    "like i said",
+    "i said",
+    "i told you",
+    "remember",
+    "reminder",
+    "note",
+    "important",
+    "heads up",
+    "two things",
+    "two rules",
+    "three things",
+    "three rules",
+    "a few things",
+    "some rules",
+    "ground rules",
+];
+
+/// The statement without openers that add nothing ("And", "Again:", "I
+/// told you,", "Two rules here:"), in its own case.
+pub fn without_filler(s: &str) -> &str {
+    let mut rest = s.trim();
+    loop {
+        let lower = normalize(rest);
+        let before = rest.len();
+        for f in FILLER {
+            let Some(after) = lower.strip_prefix(f) else { continue };
+            let after = after.strip_prefix(" here").unwrap_or(after);
+            if after.is_empty() || !after.starts_with([' ', ',', ':', '!', '-', '—']) {
+                continue;
+            }
+            let cut = rest.len() - after.len();
+            if let Some(r) = rest.get(cut..) {
+                let r = r.trim_start_matches([' ', ',', ':', '!', '-', '—']);
+                if word_count(r) >= 3 {
+                    rest = r;
+                }
+            }
+            break;
+        }
+        if rest.len() == before {
+            return rest;
+        }
+    }
+}
+
 /// Whether the sentence opens with a negation ("Don't…", "Never…", "Not…").
 pub fn is_negative(s: &str) -> bool {
     let l = core(s);
-    ["don't", "dont", "do not", "never", "not ", "no ", "stop ", "avoid "].iter().any(|p| l.starts_with(p))
+    let l = l.strip_prefix("we ").or_else(|| l.strip_prefix("you ")).unwrap_or(&l);
+    ["don't", "dont", "do not", "never", "not ", "no ", "stop ", "avoid ", "can't", "cannot", "shouldn't", "mustn't"]
+        .iter()
+        .any(|p| l.starts_with(p))
+}
+
+/// Whether a rule is the user's own way of working, for every project: it
+/// speaks of "I"/"me"/"my" and names no project, path or command ("Don't end
+/// with a summary of what you changed, I read the diff").
+pub fn is_personal(s: &str) -> bool {
+    let l = normalize(s);
+    let w = words(&l);
+    let personal = w.iter().any(|x| matches!(*x, "i" | "me" | "my" | "i'm" | "i've" | "i'll" | "myself"));
+    let local = ["here", "this repo", "this project", "this codebase", "this service", "this app", "in our"]
+        .iter()
+        .any(|p| format!(" {l} ").contains(&format!(" {p}")))
+        || w.iter().any(|x| matches!(*x, "here" | "repo" | "project" | "codebase"));
+    // "in my rust projects", "in my go services": a rule of a kind of project.
+    let scoped = w.iter().any(|x| {
+        matches!(*x, "projects" | "repos" | "repositories" | "services" | "apps" | "crates" | "packages" | "modules")
+    });
+    personal
+        && !local
+        && !scoped
+        && !s.contains('`')
+        && !s.split_whitespace().any(|x| x.contains(['/', '_', '=']) || x.contains("::"))
 }
 
 /// Whether the sentence names the alternative ("we use X", "use X", "X instead").
@@ -675,6 +822,16 @@ mod tests {
         assert_eq!(strip_correction_opener("Nope. Use pnpm."), "Use pnpm.");
         assert_eq!(strip_correction_opener("Nothing to add."), "Nothing to add.");
         assert!(leans_on_context("Run it with --runInBand."));
+        assert!(is_personal("Don't end with a summary of what you changed, I read the diff."));
+        assert!(!is_personal("I told you, we use pnpm here."));
+        assert!(!is_personal("Run `cargo nextest run` in my projects."));
+        assert!(!is_personal("Cargo nextest run in my rust projects, not cargo test."));
+        assert!(is_negative("We don't use an ORM here."));
+        assert_eq!(without_filler("And don't log it twice."), "don't log it twice.");
+        assert_eq!(without_filler("Again: never latest in our Dockerfiles."), "never latest in our Dockerfiles.");
+        assert_eq!(without_filler("I told you, cargo nextest run here."), "cargo nextest run here.");
+        assert_eq!(without_filler("Two rules here: never raise the MSRV."), "never raise the MSRV.");
+        assert_eq!(without_filler("Andrew owns the build."), "Andrew owns the build.");
         assert!(!leans_on_context("Run `pnpm test` with --runInBand."));
     }
 }

@@ -146,12 +146,13 @@ impl Transcript {
 
     /// The agent runs `cmd`; it prints `out` and succeeds or fails.
     pub fn bash(&mut self, cmd: &str, out: &str, ok: bool) -> &mut Self {
-        let tur = if ok {
-            serde_json::json!({"stdout": out, "stderr": "", "interrupted": false, "isImage": false})
+        // Claude Code puts the exit status before a failed command's output.
+        let (content, tur) = if ok {
+            (out.to_owned(), serde_json::json!({"stdout": out, "stderr": "", "interrupted": false, "isImage": false}))
         } else {
-            serde_json::json!(format!("Error: {out}"))
+            (format!("Exit code 1\n{out}"), serde_json::json!(format!("Error: Exit code 1\n{out}")))
         };
-        self.tool("Bash", serde_json::json!({"command": cmd, "description": "run"}), out, !ok, tur)
+        self.tool("Bash", serde_json::json!({"command": cmd, "description": "run"}), &content, !ok, tur)
     }
 
     /// The agent edits `file` (relative to the cwd).

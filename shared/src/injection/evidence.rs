@@ -14,8 +14,8 @@
 //!   too (`pnpm test`, `src/gen`, `docker compose`), **0.75** (0.25 when both
 //!   are generic), at most 1.5 in all.
 //!
-//! Words of one or two characters, numbers of up to three digits, and the
-//! parts of an apostrophe (`don't` → `don`, `t`) are not evidence.
+//! Words of one character, numbers of up to three digits, and the parts of a
+//! contraction (`don't` → `don`, `t`; `we'll` → `ll`) are not evidence.
 //! [`Evidence::words`] are the query's own words that matched, for people.
 
 use std::collections::HashSet;
@@ -283,10 +283,13 @@ const APOSTROPHE_PARTS: &[&str] = &[
     "can",
 ];
 
-/// Whether a token can be evidence at all (see the module docs).
+/// Whether a token can be evidence at all (see the module docs): two letters
+/// are enough for a name (`og`, `ci`), not for the rest of a contraction.
 fn countable(token: &str) -> bool {
     let n = token.chars().count();
-    n > 2 && !(n <= 3 && token.chars().all(|c| c.is_ascii_digit())) && !APOSTROPHE_PARTS.contains(&token)
+    let short_number = n <= 3 && token.chars().all(|c| c.is_ascii_digit());
+    let contraction = APOSTROPHE_PARTS.contains(&token) || matches!(token, "ll" | "ve" | "re" | "nt");
+    n >= 2 && !short_number && !contraction
 }
 
 /// A moment's query, read once for every candidate.

@@ -9,7 +9,8 @@
 //!   specific words) and pinned ones, best ranked first within `k` and the
 //!   budget.
 //! - **Restart** (a session start on a context emptied by a compaction or a
-//!   clear): the same, and first what was injected before the reset.
+//!   clear): what was injected before the reset (and pinned memories), nothing
+//!   more.
 //! - **Prompt** and **tool call**: evidence ([`super::evidence`]) ≥ the
 //!   moment's floor and one specific word; a tool that only looks (reads,
 //!   searches, lists) has a higher floor.
@@ -135,8 +136,13 @@ impl<'a> Gate<'a> {
                 if m.pinned {
                     return Ok(());
                 }
-                if self.moment == Moment::Restart && self.before_reset.contains(&m.id) {
-                    return Ok(());
+                // After a reset, what the agent had before it, and nothing more.
+                if self.moment == Moment::Restart {
+                    return if self.before_reset.contains(&m.id) {
+                        Ok(())
+                    } else {
+                        Err("not in the agent's context before the reset".into())
+                    };
                 }
                 if !here {
                     return Err("learned in another project (session start only brings this project's own)".into());
