@@ -112,11 +112,15 @@ pub fn run(
     let input = HookInput::parse(input).map_err(|why| Error::params("stdin", why))?;
     let harness = input.harness(harness);
     let session = input.session_key(harness);
-    let project = input.project();
     let config = Config::load(&paths.config()).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "invalid configuration; using the defaults");
         Config::default()
     });
+    // The project is detected from the working directory at every call (a
+    // few system calls): the session may have moved, and the projection may
+    // not hold this session's start yet.
+    let env = input.env(&shared::env::Patterns::builtin());
+    let project = env.as_ref().map(|e| e.project.clone());
     // A session start on an emptied context: a compaction, or a clear.
     let restart = event == HookEvent::SessionStart && matches!(input.source.as_deref(), Some("compact" | "clear"));
     let (trigger, query, branch, read_only) = match event {
@@ -151,13 +155,16 @@ pub fn run(
     phases.lap("pending");
     let query = match query {
         Some(q) => q,
-        None => match (&session, restart) {
-            (Some(key), true) => {
-                SessionContext::load_restart(&store, project.clone(), input.cwd.clone(), branch.clone(), key)?.query()
-            }
-            _ => SessionContext::load(&store, project.clone(), input.cwd.clone(), branch.clone(), session.as_ref())?
-                .query(),
-        },
+        None => {
+            let mut ctx = match (&session, restart) {
+                (Some(key), true) => {
+                    SessionContext::load_restart(&store, project.clone(), input.cwd.clone(), branch.clone(), key)?
+                }
+                _ => SessionContext::load(&store, project.clone(), input.cwd.clone(), branch.clone(), session.as_ref())?,
+            };
+            ctx.name = env.as_ref().map(|e| e.name.clone());
+            ctx.query()
+        }
     };
     let model = injection::load_model(paths).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "cannot load the serving model; ranking with the baseline only");
@@ -210,6 +217,9 @@ pub fn run(
                 ..SessionStarted::default()
             }),
         ));
+        if let Some(env) = env {
+            events.push(Event::new(now, &writer, Some(key.clone()), Body::EnvDetected(env)));
+        }
     }
     if let (Some(at), Some(key)) = (own_reset, &session) {
         events.push(Event::new(

@@ -366,14 +366,23 @@ pub fn candidates_in(events: &[Event], known: Option<&str>) -> Vec<Candidate> {
     let Some(session) = events.iter().find_map(|e| e.session.clone()) else {
         return Vec::new();
     };
+    // The detected project (shared::env) when the events hold one; else the
+    // one the projection knows for the session; else the folder name, which
+    // the projection maps to the session's detected project.
     let project = events
         .iter()
         .find_map(|e| match &e.body {
-            Body::SessionStarted(s) => s.project.clone().or_else(|| s.cwd.as_deref().and_then(project_of)),
-            Body::Meta(m) if m.label == "cwd" => m.text.as_deref().and_then(project_of),
+            Body::EnvDetected(d) => Some(d.project.clone()),
             _ => None,
         })
-        .or_else(|| known.map(str::to_owned));
+        .or_else(|| known.map(str::to_owned))
+        .or_else(|| {
+            events.iter().find_map(|e| match &e.body {
+                Body::SessionStarted(s) => s.project.clone().or_else(|| s.cwd.as_deref().and_then(project_of)),
+                Body::Meta(m) if m.label == "cwd" => m.text.as_deref().and_then(project_of),
+                _ => None,
+            })
+        });
     let langs = session_languages(events);
     let skip = rewound(events);
     let outcomes = commands::outcomes(events, &skip);
