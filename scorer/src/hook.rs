@@ -160,7 +160,9 @@ pub fn run(
                 (Some(key), true) => {
                     SessionContext::load_restart(&store, project.clone(), input.cwd.clone(), branch.clone(), key)?
                 }
-                _ => SessionContext::load(&store, project.clone(), input.cwd.clone(), branch.clone(), session.as_ref())?,
+                _ => {
+                    SessionContext::load(&store, project.clone(), input.cwd.clone(), branch.clone(), session.as_ref())?
+                }
             };
             ctx.name = env.as_ref().map(|e| e.name.clone());
             ctx.query()
@@ -186,6 +188,7 @@ pub fn run(
             query: &query,
             session: session.as_ref(),
             project: project.as_deref(),
+            stack: env.as_ref().map(|e| e.stack.as_slice()),
             now,
             status_line,
             explore_draw: rand::random::<f32>(),

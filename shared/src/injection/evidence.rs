@@ -285,7 +285,7 @@ const APOSTROPHE_PARTS: &[&str] = &[
 
 /// Whether a token can be evidence at all (see the module docs): two letters
 /// are enough for a name (`og`, `ci`), not for the rest of a contraction.
-fn countable(token: &str) -> bool {
+pub(super) fn countable(token: &str) -> bool {
     let n = token.chars().count();
     let short_number = n <= 3 && token.chars().all(|c| c.is_ascii_digit());
     let contraction = APOSTROPHE_PARTS.contains(&token) || matches!(token, "ll" | "ve" | "re" | "nt");

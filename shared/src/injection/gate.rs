@@ -16,13 +16,16 @@
 //!   searches, lists) has a higher floor.
 //! - A memory of **another project** needs the floor times
 //!   `floors.other_project` and two specific words, and never comes at session
-//!   start unless pinned.
+//!   start unless pinned; one of a project of another stack never comes, and
+//!   a lesson of the current stack (two projects of it agree) is treated as
+//!   this project's own ([`super::stack`]).
 //!
 //! Memories without a project are the user's own, welcome in every project.
 
 use std::collections::BTreeSet;
 
 use super::evidence::{Evidence, QueryWords, evidence};
+use super::stack::Stacks;
 use crate::config::FloorsConfig;
 use crate::event::trigger;
 use crate::ids::MemoryId;
@@ -66,18 +69,21 @@ pub struct Gate<'a> {
     moment: Moment,
     project: Option<&'a str>,
     before_reset: &'a BTreeSet<MemoryId>,
+    stacks: &'a Stacks,
     words: QueryWords,
 }
 
 impl<'a> Gate<'a> {
     /// The gate of `moment` for a ranking of `query` in `project`;
     /// `before_reset` are the memories injected in the session before its
-    /// context was emptied (a restart brings them back).
+    /// context was emptied (a restart brings them back); `stacks` what the
+    /// projects' stacks say about memories of other projects.
     pub fn new(
         floors: &'a FloorsConfig,
         moment: Moment,
         project: Option<&'a str>,
         before_reset: &'a BTreeSet<MemoryId>,
+        stacks: &'a Stacks,
         query: &str,
         ranking: &Ranking,
     ) -> Gate<'a> {
@@ -86,6 +92,7 @@ impl<'a> Gate<'a> {
             moment,
             project,
             before_reset,
+            stacks,
             words: QueryWords::new(query, &ranking.query_terms, ranking.corpus),
         }
     }
@@ -107,7 +114,14 @@ impl<'a> Gate<'a> {
         if m.content.trim().is_empty() {
             return Err("empty".into());
         }
-        let here = m.project.is_none() || m.project.as_deref() == self.project;
+        let mut here = m.project.is_none() || m.project.as_deref() == self.project;
+        if let Some(p) = m.project.as_deref().filter(|_| !here) {
+            if self.stacks.other_stack(p) && !m.pinned {
+                return Err("learned in a project of another stack".into());
+            }
+            // Two projects of this stack agree: a lesson of the stack.
+            here = self.stacks.is_lesson(&m.id);
+        }
         let floor = |base: f32| if here { base } else { base * self.floors.other_project };
         let need = if here { 1 } else { 2 };
         let enough = |e: &Evidence, base: f32| -> Result<(), String> {

@@ -38,6 +38,7 @@ use crate::time::Ts;
 
 pub mod evidence;
 pub mod gate;
+pub mod stack;
 
 /// Previous-session prompts put into the session-start query.
 const PREVIOUS_PROMPTS: usize = 3;
@@ -368,6 +369,8 @@ pub struct ServeRequest<'a> {
     pub session: Option<&'a SessionKey>,
     /// The session's project.
     pub project: Option<&'a str>,
+    /// The project's stack as detected now (`None`: the projection's).
+    pub stack: Option<&'a [String]>,
     /// Now.
     pub now: Ts,
     /// Put the predictor's status line in the text.
@@ -396,6 +399,7 @@ impl<'a> ServeRequest<'a> {
             query,
             session: None,
             project: None,
+            stack: None,
             now,
             status_line: false,
             explore_draw: 1.0,
@@ -468,7 +472,9 @@ pub fn serve(
         _ => Default::default(),
     };
     let moment = gate::Moment::of(req.trigger, req.restart, req.read_only);
-    let gate = gate::Gate::new(&inj.floors, moment, req.project, &before_reset, req.query, &ranking);
+    let others = ranking.items.iter().filter_map(|it| it.memory.project.as_deref());
+    let stacks = stack::Stacks::load(store, req.project, req.stack, others, moment == gate::Moment::SessionStart)?;
+    let gate = gate::Gate::new(&inj.floors, moment, req.project, &before_reset, &stacks, req.query, &ranking);
     let verdicts: Vec<Result<(), String>> = ranking.items.iter().map(|it| gate.verdict(it)).collect();
     let mut chosen: Vec<usize> = Vec::new();
     let mut used = 0usize;
@@ -729,6 +735,7 @@ pub fn preview_session_start(
         &tz,
         &ServeRequest {
             project: project.as_deref(),
+            stack: Some(&env.stack),
             status_line: true,
             ..ServeRequest::new(trigger::SESSION_START, &query, now)
         },
