@@ -495,3 +495,31 @@ fn a_personal_preference_belongs_to_no_project() {
     t.user("We use pnpm in this repo.");
     assert_eq!(extract::candidates(&t.events())[0].project.as_deref(), Some("landing"));
 }
+
+#[test]
+fn a_rule_carried_over_from_another_project_is_learned() {
+    let mut t = common::Transcript::new(S, "/home/me/status-page");
+    t.user("Auto-refresh the incidents list.")
+        .edit("app/incidents/List.tsx")
+        .bash("yarn build", "Error: You're importing a component that needs useEffect.", false)
+        .user("same as in the docs portal: components with hooks need \"use client\" as the first line.");
+    let got = learned(&t);
+    assert!(
+        got.iter().any(|(_, x)| x.to_lowercase().starts_with("components with hooks need \"use client\"")),
+        "{got:#?}"
+    );
+
+    let mut t = common::Transcript::new(S, "/home/me/imgresize");
+    t.user("Use the image crate for decoding.")
+        .edit("Cargo.toml")
+        .user("cargo add, please, not hand edits of Cargo.toml. same rule in all my rust projects.");
+    let got = learned(&t);
+    assert!(got.iter().any(|(_, x)| x.to_lowercase().contains("cargo add") && x.contains("same rule")), "{got:#?}");
+
+    let mut t = common::Transcript::new(S, "/home/me/backoffice");
+    t.user("Check the refund admin tests still pass.")
+        .bash("poetry run pytest refunds", "Command timed out after 2m 0.0s", false)
+        .user("--reuse-db, like in the crm. creating the test db is too slow in all our django projects.");
+    let got = learned(&t);
+    assert!(got.iter().any(|(_, x)| x.contains("--reuse-db")), "{got:#?}");
+}

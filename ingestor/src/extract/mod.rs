@@ -149,7 +149,7 @@ fn rewound(events: &[Event]) -> HashSet<usize> {
 /// Cuts to [`MAX_MEMORY_TEXT`] characters at a word boundary, capitalises,
 /// and ends with punctuation.
 pub fn tidy(text: &str) -> String {
-    let t = text.trim().trim_start_matches(['-', '*', '>', ' ']).trim();
+    let t = prose::without_markers(text.trim()).trim();
     let mut out: String = if t.chars().count() > MAX_MEMORY_TEXT {
         let cut: String = t.chars().take(MAX_MEMORY_TEXT).collect();
         let at = cut.rfind(' ').unwrap_or(cut.len());

@@ -278,8 +278,20 @@ pub fn sentences(text: &str) -> Vec<String> {
     out
 }
 
+/// The line without list markers ("- ", "* ", "> "); a marker must be followed
+/// by a space, so a leading flag (`--reuse-db`) stays.
+pub fn without_markers(line: &str) -> &str {
+    let mut l = line.trim_start();
+    while let Some(rest) = l.strip_prefix(['-', '*', '•', '+', '>'])
+        && (rest.is_empty() || rest.starts_with(char::is_whitespace))
+    {
+        l = rest.trim_start();
+    }
+    l
+}
+
 fn strip_bullet(line: &str) -> &str {
-    let l = line.trim_start_matches(['-', '*', '•', '+']).trim_start();
+    let l = without_markers(line);
     // "1." / "2)" numbering.
     let digits = l.chars().take_while(char::is_ascii_digit).count();
     if digits > 0 && digits <= 3 {
@@ -531,6 +543,12 @@ fn strong_habit(l: &str) -> bool {
         " on this machine",
         " anywhere",
         " everywhere",
+        // A rule carried over from elsewhere: "same as in the docs portal:".
+        " same as in",
+        " same as the",
+        " same rule",
+        " like in the",
+        " like in our",
     ]
     .iter()
     .any(|p| format!(" {l}").contains(p))
@@ -686,6 +704,15 @@ const FILLER: &[&str] = &[
 /// told you,", "Two rules here:"), in its own case.
 pub fn without_filler(s: &str) -> &str {
     let mut rest = s.trim();
+    // "Same as in the docs portal: components with hooks need …".
+    let lower = normalize(rest);
+    if (lower.starts_with("same as") || lower.starts_with("like in"))
+        && let Some(colon) = rest.find(':')
+        && word_count(&rest[..colon]) <= 8
+        && word_count(&rest[colon + 1..]) >= 3
+    {
+        rest = rest[colon + 1..].trim_start();
+    }
     loop {
         let lower = normalize(rest);
         let before = rest.len();
@@ -751,9 +778,11 @@ pub fn is_alternative(s: &str) -> bool {
 pub fn leans_on_context(s: &str) -> bool {
     let l = core(s);
     let w = words(&l);
-    w.iter().take(4).any(|x| matches!(*x, "it" | "that" | "this" | "them" | "those" | "there"))
-        && !s.contains('`')
-        && !w.iter().any(|x| x.contains(['.', '_', '/']) || x.contains("::"))
+    // "Same rule in all my rust projects."
+    (w.first() == Some(&"same") && w.get(1).is_some_and(|x| matches!(*x, "rule" | "for" | "here" | "goes")))
+        || w.iter().take(4).any(|x| matches!(*x, "it" | "that" | "this" | "them" | "those" | "there"))
+            && !s.contains('`')
+            && !w.iter().any(|x| x.contains(['.', '_', '/']) || x.contains("::"))
 }
 
 #[cfg(test)]
@@ -832,6 +861,13 @@ mod tests {
         assert_eq!(without_filler("I told you, cargo nextest run here."), "cargo nextest run here.");
         assert_eq!(without_filler("Two rules here: never raise the MSRV."), "never raise the MSRV.");
         assert_eq!(without_filler("Andrew owns the build."), "Andrew owns the build.");
+        assert_eq!(
+            without_filler("same as in the docs portal: components with hooks need \"use client\" as the first line."),
+            "components with hooks need \"use client\" as the first line."
+        );
+        assert!(leans_on_context("same rule in all my rust projects."));
+        assert_eq!(without_markers("- * always lint"), "always lint");
+        assert_eq!(without_markers("--reuse-db, like in the crm."), "--reuse-db, like in the crm.");
         assert!(!leans_on_context("Run `pnpm test` with --runInBand."));
     }
 }
