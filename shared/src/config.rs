@@ -52,10 +52,6 @@ pub struct PredictorConfig {
     pub train_interval_sessions: u32,
     /// Scored sessions needed before the predictor may influence injection.
     pub min_training_sessions: u32,
-    /// A score request slower than this falls back to the baseline.
-    pub score_timeout_ms: u64,
-    /// Disable the predictor after this many crashes in an hour.
-    pub crash_disable_threshold: u32,
     /// The RRF constant k.
     pub rrf_k: f32,
     /// Probability of an exploration slot per ranking.
@@ -74,8 +70,6 @@ impl Default for PredictorConfig {
             enabled: true,
             train_interval_sessions: 10,
             min_training_sessions: 10,
-            score_timeout_ms: 120,
-            crash_disable_threshold: 3,
             rrf_k: 12.0,
             exploration_rate: 0.05,
             drift_reset_window: 10,
