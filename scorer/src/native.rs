@@ -149,10 +149,8 @@ impl Native {
         let require_match = p.require_match.unwrap_or(trigger != trigger::SESSION_START);
         let now = p.now_ms.map_or_else(Ts::now, Ts);
         // Signet's weights score Signet's lists only: the pipeline then ranks with the baseline.
-        let model = serving
-            .engram()
-            .filter(|_| serving.trained)
-            .map(|model| ServingModel { model, version: serving.version });
+        let model =
+            serving.engram().filter(|_| serving.trained).map(|model| ServingModel { model, version: serving.version });
         let config = self.config.clone();
         let tz = self.tz.clone();
         let unapplied = self.recorder().map(Recorder::unapplied).unwrap_or_default();

@@ -133,8 +133,7 @@ impl Server {
         let mut watch = PointerWatch::new(opts.paths.clone());
         let promoted = watch.mark_seen();
         let native_dim = opts.native_dim;
-        let checkpoint =
-            opts.checkpoint.clone().filter(|p| !crate::serving::checkpoint_files(p).is_empty());
+        let checkpoint = opts.checkpoint.clone().filter(|p| !crate::serving::checkpoint_files(p).is_empty());
         if let Some(p) = &opts.checkpoint
             && checkpoint.is_none()
         {
@@ -442,7 +441,9 @@ fn initial_weights(
                 tracing::info!(path = %path.display(), version = s.version, format = s.format().name(), "serving the checkpoint");
                 return s;
             }
-            None => tracing::warn!(path = %path.display(), "the checkpoint cannot be served; starting from other weights"),
+            None => {
+                tracing::warn!(path = %path.display(), "the checkpoint cannot be served; starting from other weights")
+            }
         }
     }
     if let (Some(hash), Some(paths)) = (promoted, paths) {

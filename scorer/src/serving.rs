@@ -233,10 +233,12 @@ impl Serving {
     /// the caller's flags word (bit 0 pretrained base, bit 1 fine-tuned).
     pub fn encode(&self, signet_flags: u32) -> Vec<u8> {
         match &self.weights {
-            Weights::Engram(m) => checkpoint::encode(&self.to_checkpoint(
-                m,
-                Flags { pretrained_base: signet_flags & 1 != 0, fine_tuned: signet_flags & 2 != 0 },
-            )),
+            Weights::Engram(m) => {
+                checkpoint::encode(&self.to_checkpoint(
+                    m,
+                    Flags { pretrained_base: signet_flags & 1 != 0, fine_tuned: signet_flags & 2 != 0 },
+                ))
+            }
             Weights::Signet(m) => {
                 let mut m = (**m).clone();
                 m.flags = signet_flags;
@@ -413,11 +415,7 @@ pub fn save_target(path: &Path, format: Format) -> PathBuf {
     use std::io::Read as _;
     let mut head = [0u8; 8];
     let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
-    if n == 0 || Format::of(&head[..n]) == format {
-        path.to_path_buf()
-    } else {
-        beside(path, format)
-    }
+    if n == 0 || Format::of(&head[..n]) == format { path.to_path_buf() } else { beside(path, format) }
 }
 
 /// What [`save`] wrote.

@@ -62,6 +62,13 @@ pub struct PredictorConfig {
     pub max_training_seconds: u64,
     /// Candidate pool size after pre-filtering.
     pub candidate_pool_size: usize,
+    // Unattended learning (issue 16): when the hooks start `engram-trainer run`.
+    /// Start `engram-trainer run` from the hooks when it is due (see `auto_train_*`).
+    pub auto_train: bool,
+    /// Ended sessions not yet labelled before the hooks start a run.
+    pub auto_train_min_sessions: u32,
+    /// Least time between two runs the hooks start, in minutes.
+    pub auto_train_interval_minutes: u64,
 }
 
 impl Default for PredictorConfig {
@@ -75,6 +82,9 @@ impl Default for PredictorConfig {
             drift_reset_window: 10,
             max_training_seconds: 30,
             candidate_pool_size: 100,
+            auto_train: true,
+            auto_train_min_sessions: 1,
+            auto_train_interval_minutes: 10,
         }
     }
 }

@@ -248,8 +248,7 @@ fn signet_daemon_session_train_save_kill_restart() {
 /// stand-in Engram uses; Signet's own sidecar refuses nulls).
 fn signet_expected(model: &SignetModel, n: usize) -> Vec<(String, f64)> {
     let wide = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<f64>>();
-    let rows: Vec<Option<Vec<f64>>> =
-        (0..n).map(|i| (i % 3 != 2).then(|| wide(vector(100 + i as u64, 768)))).collect();
+    let rows: Vec<Option<Vec<f64>>> = (0..n).map(|i| (i % 3 != 2).then(|| wide(vector(100 + i as u64, 768)))).collect();
     let present: Vec<&Vec<f64>> = rows.iter().flatten().collect();
     // The mean is taken in f32, as the scorer takes it, then widened.
     let mean: Vec<f64> = {

@@ -376,8 +376,10 @@ fn errors_of_handlers_use_signets_code() {
     assert_eq!(r["error"]["code"], -32602, "a missing database is a bad parameter: {r}");
     let bad = h.home.path().join("bad.db");
     let conn = rusqlite::Connection::open(&bad).unwrap();
-    conn.execute_batch("CREATE TABLE session_scores (id); CREATE TABLE session_memories (id); CREATE TABLE memories (id);")
-        .unwrap();
+    conn.execute_batch(
+        "CREATE TABLE session_scores (id); CREATE TABLE session_memories (id); CREATE TABLE memories (id);",
+    )
+    .unwrap();
     drop(conn);
     let r = h.call(2, "train_from_db", json!({"db_path": bad}));
     assert_eq!(r["error"]["code"], -32000, "a database that cannot be read is a handler error: {r}");
