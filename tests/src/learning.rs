@@ -569,6 +569,9 @@ fn ndcg10(order: &[String], relevant: &BTreeSet<String>) -> f64 {
     if ideal > 0.0 { dcg / ideal } else { 0.0 }
 }
 
+/// A recorded candidate: memory id, final rank, baseline rank, predictor rank.
+type CandidateRow = (String, i64, i64, Option<i64>);
+
 /// NDCG@10 of the session-start rankings of `sessions` (id → group).
 fn measure(
     store: &shared::store::Store,
@@ -583,7 +586,7 @@ fn measure(
     let (mut served, mut baseline, mut predictor, mut with_predictor, mut n) = (0.0, 0.0, 0.0, 0usize, 0usize);
     for (id, group) in sessions {
         let key = format!("claude:{id}");
-        let rows: Vec<(String, i64, i64, Option<i64>)> = stmt
+        let rows: Vec<CandidateRow> = stmt
             .query_map([&key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
             .and_then(|rows| rows.collect())
             .map_err(|e| err!("{e}"))?;
@@ -591,7 +594,7 @@ fn measure(
             continue;
         }
         let relevant = ids.get(group).cloned().unwrap_or_default();
-        let order = |key: &dyn Fn(&(String, i64, i64, Option<i64>)) -> Option<i64>| -> Vec<String> {
+        let order = |key: &dyn Fn(&CandidateRow) -> Option<i64>| -> Vec<String> {
             let mut v: Vec<(i64, String)> = rows.iter().filter_map(|r| key(r).map(|k| (k, r.0.clone()))).collect();
             v.sort();
             v.into_iter().map(|(_, id)| id).collect()
