@@ -454,11 +454,25 @@ impl Sim<'_> {
         if group == Group::Borealis { &self.borealis } else { &self.atlas }
     }
 
+    /// Waits for Engram's background work, the trainer run the hooks may
+    /// have started included (the time between two sessions).
     fn settle(&self, what: &str, timeout: Duration) -> Result<()> {
-        if self.world.settle(timeout) {
-            Ok(())
-        } else {
-            Err(err!("Engram's background work did not settle after {what}"))
+        let start = Instant::now();
+        let paths = shared::paths::Paths::at(self.world.engram_home());
+        let train_lock = shared::autotrain::lock_file(&paths);
+        loop {
+            let left = timeout.saturating_sub(start.elapsed());
+            // The driver's settle may give up on a lock held long (a training
+            // run): then the trainer's own lock says whether work remains.
+            let settled = self.world.settle(left);
+            let trainer_idle = matches!(shared::fsutil::FileLock::try_exclusive(&train_lock), Ok(Some(_)));
+            if settled && trainer_idle {
+                return Ok(());
+            }
+            if start.elapsed() > timeout {
+                return Err(err!("Engram's background work (or its trainer run) did not settle after {what}"));
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
