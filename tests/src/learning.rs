@@ -402,21 +402,12 @@ impl fmt::Display for Figures {
     }
 }
 
-/// Deterministic choices (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
+/// A deterministic choice below `n`, keyed by the seed and what is chosen.
+fn choose(seed: u64, what: &str, n: usize) -> usize {
+    let h = blake3::hash(format!("{seed}\0{what}").as_bytes());
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&h.as_bytes()[..8]);
+    (u64::from_le_bytes(b) % n.max(1) as u64) as usize
 }
 
 /// One session of the schedule.
@@ -546,26 +537,20 @@ impl Sim<'_> {
 
 /// The working sessions of `weeks` weeks (days 1 to 7·weeks).
 fn schedule(weeks: u32, seed: u64) -> Vec<Planned> {
-    let mut rng = Rng(seed);
-    let pick = |rng: &mut Rng, g: Group| -> &'static Planted {
-        let of: Vec<&'static Planted> = PLANTED.iter().filter(|p| p.group == g).collect();
-        of[rng.below(of.len())]
+    let plan = |day: u32, hour: i64, group: Group| -> Planned {
+        let of: Vec<&'static Planted> = PLANTED.iter().filter(|p| p.group == group).collect();
+        let what = format!("{day}:{hour}");
+        let needed = of[choose(seed, &format!("{what}:memory"), of.len())];
+        let named = group == Group::Borealis || choose(seed, &format!("{what}:named"), 3) == 0;
+        Planned { day, hour, group, needed, named }
     };
     let mut out = Vec::new();
     for day in 1..=weeks * 7 {
-        let named = rng.below(3) == 0;
-        out.push(Planned { day, hour: 9, group: Group::Deploy, needed: pick(&mut rng, Group::Deploy), named });
+        out.push(plan(day, 9, Group::Deploy));
         if day % 2 == 1 {
-            out.push(Planned {
-                day,
-                hour: 15,
-                group: Group::Borealis,
-                needed: pick(&mut rng, Group::Borealis),
-                named: true,
-            });
+            out.push(plan(day, 15, Group::Borealis));
         }
-        let named = rng.below(3) == 0;
-        out.push(Planned { day, hour: 19, group: Group::Billing, needed: pick(&mut rng, Group::Billing), named });
+        out.push(plan(day, 19, Group::Billing));
     }
     out
 }

@@ -56,7 +56,12 @@ fn install_cmd(w: &World, args: &[&str]) -> Command {
 }
 
 fn run(w: &World, args: &[&str]) -> String {
-    let out = install_cmd(w, args).output().unwrap();
+    run_cmd(install_cmd(w, args), args)
+}
+
+/// Runs `cmd`, which must succeed; its stdout.
+fn run_cmd(mut cmd: Command, args: &[&str]) -> String {
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
         "{args:?}: {}\n{}",
@@ -415,15 +420,8 @@ fn fake_tools(dir: &Path) -> PathBuf {
 fn with_tools(w: &World, tools: &Path, args: &[&str]) -> String {
     tests::build_bin("trainer", "engram-trainer"); // --schedule wants it beside the others
     let mut c = install_cmd(w, args);
-    let path = format!("{}:{}", tools.display(), std::env::var("PATH").unwrap_or_default());
-    let out = c.env("PATH", path).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    c.env("PATH", format!("{}:{}", tools.display(), std::env::var("PATH").unwrap_or_default()));
+    run_cmd(c, args)
 }
 
 #[test]
