@@ -4,6 +4,7 @@
 pub mod autotrain;
 pub mod base64;
 pub mod config;
+pub mod env;
 pub mod error;
 pub mod event;
 pub mod fsutil;
