@@ -257,8 +257,8 @@ pub fn install(paths: &Paths, kind: Kind, owner: &str, trainer: &Path, dry_run: 
         ));
     } else {
         match kind {
-            Kind::Cron => install_cron(paths, trainer, &mut record, &mut change, dry_run)?,
-            Kind::Systemd => install_systemd(paths, trainer, &mut record, &mut change, dry_run)?,
+            Kind::Cron => install_cron(&cron_line(paths, trainer), &mut record, &mut change, dry_run)?,
+            Kind::Systemd => install_systemd(&units(paths, trainer), &mut record, &mut change, dry_run)?,
         }
         record.kind = Some(kind);
     }
@@ -271,21 +271,15 @@ pub fn install(paths: &Paths, kind: Kind, owner: &str, trainer: &Path, dry_run: 
     Ok(change)
 }
 
-fn install_cron(
-    paths: &Paths,
-    trainer: &Path,
-    record: &mut Record,
-    change: &mut Change,
-    dry_run: bool,
-) -> Result<(), Error> {
+/// Adds `line` to the user's crontab (or says it is there).
+fn install_cron(line: &str, record: &mut Record, change: &mut Change, dry_run: bool) -> Result<(), Error> {
     let current = crontab_read()?;
-    let line = cron_line(paths, trainer);
     let base = current.as_deref().map(without_ours).unwrap_or_default();
     let mut next = base.clone();
     if !next.is_empty() && !next.ends_with('\n') {
         next.push('\n');
     }
-    next.push_str(&line);
+    next.push_str(line);
     next.push('\n');
     if current.as_deref() == Some(next.as_str()) {
         change.items.push(format!("= crontab: {line}"));
@@ -310,18 +304,18 @@ fn install_cron(
     Ok(())
 }
 
+/// Writes the service and timer `units` and enables the timer (or says they
+/// are there); a failed enable takes back everything it wrote.
 fn install_systemd(
-    paths: &Paths,
-    trainer: &Path,
+    units: &[(String, String); 2],
     record: &mut Record,
     change: &mut Change,
     dry_run: bool,
 ) -> Result<(), Error> {
     let dir = systemd_dir()?;
-    let units = units(paths, trainer);
     let mut files = Vec::new();
     let mut same = true;
-    for (name, text) in &units {
+    for (name, text) in units {
         let path = dir.join(name);
         match fs::read_to_string(&path) {
             Ok(t) if t == *text => {}

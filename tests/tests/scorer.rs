@@ -26,6 +26,21 @@ fn scorer_bin() -> &'static Path {
     BIN.get_or_init(|| tests::build_bin("scorer", "engram-scorer"))
 }
 
+/// `engram-scorer ARGS` in an empty environment but for `PATH`, with its
+/// data home under `home`, logging at `log`, stdin and stdout piped.
+fn scorer_command(home: &Path, args: &[&str], log: &str) -> Command {
+    let mut cmd = Command::new(scorer_bin());
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("ENGRAM_HOME", home.join("engram"))
+        .env("ENGRAM_LOG", log)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    cmd
+}
+
 /// A running scorer with a line reader on its stdout.
 struct Sidecar {
     child: Child,
@@ -35,18 +50,7 @@ struct Sidecar {
 
 impl Sidecar {
     fn spawn(home: &Path, args: &[&str]) -> Sidecar {
-        let mut child = Command::new(scorer_bin())
-            .args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", home)
-            .env("ENGRAM_HOME", home.join("engram"))
-            .env("ENGRAM_LOG", "warn")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+        let mut child = scorer_command(home, args, "warn").stderr(Stdio::inherit()).spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -350,19 +354,8 @@ fn a_signet_sgpt_checkpoint_serves_its_weights_and_switching_formats_keeps_both_
 #[test]
 fn stderr_carries_no_colour_codes_through_a_pipe() {
     let home = tempfile::tempdir().unwrap();
-    let out = Command::new(scorer_bin())
-        .args(["--native-dim", "8", "--checkpoint", "/nonexistent/dir/model.bin"])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("ENGRAM_HOME", home.path().join("engram"))
-        .env("ENGRAM_LOG", "debug")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = out;
+    let args = ["--native-dim", "8", "--checkpoint", "/nonexistent/dir/model.bin"];
+    let mut child = scorer_command(home.path(), &args, "debug").stderr(Stdio::piped()).spawn().unwrap();
     child.stdin.take().unwrap().write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}\n").unwrap();
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
