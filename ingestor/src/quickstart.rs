@@ -211,6 +211,7 @@ pub fn run(
             .context("preview the injection")?;
         o.block(&p.render(), "   ")?;
         let prompt = "pnpm test fails with a Redis connection error, how do I run the tests?";
+        let env = demo_env(&s.cwd);
         let tz = injection::time_zone(config);
         let served = injection::serve(
             journal.store(),
@@ -221,7 +222,7 @@ pub fn run(
                 trigger: trigger::PROMPT,
                 query: prompt,
                 session: None,
-                project: Some(&s.project),
+                project: Some(&env.project),
                 now,
                 status_line: false,
                 explore_draw: 1.0,
@@ -344,6 +345,12 @@ fn key(s: &DemoSession) -> SessionKey {
     SessionKey::new(h, &s.id)
 }
 
+/// The project a demo session's folder is to the hooks: its detected key
+/// (which the scan gives its memories) and name (which its query names).
+fn demo_env(cwd: &str) -> shared::event::EnvDetected {
+    shared::env::detect(Path::new(cwd), shared::env::home_dir().as_deref(), &shared::env::Patterns::builtin())
+}
+
 /// Ingests the demo sessions in time order, each preceded by the rankings
 /// its hooks would have served; returns the scans' total and the rankings.
 fn ingest_demo(
@@ -366,14 +373,16 @@ fn ingest_demo(
                 .query_row("SELECT COUNT(*) FROM rankings WHERE session_key = ?1", [session.as_str()], |r| r.get(0))
                 .unwrap_or(0);
             if already == 0 {
-                let ctx = SessionContext::load(
+                let env = demo_env(&s.cwd);
+                let mut ctx = SessionContext::load(
                     journal.store(),
-                    Some(s.project.clone()),
+                    Some(env.project.clone()),
                     Some(s.cwd.clone()),
                     Some("main".into()),
                     Some(&session),
                 )
                 .context("read the session context")?;
+                ctx.name = Some(env.name.clone());
                 let mut moments: Vec<(Ts, &str, String)> = vec![(s.start, trigger::SESSION_START, ctx.query())];
                 moments.extend(s.prompts.iter().map(|(t, p)| (*t, trigger::PROMPT, p.clone())));
                 for (at, trig, query) in moments {
@@ -386,7 +395,7 @@ fn ingest_demo(
                             trigger: trig,
                             query: &query,
                             session: Some(&session),
-                            project: Some(&s.project),
+                            project: Some(&env.project),
                             now: at,
                             status_line: trig == trigger::SESSION_START,
                             explore_draw: 1.0,
@@ -468,16 +477,18 @@ fn pattern_preview(paths: &Paths, config: &Config, sessions: &[DemoSession]) -> 
     while at <= last.start {
         at = Ts(at.0 + day);
     }
-    let ctx =
-        SessionContext::load(store, Some(last.project.clone()), Some(last.cwd.clone()), Some("main".into()), None)
+    let env = demo_env(&last.cwd);
+    let mut ctx =
+        SessionContext::load(store, Some(env.project.clone()), Some(last.cwd.clone()), Some("main".into()), None)
             .context("read the session context")?;
+    ctx.name = Some(env.name.clone());
     let query = ctx.query();
     let tz = injection::time_zone(config);
     let req = shared::rank::RankRequest {
         query: &query,
         query_embedding: None,
         session: None,
-        project: Some(&last.project),
+        project: Some(&env.project),
         trigger: trigger::SESSION_START,
         now: at,
         tz: &tz,
