@@ -561,6 +561,13 @@ pub struct CodeEdit {
     /// The tool call that made the edit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+    /// The replaced text (what `before_hash` hashes), for provenance: its
+    /// fingerprints, tombstones and lineage. Absent for excluded paths.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before_text: Option<String>,
+    /// The written text (what `after_hash` hashes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_text: Option<String>,
 }
 
 /// `span.link`.
