@@ -3,5 +3,6 @@
 //! edits wrote and removed, tombstones, continuations between sessions, and
 //! the `explain` query over all of it.
 
+pub mod explain;
 pub mod fingerprint;
 pub mod index;
