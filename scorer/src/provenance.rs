@@ -109,6 +109,62 @@ pub fn resolve_session(store: &Store, given: &str) -> Result<String> {
     }
 }
 
+/// The `memory_explain` MCP tool's definition.
+pub fn mcp_tool() -> serde_json::Value {
+    use serde_json::json;
+    json!({
+        "name": "memory_explain",
+        "title": "Why this code exists",
+        "description": "Before changing code, ask why it exists: the earlier agent sessions that wrote, edited, read or \
+            discussed this span of a file (found by content fingerprints, so moves and small edits do not hide them), \
+            ordered by how often they touched it, each with the raw transcript around those moments, the lineage of \
+            edits behind it and code removed at that place. Give file with start and end lines, or text.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "file": {"type": "string", "description": "Path of the file (absolute, or relative to the server's directory)"},
+                "start": {"type": "integer", "minimum": 1, "description": "First line (1-based; default 1)"},
+                "end": {"type": "integer", "minimum": 1, "description": "Last line (default: the end of the file)"},
+                "text": {"type": "string", "minLength": 1, "description": "Explain this text instead of a file span"},
+                "before": {"type": "integer", "minimum": 0, "maximum": 50, "default": 3, "description": "Transcript events before each touch"},
+                "after": {"type": "integer", "minimum": 0, "maximum": 50, "default": 3, "description": "Transcript events after each touch"},
+                "brief": {"type": "boolean", "default": false, "description": "Touches only, no transcript"},
+                "min_confidence": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5, "description": "Lineage edges below this are not followed"},
+                "all": {"type": "boolean", "default": false, "description": "Include weak touches and location-only edges"},
+                "expand_until": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Grow the span until at most this many sessions are found"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5, "description": "Most sessions returned"}
+            },
+            "additionalProperties": false
+        },
+        "annotations": {"readOnlyHint": true, "openWorldHint": false}
+    })
+}
+
+/// `memory_explain`: a file span (or a text) explained, as JSON.
+pub fn mcp_explain(
+    paths: &Paths,
+    file: Option<String>,
+    range: (Option<u32>, Option<u32>),
+    text: Option<String>,
+    expand_until: Option<usize>,
+    opts: &ExplainOptions,
+) -> Result<serde_json::Value> {
+    let store = Store::open(&paths.db())?;
+    let tapes = if opts.brief { None } else { Some(snapshot(paths)?) };
+    let e = match (file, text) {
+        (Some(f), None) => {
+            let path = std::path::absolute(&f).unwrap_or_else(|_| PathBuf::from(&f));
+            let span = FileSpan::read(&path)?;
+            let n = span.lines.len().max(1) as u32;
+            let (a, b) = (range.0.unwrap_or(1), range.1.unwrap_or(n));
+            explain::explain_file(&store, tapes.as_ref(), &span, (a, b), expand_until, opts)?
+        }
+        (None, Some(text)) => explain::explain(&store, tapes.as_ref(), &Target { text, ..Target::default() }, opts)?,
+        _ => return Err(Error::params("file", "give either file (with start and end) or text")),
+    };
+    Ok(serde_json::to_value(e).unwrap_or_default())
+}
+
 /// `engram-scorer view SESSION --at OFFSET --before N --after M`: the raw
 /// transcript around an offset, complete (texts not cut).
 pub fn view(paths: &Paths, session: &str, at: u64, before: u64, after: u64) -> Result<Window> {

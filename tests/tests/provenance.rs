@@ -538,6 +538,21 @@ fn a_codex_apply_patch_is_explained_by_its_session() {
     let target = put(&file, &[], code, &[]);
     let e = explain(&w, &target, &[]);
     assert_eq!(sessions(&e), vec![key.clone()], "{e:#}");
+    // The same through the MCP tool.
+    let rpc = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "memory_explain",
+            "arguments": {"file": file.to_string_lossy(), "start": 1, "end": code.lines().count(), "brief": true}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory_explain", "arguments": {"start": 1}}}),
+    ];
+    let input: String = rpc.iter().map(|l| format!("{l}\n")).collect();
+    let out = tests::success_stdout("mcp", w.hook(w.scorer(&["mcp"]), input.as_bytes()));
+    let answers: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let result = &answers[1]["result"];
+    assert_eq!(result["isError"], false, "{result:#}");
+    assert_eq!(result["structuredContent"]["sessions"][0]["session"], key.as_str(), "{result:#}");
+    assert_eq!(answers[2]["result"]["isError"], true, "a file or a text is needed: {}", answers[2]);
+
     // Shifted, then slightly edited.
     let target = put(&file, &filler(25, "h"), code, &filler(3, "i"));
     assert_eq!(first(&explain(&w, &target, &["--brief"])), key);
