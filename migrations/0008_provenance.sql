@@ -103,6 +103,16 @@ CREATE TABLE prov_boilerplate (
   PRIMARY KEY (harness, fp)
 ) WITHOUT ROWID;
 
+-- Notes put into a session before an edit ("why this code exists"): one per
+-- session, source session and file (`''` when none), never repeated.
+CREATE TABLE prov_notes (
+  session_key    TEXT NOT NULL,
+  source_session TEXT NOT NULL,
+  file           TEXT NOT NULL,
+  ts_ms          INTEGER NOT NULL,
+  PRIMARY KEY (session_key, source_session, file)
+) WITHOUT ROWID;
+
 -- Events applied before this migration have no fingerprints: `explain`
 -- says so until `engram-ingestor replay` rebuilds the projection.
 INSERT INTO engram_state (key, value)

@@ -243,6 +243,9 @@ bodies! {
     "model.promoted" => ModelPromoted(ModelPromoted),
     /// Sustained low success reset α and triggered a retrain.
     "drift.reset" => DriftReset(DriftReset),
+    // Provenance (seed 003).
+    /// A "why this code exists" note was put into a session before an edit.
+    "provenance.noted" => ProvenanceNoted(ProvenanceNoted),
 }
 
 impl Serialize for Event {
@@ -1021,6 +1024,27 @@ pub struct DriftReset {
     pub success_rate: f32,
     /// Consecutive low sessions.
     pub window: u32,
+}
+
+// ---------------------------------------------------------------------------
+// Provenance (seed 003)
+// ---------------------------------------------------------------------------
+
+/// `provenance.noted`: before an edit in this event's session, the agent
+/// was told which earlier session produced the code about to change (at
+/// most once per session, source session and file).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProvenanceNoted {
+    /// The session named in the note.
+    pub source_session: SessionKey,
+    /// The file about to change, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The evidence's confidence.
+    pub confidence: f32,
+    /// Characters injected.
+    pub chars: u32,
 }
 
 fn is_zero(x: &u64) -> bool {

@@ -585,3 +585,35 @@ fn record_stdin_takes_seed_tape_lines() {
     let target = put(&file, &[], VALIDATOR, &[]);
     assert_eq!(first(&explain(&w, &target, &["--brief"])), session);
 }
+
+#[test]
+fn before_an_edit_the_hook_says_why_the_code_exists_once() {
+    let w = World::new();
+    let repo = w.root().join("repo");
+    let file = repo.join("src/auth.rs");
+    let mut a = Claude::new("aaaaaaaa-0000-4000-8000-000000000041", &repo, T0);
+    a.user("write a token validator for the gateway; tokens must survive a little clock skew");
+    a.say("I will allow CLOCK_SKEW_SECONDS of skew because the edge proxies drift.");
+    a.write(&file, &format!("{}{VALIDATOR}\n{}", header(), footer()));
+    a.save(&w);
+    w.scan();
+    let hook = |session: &str| {
+        let input = json!({"session_id": session, "transcript_path": null, "cwd": repo.to_string_lossy(),
+            "hook_event_name": "PreToolUse", "tool_name": "Edit", "tool_use_id": "toolu_1",
+            "tool_input": {"file_path": file.to_string_lossy(), "old_string": VALIDATOR, "new_string": "pub fn validate() {}"}});
+        let out = w.hook(w.scorer(&["hook", "pre-tool-use", "--harness", "claude"]), input.to_string().as_bytes());
+        let text = String::from_utf8(out.stdout).unwrap();
+        w.wait_for_recorder();
+        text
+    };
+    let first = hook("bbbbbbbb-0000-4000-8000-000000000042");
+    let v: Value = serde_json::from_str(first.trim()).unwrap_or_else(|e| panic!("{e}: {first:?}"));
+    let context = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(context.contains(&format!("Why this code exists: session claude:{}", a.sid)), "{context}");
+    assert!(context.contains("token validator"), "the request is quoted: {context}");
+    assert!(context.starts_with("<engram-context>") && context.chars().count() <= 10_000, "{context}");
+    // Not twice in the same session, and never about the session's own work.
+    assert!(!hook("bbbbbbbb-0000-4000-8000-000000000042").contains("Why this code exists"));
+    assert!(!hook(&a.sid).contains("Why this code exists"));
+    assert_eq!(w.count("SELECT COUNT(*) FROM prov_notes"), 1);
+}

@@ -233,6 +233,13 @@ pub struct Touch {
     ts_ms: i64,
 }
 
+impl Touch {
+    /// The event's log position.
+    pub fn lsn(&self) -> Lsn {
+        self.lsn
+    }
+}
+
 /// A stretch of raw transcript.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Window {

@@ -452,3 +452,17 @@ fn resolve(
     }
     Ok(None)
 }
+
+/// Records a note put into a session (`provenance.noted`).
+pub fn noted(conn: &Connection, event: &Event, b: &crate::event::ProvenanceNoted) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT OR IGNORE INTO prov_notes (session_key, source_session, file, ts_ms) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![
+        event.session.as_ref().map_or("", |s| s.as_str()),
+        b.source_session.as_str(),
+        b.file.as_deref().unwrap_or(""),
+        event.ts.0
+    ])?;
+    Ok(())
+}

@@ -6,3 +6,4 @@
 pub mod explain;
 pub mod fingerprint;
 pub mod index;
+pub mod note;

@@ -406,6 +406,7 @@ impl Projector<'_> {
                     )?
                     .execute(params![event.id.as_str(), b.success_rate, b.window, ts.to_rfc3339(), ts.0])?;
             }
+            Body::ProvenanceNoted(b) => crate::provenance::index::noted(self.conn, event, b)?,
             Body::Meta(_)
             | Body::MsgIn(_)
             | Body::MsgOut(_)
