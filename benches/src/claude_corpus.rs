@@ -110,7 +110,8 @@ pub fn fresh_uuid(copy: usize, original: &[u8; 36]) -> [u8; 36] {
     out
 }
 
-fn first_session_id(bytes: &[u8]) -> Option<String> {
+/// The first `sessionId` of a transcript.
+pub fn first_session_id(bytes: &[u8]) -> Option<String> {
     let needle = b"\"sessionId\":\"";
     let at = bytes.windows(needle.len()).position(|w| w == needle)? + needle.len();
     let id = bytes.get(at..at + 36)?;
