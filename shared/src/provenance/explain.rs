@@ -1009,26 +1009,36 @@ pub fn continues(conn: &Connection, later: &str) -> Result<Option<(String, Conti
     if head.len() < CONTINUATION_SHARED {
         return Ok(None);
     }
-    // Which earlier sessions of the project hold which head fingerprints.
+    // Which events hold which head fingerprints (index-only scans of the
+    // postings), then, once per event rather than once per posting, whether
+    // it belongs to an earlier session of the project.
+    let mut pairs: Vec<(i64, i64)> = Vec::new();
+    {
+        let mut stmt = conn.prepare_cached("SELECT lsn FROM prov_postings WHERE fp = ?1").sql("prepare postings")?;
+        for &f in &head {
+            let lsns: Vec<i64> =
+                stmt.query_map([f], |r| r.get(0)).and_then(|r| r.collect()).sql("continuation postings")?;
+            pairs.extend(lsns.into_iter().map(|lsn| (lsn, f)));
+        }
+    }
+    pairs.sort_unstable();
     let mut by_session: HashMap<String, Vec<(i64, i64)>> = HashMap::new();
     let mut stmt = conn
         .prepare_cached(
-            "SELECT e.session_key, e.lsn, p.fp FROM prov_postings p JOIN session_events e ON e.lsn = p.lsn
-             JOIN sessions s ON s.session_key = e.session_key
-             WHERE p.fp = ?1 AND e.session_key != ?2 AND s.started_ms <= ?3 AND s.project IS ?4
+            "SELECT e.session_key FROM session_events e JOIN sessions s ON s.session_key = e.session_key
+             WHERE e.lsn = ?1 AND e.session_key != ?2 AND s.started_ms <= ?3 AND s.project IS ?4
                AND s.last_event_ms <= ?3 + ?5
                AND s.session_key IS NOT ?6 AND s.parent_session_key IS NOT ?2",
         )
         .sql("prepare continuation lookup")?;
-    for f in &head {
-        let rows: Vec<(String, i64, i64)> = stmt
-            .query_map(params![f, later, started, project, OVERLAP_MS, parent], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
-            .and_then(|r| r.collect())
+    for run in pairs.chunk_by(|a, b| a.0 == b.0) {
+        let lsn = run[0].0;
+        let owner: Option<String> = stmt
+            .query_row(params![lsn, later, started, project, OVERLAP_MS, parent], |r| r.get(0))
+            .optional()
             .sql("continuation lookup")?;
-        for (s, lsn, fp) in rows {
-            by_session.entry(s).or_default().push((lsn, fp));
+        if let Some(s) = owner {
+            by_session.entry(s).or_default().extend(run.iter().copied());
         }
     }
     let mut best: Option<(String, Continuation)> = None;
