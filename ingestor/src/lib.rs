@@ -21,6 +21,8 @@
 //!   [`install`]: wiring hooks and the MCP server into Claude Code and Codex,
 //!   and [`schedule`] a timer for the trainer;
 //!   [`quickstart`]: the first run, on the user's history or [`demo`]'s corpus.
+//! - [`record`]: `record` (a command or a piped transcript as a session) and
+//!   `link` (an agent's `span.link`).
 
 pub mod adapter;
 pub mod adapters;
@@ -36,6 +38,7 @@ pub mod install;
 pub mod memories;
 pub mod patch;
 pub mod quickstart;
+pub mod record;
 pub mod redact;
 pub mod render;
 pub mod runner;

@@ -17,6 +17,7 @@ pub mod logging;
 pub mod memory_ops;
 pub mod models;
 pub mod paths;
+pub mod provenance;
 pub mod rank;
 pub mod redact;
 pub mod rpc;
