@@ -3,6 +3,7 @@
 //! ([`driver`]), and the scenario benchmark built on it ([`scenario`]).
 
 pub mod driver;
+pub mod learning;
 pub mod scenario;
 
 use std::path::PathBuf;

@@ -35,6 +35,7 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
     (3, "memory_text", include_str!("../../../migrations/0003_memory_text.sql")),
     (4, "context_resets", include_str!("../../../migrations/0004_context_resets.sql")),
     (7, "env", include_str!("../../../migrations/0007_env.sql")),
+    (8, "provenance", include_str!("../../../migrations/0008_provenance.sql")),
 ];
 
 /// The newest schema version this build knows: the last migration's.

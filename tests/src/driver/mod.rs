@@ -236,9 +236,9 @@ impl World {
         Ok(World { hooks, codex_hooks, ..w })
     }
 
-    /// The time the transcripts record: the wall clock plus what
-    /// [`World::advance`] added. (Engram's hooks and CLI read the real
-    /// clock: it has no override.)
+    /// The time the transcripts record and every Engram process reads (its
+    /// commands get it as `ENGRAM_NOW`, see [`shared::time::Ts::now`]): the
+    /// wall clock plus what [`World::advance`] added.
     pub fn now(&self) -> shared::time::Ts {
         shared::time::Ts::now().plus_millis(self.clock_offset.load(Ordering::Relaxed))
     }
@@ -300,6 +300,8 @@ impl World {
             ("XDG_CACHE_HOME", root.join("xdg/cache").into()),
             ("XDG_STATE_HOME", root.join("xdg/state").into()),
             ("TZ", "UTC".into()),
+            // The world's clock: hooks, and the workers and trainer runs they start.
+            (shared::time::CLOCK_ENV, self.now().millis().to_string().into()),
             ("LANG", "C.UTF-8".into()),
             ("GIT_CONFIG_NOSYSTEM", "1".into()),
         ]
