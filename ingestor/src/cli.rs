@@ -50,6 +50,13 @@ pub enum Command {
     /// The first run: ingest your agent history (or a demo corpus), show what
     /// would be injected here and why, train, report, and say what is next.
     Quickstart(QuickstartArgs),
+    /// Remove the demo data an older quickstart mixed into this data home
+    /// (its memories are forgotten; `compact` then erases their text).
+    RemoveDemo {
+        /// Say what would be removed; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Write Engram's hooks and MCP server into Claude Code's or Codex's settings.
     Install(InstallArgs),
     /// Remove exactly what install added.
@@ -117,6 +124,10 @@ pub struct QuickstartArgs {
     /// Use the built-in demo corpus even if agent history exists.
     #[arg(long)]
     pub demo: bool,
+    /// The data home the demo runs in (default: DATA_HOME/demo-home, apart
+    /// from real memories; give the data home itself to mix them).
+    #[arg(long, value_name = "DIR")]
+    pub demo_home: Option<PathBuf>,
     /// Do not run the trainer.
     #[arg(long)]
     pub no_train: bool,
@@ -495,6 +506,7 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
             };
             let opts = crate::quickstart::QuickstartOptions {
                 demo: args.demo,
+                demo_home: args.demo_home.map(|d| std::path::absolute(&d).unwrap_or(d)),
                 cwd,
                 train: !args.no_train,
                 bin_dir: bin_dir(args.bin_dir)?,
@@ -502,6 +514,26 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
             };
             let paths = env.paths.clone();
             crate::quickstart::run(&paths, &config, &opts, env.now, &mut *env.out, shutdown)?;
+            Ok(0)
+        }
+        Command::RemoveDemo { dry_run } => {
+            let r = crate::demo_data::remove(&env.paths, env.now, dry_run)?;
+            let verb = if dry_run { "would forget" } else { "forgot" };
+            env.line(&format!(
+                "{} demo session(s) in {}; {verb} {} memor{} learned only from them{}",
+                r.sessions,
+                env.paths.home().display(),
+                r.memories.len(),
+                if r.memories.len() == 1 { "y" } else { "ies" },
+                match &r.corpus {
+                    Some(c) if dry_run => format!("; would delete {}", c.display()),
+                    Some(c) => format!("; deleted {}", c.display()),
+                    None => String::new(),
+                }
+            ))?;
+            if !dry_run && !r.memories.is_empty() {
+                env.line("Run `engram-ingestor compact` to erase their text from the tapes.")?;
+            }
             Ok(0)
         }
         Command::Install(args) => install(args, env, true),

@@ -420,6 +420,13 @@ pub struct DemoSession {
     pub prompts: Vec<(Ts, String)>,
 }
 
+/// The harness session ids of every demo session (they depend on nothing
+/// but the scripts' names), to recognise demo data wherever it landed.
+pub fn session_ids() -> Vec<String> {
+    let names = routine_names();
+    SCRIPTS.iter().map(|s| uuid(s.name)).chain(names.iter().map(|n| uuid(n))).collect()
+}
+
 /// A uuid-shaped id derived from the session's name.
 fn uuid(name: &str) -> String {
     let h = blake3::hash(format!("engram-demo:{name}").as_bytes()).to_hex();

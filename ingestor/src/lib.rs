@@ -29,6 +29,7 @@ pub mod adapters;
 pub mod cli;
 pub mod dedup;
 pub mod demo;
+pub mod demo_data;
 pub mod discover;
 pub mod error;
 pub mod external;

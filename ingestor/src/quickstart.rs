@@ -35,6 +35,7 @@ use shared::time::Ts;
 
 use crate::adapter::WRITER;
 use crate::demo::{self, DemoHarness, DemoSession};
+use crate::demo_data;
 use crate::discover::{self, Roots};
 use crate::error::{EngramContext, Error};
 use crate::render;
@@ -50,6 +51,8 @@ const SHOWN_MEMORIES: usize = 6;
 pub struct QuickstartOptions {
     /// Use the demo corpus even if there is history.
     pub demo: bool,
+    /// The data home the demo runs in (`None`: [`demo_data::demo_home`]).
+    pub demo_home: Option<PathBuf>,
     /// The directory whose session start is previewed.
     pub cwd: PathBuf,
     /// Run the trainer if present.
@@ -79,6 +82,8 @@ pub struct QuickstartSummary {
     pub trainer: Option<String>,
     /// The HTML report written.
     pub report: Option<PathBuf>,
+    /// The data home used (the demo's own one with the demo corpus).
+    pub data_home: PathBuf,
 }
 
 struct Out<'a> {
@@ -113,7 +118,8 @@ pub fn run(
 ) -> Result<QuickstartSummary, Error> {
     let mut o = Out { w: out };
     let mut summary = QuickstartSummary::default();
-    o.line(&format!("Engram first run. Data home: {}", paths.home().display()))?;
+    let real = paths;
+    o.line(&format!("Engram first run. Data home: {}", real.home().display()))?;
     o.line("")?;
 
     let roots = opts.roots.clone().unwrap_or_else(|| Roots::from_process_env().with_config(&config.scan));
@@ -121,6 +127,11 @@ pub fn run(
     summary.sources = sources.len();
     summary.demo = opts.demo || sources.is_empty();
     let mut demo_sessions = Vec::new();
+    // The demo runs in a data home of its own: its made-up memories never
+    // reach a real session.
+    let demo_paths = Paths::at(opts.demo_home.clone().unwrap_or_else(|| demo_data::demo_home(real)));
+    let paths = if summary.demo { &demo_paths } else { real };
+    summary.data_home = paths.home().to_path_buf();
     o.line("1. Agent history")?;
     if summary.demo {
         let why = if sources.is_empty() {
@@ -130,7 +141,15 @@ pub fn run(
             format!("   {} agent log(s) found, but --demo asks for the demo corpus.", sources.len())
         };
         o.line(&why)?;
-        let dir = paths.home().join("demo");
+        if paths.home() == real.home() {
+            o.line("   The demo goes into this data home, with your own memories (--demo-home).")?;
+        } else {
+            o.line(&format!(
+                "   The demo runs in its own data home, {}, apart from your memories.",
+                paths.home().display()
+            ))?;
+        }
+        let dir = paths.home().join("corpus");
         let base = Ts(now.0 - DEMO_DAYS_AGO * 86_400_000);
         demo_sessions = demo::generate(&dir, base)?;
         let claude = demo_sessions.iter().filter(|s| s.harness == DemoHarness::Claude).count();
@@ -293,7 +312,7 @@ pub fn run(
         summary.sessions,
         summary.memories,
         paths.home().display(),
-        if summary.demo { " (demo corpus: use ENGRAM_HOME=/some/dir for a throwaway data home)" } else { "" }
+        if summary.demo { " (the demo's own data home)" } else { "" }
     ))?;
     o.line(&format!(
         "   A new session in {} would get {} memor{}.",
@@ -303,13 +322,48 @@ pub fn run(
     ))?;
     o.line("")?;
     o.line("Next")?;
-    o.line("   engram-ingestor install claude      # hooks + MCP server for Claude Code (--project DIR for one repo)")?;
-    o.line("   engram-ingestor install codex       # the same for Codex CLI")?;
-    o.line("   engram-scorer context               # what a session here gets, and why")?;
-    o.line("   engram-scorer search \"some words\"   # search memories")?;
-    o.line("   engram-ingestor memory list         # browse; memory pin|forget|feedback ID …")?;
-    o.line("   engram-ingestor uninstall claude    # take it out again")?;
+    let ingestor = command_for(&opts.bin_dir, "engram-ingestor");
+    let scorer = command_for(&opts.bin_dir, "engram-scorer");
+    // Looking around the demo needs its data home; installing does not.
+    let look = if summary.demo && paths.home() != real.home() {
+        format!("ENGRAM_HOME={} ", shell_word(&paths.home().display().to_string()))
+    } else {
+        String::new()
+    };
+    for (cmd, what) in [
+        (format!("{ingestor} install claude"), "hooks + MCP server for Claude Code (--project DIR for one repo)"),
+        (format!("{ingestor} install codex"), "the same for Codex CLI"),
+        (format!("{look}{scorer} context"), "what a session here gets, and why"),
+        (format!("{look}{scorer} search \"some words\""), "search memories"),
+        (format!("{look}{ingestor} memory list"), "browse; memory pin|forget|feedback ID …"),
+        (format!("{ingestor} uninstall claude"), "take it out again"),
+    ] {
+        o.line(&format!("   {cmd:<36} # {what}"))?;
+    }
     Ok(summary)
+}
+
+/// How to type `name` (a binary in `bin_dir`) so that it runs as printed:
+/// its bare name when `PATH` finds that very file, else its full path.
+fn command_for(bin_dir: &Path, name: &str) -> String {
+    let full = bin_dir.join(name);
+    let same = |p: &Path| match (p.canonicalize(), full.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    let on_path = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file()).is_some_and(|p| same(&p))
+    });
+    if on_path { name.to_owned() } else { shell_word(&full.display().to_string()) }
+}
+
+/// `s` quoted for a POSIX shell when it needs it.
+fn shell_word(s: &str) -> String {
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c)) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 /// Runs a sibling tool with the same data home; its stdout, or why it failed.

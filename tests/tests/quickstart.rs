@@ -9,6 +9,12 @@ mod common;
 
 use common::World;
 
+/// A count in the demo's own data home.
+fn demo_count(w: &World, sql: &str) -> i64 {
+    let store = shared::store::Store::open(&w.home().join("demo-home/engram.db")).unwrap();
+    store.conn().query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
 #[test]
 fn without_history_the_demo_corpus_runs_the_whole_pipeline() {
     let w = World::new();
@@ -18,9 +24,54 @@ fn without_history_the_demo_corpus_runs_the_whole_pipeline() {
     }
     assert!(out.contains("engram-ingestor install claude") && out.contains("engram-ingestor install codex"), "{out}");
     assert!(out.contains("<engram-context>"), "shows what would be injected:\n{out}");
-    assert!(w.count("SELECT COUNT(*) FROM memories WHERE is_deleted = 0") >= 10);
-    assert!(w.count("SELECT COUNT(*) FROM rankings") > 0, "the demo replay records served rankings");
-    assert_eq!(w.count("SELECT COUNT(*) FROM sessions"), 30);
+    // The demo lives in its own data home: the real one learns nothing from it.
+    assert!(out.contains("its own data home"), "{out}");
+    assert!(demo_count(&w, "SELECT COUNT(*) FROM memories WHERE is_deleted = 0") >= 10);
+    assert!(demo_count(&w, "SELECT COUNT(*) FROM rankings") > 0, "the demo replay records served rankings");
+    assert_eq!(demo_count(&w, "SELECT COUNT(*) FROM sessions"), 30);
+    assert!(!w.home().join("engram.db").exists() || w.count("SELECT COUNT(*) FROM memories") == 0);
+    // Looking around the demo is printed with its data home, and works as printed.
+    let demo_home = w.home().join("demo-home");
+    let line = out.lines().find(|l| l.contains("memory list")).unwrap();
+    assert!(line.contains(&format!("ENGRAM_HOME={}", demo_home.display())), "{line}");
+    // A real session in a folder named like a demo project gets nothing from it.
+    let input = serde_json::json!({"session_id": "22222222-2222-4222-8222-222222222222", "cwd": "/home/dev/webapp",
+        "hook_event_name": "SessionStart", "source": "startup", "transcript_path": null});
+    let hook = w.hook(w.scorer(&["hook", "session-start"]), input.to_string().as_bytes());
+    let text = String::from_utf8_lossy(&hook.stdout);
+    assert!(!text.contains("npm") && !text.contains("redis"), "demo memories reached a real session: {text}");
+}
+
+#[test]
+fn remove_demo_forgets_what_an_older_version_mixed_in_and_nothing_else() {
+    let w = World::new();
+    // An older quickstart ran the demo in the data home itself; a real session is there too.
+    w.ok(&["quickstart", "--no-train", "--demo-home", w.home().to_str().unwrap(), "--cwd", "/home/demo/webapp"]);
+    let transcript = w.claude_projects().join("-home-dev-webapp/11111111-1111-4111-8111-111111111111.jsonl");
+    w.copy(&common::ingestor_data("claude_session.jsonl"), &transcript);
+    w.ok(&["scan"]);
+    // Real: learned (also) from the real session.
+    let real = "SELECT COUNT(*) FROM memories m WHERE is_deleted = 0 AND (source_session = 'claude:11111111-1111-4111-8111-111111111111'
+                OR EXISTS (SELECT 1 FROM memory_sessions s WHERE s.memory_id = m.id
+                           AND s.session_key = 'claude:11111111-1111-4111-8111-111111111111'))";
+    let (live, real_live) = (w.count("SELECT COUNT(*) FROM memories WHERE is_deleted = 0"), w.count(real));
+    assert!(live - real_live >= 10, "the demo was mixed in ({live} live, {real_live} real)");
+    let dry = w.ok(&["remove-demo", "--dry-run"]);
+    assert!(dry.contains("would forget"), "{dry}");
+    assert_eq!(w.count("SELECT COUNT(*) FROM memories WHERE is_deleted = 0"), live, "a dry run changes nothing");
+    let out = w.ok(&["remove-demo"]);
+    assert!(out.contains("30 demo session(s)") && out.contains("compact"), "{out}");
+    assert_eq!(
+        w.count("SELECT COUNT(*) FROM memories WHERE is_deleted = 0"),
+        real_live,
+        "only the real memories are left"
+    );
+    assert_eq!(w.count(real), real_live);
+    assert!(w.count("SELECT COUNT(*) FROM memories WHERE is_deleted = 1") >= 10);
+    // It is an event: replay agrees, and a second run has nothing to do.
+    w.ok(&["replay"]);
+    assert_eq!(w.count("SELECT COUNT(*) FROM memories WHERE is_deleted = 0"), real_live);
+    assert!(w.ok(&["remove-demo"]).contains("forgot 0 memories"));
 }
 
 #[test]
@@ -30,7 +81,7 @@ fn the_demo_trains_a_model_that_passes_its_gates_and_shows_one_ranking_before_an
     let out = w.ok(&["quickstart", "--cwd", "/home/demo/webapp"]);
     let trained = out.lines().find(|l| l.contains("trained v1")).unwrap_or_else(|| panic!("no training:\n{out}"));
     assert!(trained.contains(": promoted v1"), "the first model passes its gates: {trained}");
-    assert_eq!(w.count("SELECT COUNT(*) FROM models"), 1);
+    assert_eq!(demo_count(&w, "SELECT COUNT(*) FROM models"), 1);
     let marked = |label: &str| -> usize {
         let line = out.lines().find(|l| l.contains(label)).unwrap_or_else(|| panic!("{label:?} missing:\n{out}"));
         line.split(": ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).unwrap()
@@ -48,5 +99,5 @@ fn with_history_the_users_own_sessions_are_scanned() {
     assert!(out.contains("Found 1 log(s): 1 claude") && !out.contains("demo corpus"), "{out}");
     assert!(out.contains("Summary") && out.contains("Next"), "{out}");
     assert!(w.count("SELECT COUNT(*) FROM sessions WHERE harness = 'claude'") >= 1);
-    assert!(!w.home().join("demo").exists());
+    assert!(!w.home().join("demo").exists() && !w.home().join("demo-home").exists());
 }
