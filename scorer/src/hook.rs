@@ -119,7 +119,7 @@ pub fn run(
     // The project is detected from the working directory at every call (a
     // few system calls): the session may have moved, and the projection may
     // not hold this session's start yet.
-    let env = input.env(&shared::env::Patterns::builtin());
+    let env = input.env(&shared::env::DetectOptions::from_env(&config.env, event == HookEvent::SessionStart));
     let project = env.as_ref().map(|e| e.project.clone());
     let (trigger, query, branch) = match event {
         HookEvent::SessionStart => (trigger::SESSION_START, None, input.cwd.as_deref().map(Path::new)),
@@ -149,6 +149,7 @@ pub fn run(
             let mut ctx =
                 SessionContext::load(&store, project.clone(), input.cwd.clone(), branch.clone(), session.as_ref())?;
             ctx.name = env.as_ref().map(|e| e.name.clone());
+            ctx.tags = env.as_ref().map(|e| e.tags.clone()).unwrap_or_default();
             ctx.query()
         }
     };

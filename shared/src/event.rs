@@ -1048,8 +1048,15 @@ pub struct EnvDetected {
     pub marker: Option<String>,
     /// The technology stack, from marker files and dependencies (sorted).
     pub stack: Vec<String>,
-    /// The environment's tags (sorted, unique).
+    /// The environment's tags (sorted, unique): the stack, and what the
+    /// path, the remote and the directory structure say.
     pub tags: Vec<String>,
+    /// The operating system (`linux`, `darwin`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
+    /// The MCP servers configured for the session (sorted).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<String>,
 }
 
 fn is_zero(x: &u64) -> bool {

@@ -230,9 +230,9 @@ impl HookInput {
 
     /// The environment of the session's working directory, detected now
     /// ([`crate::env::detect`]): its project key, name and stack.
-    pub fn env(&self, patterns: &crate::env::Patterns) -> Option<crate::event::EnvDetected> {
+    pub fn env(&self, opts: &crate::env::DetectOptions) -> Option<crate::event::EnvDetected> {
         let cwd = self.cwd.as_deref()?;
-        Some(crate::env::detect(Path::new(cwd), crate::env::home_dir().as_deref(), patterns))
+        Some(crate::env::detect(Path::new(cwd), opts))
     }
 }
 
@@ -610,7 +610,7 @@ mod tests {
         assert_eq!(i.harness(None), harness::CODEX, "turn_id means Codex");
         assert_eq!(i.harness(Some("claude")), harness::CLAUDE);
         assert_eq!(i.session_key("codex").unwrap().as_str(), "codex:abc");
-        let env = i.env(&crate::env::Patterns::builtin()).unwrap();
+        let env = i.env(&crate::env::DetectOptions::default()).unwrap();
         assert_eq!((env.name.as_str(), env.project.as_str()), ("web", "/home/me/web"));
         assert!(HookInput::parse(b"[1]").is_err());
         assert!(HookInput::parse(b"{").is_err());

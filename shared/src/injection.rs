@@ -56,6 +56,9 @@ pub struct SessionContext {
     /// The project's name, which the query names (the key when unknown).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The environment's tags (`shared::env`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
     /// Working directory.
     pub cwd: Option<String>,
     /// Git branch.
@@ -90,7 +93,7 @@ impl SessionContext {
             Some(p) => previous_session(store, p, current)?,
             None => None,
         };
-        Ok(SessionContext { project, name: None, cwd, branch, previous })
+        Ok(SessionContext { project, name: None, tags: Vec::new(), cwd, branch, previous })
     }
 
     /// The query text (see the module docs).
@@ -601,10 +604,11 @@ pub fn preview_session_start(
     extra: usize,
 ) -> Result<Preview> {
     let cwd_s = cwd.to_string_lossy().into_owned();
-    let env = crate::env::detect(cwd, crate::env::home_dir().as_deref(), &crate::env::Patterns::builtin());
+    let env = crate::env::detect(cwd, &crate::env::DetectOptions::from_env(&config.env, true));
     let project = Some(env.project);
     let mut ctx = SessionContext::load(store, project.clone(), Some(cwd_s), crate::hook::git_branch(cwd), None)?;
     ctx.name = Some(env.name);
+    ctx.tags = env.tags;
     let query = ctx.query();
     let tz = time_zone(config);
     let served = serve(

@@ -163,6 +163,15 @@ fn a_subfolder_never_calls_the_repository_s_memories_another_project() {
     .unwrap();
     assert_eq!(preview["session_context"]["project"], key(&demo));
     assert_eq!(preview["session_context"]["name"], "Demo");
+    // The session's tags are shown (the package's stack, from its files).
+    let tags: Vec<&str> =
+        preview["environment"]["tags"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    for t in ["nodejs", "pnpm", "typescript"] {
+        assert!(tags.contains(&t), "{t} in {tags:?}");
+    }
+    let text =
+        tests::success_stdout("context", w.scorer(&["context", "--cwd", sub.to_str().unwrap()]).output().unwrap());
+    assert!(text.contains("project: Demo (") && text.contains("tags: ") && text.contains("pnpm"), "{text}");
     assert!(preview["query"].as_str().unwrap().starts_with("Demo · "), "{}", preview["query"]);
     for item in preview["items"].as_array().unwrap() {
         let why = item["not_injected"].as_str().unwrap_or("");

@@ -283,7 +283,7 @@ pub fn run(
     let mut privacy = Privacy { exclude: DEFAULT_EXCLUDES.iter().map(|s| (*s).to_owned()).collect() };
     privacy.exclude.extend(config.privacy.exclude.iter().cloned());
     let mut journal = journal;
-    let mut enricher = env::Enricher::default();
+    let mut enricher = env::Enricher::new(config);
     env::backfill(&mut journal, &mut enricher, opts.now)?;
     let mut scanner = Scanner {
         journal,

@@ -73,13 +73,24 @@ pub fn apply_detected(conn: &Connection, event: &Event, b: &EnvDetected) -> rusq
     let old_tags: Vec<String> = previous.as_ref().map(|(_, t)| parse_tags(t)).unwrap_or_default();
     count_tags(conn, old_tags.iter().map(String::as_str).collect(), -1)?;
     count_tags(conn, tags.clone(), 1)?;
+    let mcp: BTreeSet<&str> = b.mcp_servers.iter().map(String::as_str).collect();
     conn.prepare_cached(
-        "INSERT INTO session_env (session_key, cwd, project, root, tags, detected_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+        "INSERT INTO session_env (session_key, cwd, project, root, tags, os, mcp_servers, detected_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
          ON CONFLICT(session_key) DO UPDATE SET cwd = excluded.cwd, project = excluded.project,
-            root = excluded.root, tags = excluded.tags, detected_ms = excluded.detected_ms",
+            root = excluded.root, tags = excluded.tags, os = excluded.os, mcp_servers = excluded.mcp_servers,
+            detected_ms = excluded.detected_ms",
     )?
-    .execute(params![session.as_str(), b.cwd, b.project, b.root, tags_json(tags.iter()), ts])?;
+    .execute(params![
+        session.as_str(),
+        b.cwd,
+        b.project,
+        b.root,
+        tags_json(tags.iter()),
+        b.os,
+        tags_json(mcp),
+        ts
+    ])?;
     conn.prepare_cached(
         "INSERT OR IGNORE INTO sessions (session_key, harness, harness_session_id, started_ms, last_event_ms)
          VALUES (?1, ?2, ?3, ?4, ?4)",
