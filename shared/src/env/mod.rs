@@ -18,11 +18,14 @@
 //!   decisions.
 //! - [`store`]: the projection of `env.detected` (`projects`, `session_env`)
 //!   and the project a memory or a session gets.
+//! - [`stats`]: match statistics, tag relevance and auto-pin, derived from
+//!   scored sessions and feedback.
 
 pub mod autopin;
 pub mod patterns;
 pub mod project;
 pub mod stack;
+pub mod stats;
 pub mod store;
 pub mod tags;
 

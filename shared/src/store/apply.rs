@@ -747,6 +747,7 @@ impl Projector<'_> {
                 )?
                 .execute(params![session.as_str(), b.memory_id.as_str(), relevance])?;
         }
+        crate::env::stats::on_feedback(self.conn, event, b)?;
         Ok(())
     }
 
@@ -990,6 +991,7 @@ impl Projector<'_> {
                 self.change_usage(memory.as_str(), (old, relevance), (Some(f64::from(label)), relevance))?;
             }
         }
+        crate::env::stats::on_session_scored(self.conn, event, b)?;
         Ok(())
     }
 
