@@ -208,6 +208,7 @@ pub fn run(
             .context("preview the injection")?;
         o.block(&p.render(), "   ")?;
         let prompt = "pnpm test fails with a Redis connection error, how do I run the tests?";
+        let env = shared::env::detect(Path::new(&s.cwd), &shared::env::DetectOptions::from_env(&config.env, false));
         let tz = injection::time_zone(config);
         let served = injection::serve(
             journal.store(),
@@ -218,11 +219,12 @@ pub fn run(
                 trigger: trigger::PROMPT,
                 query: prompt,
                 session: None,
-                project: Some(&s.project),
+                project: Some(&env.project),
                 now,
                 status_line: false,
                 explore_draw: 1.0,
                 unapplied: &[],
+                env: Some(&env),
             },
         )
         .context("preview a prompt")?;
@@ -351,14 +353,19 @@ fn ingest_demo(
                 .query_row("SELECT COUNT(*) FROM rankings WHERE session_key = ?1", [session.as_str()], |r| r.get(0))
                 .unwrap_or(0);
             if already == 0 {
-                let ctx = SessionContext::load(
+                // The demo's folders do not exist: detection keys each by its
+                // path, as the scan of its transcripts did.
+                let env =
+                    shared::env::detect(Path::new(&s.cwd), &shared::env::DetectOptions::from_env(&config.env, false));
+                let mut ctx = SessionContext::load(
                     journal.store(),
-                    Some(s.project.clone()),
+                    Some(env.project.clone()),
                     Some(s.cwd.clone()),
                     Some("main".into()),
                     Some(&session),
                 )
                 .context("read the session context")?;
+                ctx.name = Some(env.name.clone());
                 let mut moments: Vec<(Ts, &str, String)> = vec![(s.start, trigger::SESSION_START, ctx.query())];
                 moments.extend(s.prompts.iter().map(|(t, p)| (*t, trigger::PROMPT, p.clone())));
                 for (at, trig, query) in moments {
@@ -371,11 +378,12 @@ fn ingest_demo(
                             trigger: trig,
                             query: &query,
                             session: Some(&session),
-                            project: Some(&s.project),
+                            project: Some(&env.project),
                             now: at,
                             status_line: trig == trigger::SESSION_START,
                             explore_draw: 1.0,
                             unapplied: &[],
+                            env: Some(&env),
                         },
                     )
                     .context("serve a demo ranking")?;

@@ -97,6 +97,7 @@ pub fn context(
                     status_line: false,
                     explore_draw: 1.0,
                     unapplied: &[],
+                    env: Some(&env),
                 },
             )?;
             Preview::new(&served, trigger::PROMPT, &prompt, None, NEXT_BEST)

@@ -173,6 +173,7 @@ pub fn run(
             status_line: event == HookEvent::SessionStart,
             explore_draw: rand::random::<f32>(),
             unapplied: &pending,
+            env: env.as_ref(),
         },
     )?;
     phases.lap("rank");

@@ -801,6 +801,9 @@ pub mod source {
     pub const EXPLORATION: &str = "exploration";
     /// Matched by FTS during the session but never in a served pool.
     pub const FTS_ONLY: &str = "fts_only";
+    /// Learned in two or more projects whose shared tags the session's
+    /// environment has (`shared::env::rank`).
+    pub const STACK: &str = "stack";
 }
 
 /// What triggered a ranking.

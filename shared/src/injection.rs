@@ -276,6 +276,9 @@ pub struct ServeRequest<'a> {
     /// Rankings served but not yet in the projection (a read-side hook's
     /// spooled ones): ranked as if applied, see [`rank::rank_after`].
     pub unapplied: &'a [rank::Unapplied],
+    /// The session's environment, when known (`shared::env`): prerequisites,
+    /// tag relevance and affinity, memories of the same stack.
+    pub env: Option<&'a crate::event::EnvDetected>,
 }
 
 /// A ranking and the text to inject.
@@ -327,7 +330,7 @@ pub fn serve(
         require_match: req.trigger != trigger::SESSION_START,
         explore_draw: req.explore_draw,
     };
-    let mut ranking = rank::rank_after(store, config, model, &rank_req, req.unapplied)?;
+    let mut ranking = rank::rank_after_in(store, config, model, &rank_req, req.env, req.unapplied)?;
     let status = req.status_line.then(|| ranking.state.status_line());
     let mut chosen: Vec<usize> =
         ranking.items.iter().enumerate().filter(|(_, it)| it.injected).map(|(i, _)| i).collect();
@@ -375,7 +378,7 @@ fn has_evidence(it: &RankedMemory) -> bool {
 fn scope_to_project(items: &[RankedMemory], chosen: &mut Vec<usize>, project: Option<&str>, budget: usize, k: usize) {
     let here = |it: &RankedMemory| {
         let m = &it.memory;
-        m.pinned || m.project.is_none() || m.project.as_deref() == project || has_evidence(it)
+        m.pinned || m.project.is_none() || m.project.as_deref() == project || m.signals.stack_match || has_evidence(it)
     };
     let before = chosen.len();
     chosen.retain(|&i| here(&items[i]));
@@ -444,7 +447,9 @@ pub fn format_context(
 /// Why a candidate was not injected, for people.
 pub fn why_not(item: &RankedMemory, require_match: bool, project: Option<&String>) -> &'static str {
     let m = &item.memory;
-    if m.shown {
+    if let Some(why) = m.excluded {
+        why
+    } else if m.shown {
         "already shown in this session"
     } else if m.superseded {
         "superseded or deprecated"
@@ -605,10 +610,10 @@ pub fn preview_session_start(
 ) -> Result<Preview> {
     let cwd_s = cwd.to_string_lossy().into_owned();
     let env = crate::env::detect(cwd, &crate::env::DetectOptions::from_env(&config.env, true));
-    let project = Some(env.project);
+    let project = Some(env.project.clone());
     let mut ctx = SessionContext::load(store, project.clone(), Some(cwd_s), crate::hook::git_branch(cwd), None)?;
-    ctx.name = Some(env.name);
-    ctx.tags = env.tags;
+    ctx.name = Some(env.name.clone());
+    ctx.tags = env.tags.clone();
     let query = ctx.query();
     let tz = time_zone(config);
     let served = serve(
@@ -625,6 +630,7 @@ pub fn preview_session_start(
             status_line: true,
             explore_draw: 1.0,
             unapplied: &[],
+            env: Some(&env),
         },
     )?;
     Ok(Preview::new(&served, trigger::SESSION_START, &query, Some(ctx), extra))
@@ -731,6 +737,7 @@ mod tests {
                 status_line: true,
                 explore_draw: 1.0,
                 unapplied: &[],
+                env: None,
             },
         )
         .unwrap();
@@ -766,6 +773,7 @@ mod tests {
                 status_line: false,
                 explore_draw: 1.0,
                 unapplied: &[],
+                env: None,
             },
         )
         .unwrap();

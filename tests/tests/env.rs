@@ -284,3 +284,100 @@ fn what_an_older_version_recorded_gets_its_project_on_the_next_scan_and_on_repla
     assert!(got.contains(&"mem_old1".to_owned()) && got.contains(&"mem_old2".to_owned()), "{got:?}");
     assert!(!got.contains(&"mem_old3".to_owned()), "{got:?}");
 }
+
+/// A React project: a repository with its own remote, React and TypeScript
+/// in package.json, npm's lock file.
+fn react_project(w: &World, name: &str) -> PathBuf {
+    let dir = w.root().join("code").join(name);
+    git_repo(&dir, Some(&format!("git@github.com:acme/{name}.git")));
+    file(
+        &dir.join("package.json"),
+        &format!(
+            r#"{{"name":"{name}","dependencies":{{"react":"18","react-dom":"18"}},"devDependencies":{{"typescript":"5"}}}}"#
+        ),
+    );
+    file(&dir.join("package-lock.json"), "{}");
+    file(&dir.join("tsconfig.json"), "{}");
+    dir
+}
+
+/// A Claude Code transcript of one session in `cwd` whose user states `lesson`.
+fn transcript_saying(w: &World, cwd: &Path, session: &str, lesson: &str) {
+    let cwd_s = cwd.to_str().unwrap();
+    let rec = |i: u32, kind: &str, message: Value| {
+        json!({"parentUuid": null, "isSidechain": false, "userType": "external", "cwd": cwd_s, "sessionId": session,
+               "version": "2.1.90", "gitBranch": "main", "type": kind, "uuid": format!("{session}-{i}"),
+               "timestamp": format!("2026-01-0{}T03:{i:02}:00.000Z", 2 + session.len() % 5), "message": message})
+        .to_string()
+    };
+    let lines = [
+        rec(1, "user", json!({"role": "user", "content": "Add the settings page."})),
+        rec(
+            2,
+            "assistant",
+            json!({"id": "m1", "role": "assistant", "model": "claude-sonnet-4",
+                                    "content": [{"type": "text", "text": "Adding the settings page component."}]}),
+        ),
+        rec(3, "user", json!({"role": "user", "content": lesson})),
+        rec(
+            4,
+            "assistant",
+            json!({"id": "m2", "role": "assistant", "model": "claude-sonnet-4",
+                                    "content": [{"type": "text", "text": "Will do."}]}),
+        ),
+    ];
+    let dir = w.claude_projects().join(cwd_s.replace('/', "-"));
+    file(&dir.join(format!("{session}.jsonl")), &(lines.join("\n") + "\n"));
+}
+
+/// Issue 17's goal: a lesson learned in two React projects reaches a third
+/// React project at its first session start, and never a Rust project (nor a
+/// React project that uses another package manager).
+#[test]
+fn a_lesson_of_two_react_projects_reaches_a_third_and_never_a_rust_project() {
+    let w = World::new();
+    let lesson = "Always run npm run typecheck before you commit React components.";
+    let (a, b, c) = (react_project(&w, "shop"), react_project(&w, "admin"), react_project(&w, "blog"));
+    let rust = w.root().join("code/engine");
+    git_repo(&rust, Some("git@github.com:acme/engine.git"));
+    file(&rust.join("Cargo.toml"), "[package]\nname = 'engine'\n[dependencies]\ntokio = '1'\n");
+    let pnpm = react_project(&w, "docs");
+    fs::remove_file(pnpm.join("package-lock.json")).unwrap();
+    file(&pnpm.join("pnpm-lock.yaml"), "lockfileVersion: 9\n");
+
+    transcript_saying(&w, &a, "aaaaaaaa-1111-4111-8111-111111111111", lesson);
+    w.scan();
+    let learned = strings(&w, "SELECT id FROM memories WHERE is_deleted = 0 AND content LIKE '%typecheck%'");
+    assert_eq!(learned.len(), 1, "{learned:?}");
+    let m = &learned[0];
+    // Learned in one project only: it does not reach another React project yet.
+    let got = injected(&session_start(&w, &c, "cccccccc-0000-4000-8000-000000000000"));
+    assert!(!got.contains(m), "a lesson of one project reached another: {got:?}");
+
+    transcript_saying(&w, &b, "bbbbbbbb-2222-4222-8222-222222222222", lesson);
+    w.scan();
+    let (projects, tags): (i64, String) = w
+        .store()
+        .conn()
+        .query_row("SELECT env_projects, env_tags FROM memories WHERE id = ?1", [m], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
+    assert_eq!(projects, 2, "seen again in the second project");
+    for t in ["frontend", "nodejs", "npm", "react", "typescript"] {
+        assert!(tags.contains(t), "{t} in {tags}");
+    }
+
+    let got = injected(&session_start(&w, &c, "cccccccc-3333-4333-8333-333333333333"));
+    assert!(got.contains(m), "the third React project did not get it at its first session start: {got:?}");
+    let got = injected(&session_start(&w, &rust, "dddddddd-4444-4444-8444-444444444444"));
+    assert!(!got.contains(m), "a Rust project got it: {got:?}");
+    let got = injected(&session_start(&w, &pnpm, "eeeeeeee-5555-4555-8555-555555555555"));
+    assert!(!got.contains(m), "a pnpm project got an npm lesson: {got:?}");
+    // `context` says why.
+    let preview: Value = serde_json::from_str(&tests::success_stdout(
+        "context",
+        w.scorer(&["context", "--json", "--cwd", c.to_str().unwrap()]).output().unwrap(),
+    ))
+    .unwrap();
+    let item = preview["items"].as_array().unwrap().iter().find(|i| i["id"] == m.as_str()).unwrap().clone();
+    assert!(item["reasons"].to_string().contains("other projects of this stack"), "{item}");
+}

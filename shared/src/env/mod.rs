@@ -20,10 +20,15 @@
 //!   and the project a memory or a session gets.
 //! - [`stats`]: match statistics, tag relevance and auto-pin, derived from
 //!   scored sessions and feedback.
+//! - [`prereq`]: prerequisites; [`rank`]: what the environment does to a
+//!   ranking (structural gates, tag relevance filter, tag affinity, stack
+//!   match, pins that apply here).
 
 pub mod autopin;
 pub mod patterns;
+pub mod prereq;
 pub mod project;
+pub mod rank;
 pub mod stack;
 pub mod stats;
 pub mod store;

@@ -236,6 +236,28 @@ pub fn memories_with_bare_project(conn: &Connection) -> rusqlite::Result<Vec<(St
     rows.collect()
 }
 
+/// The environment recorded for `session`, as detection found it (the
+/// project's name from `projects`).
+pub fn session_env_detected(conn: &Connection, session: &str) -> rusqlite::Result<Option<EnvDetected>> {
+    conn.prepare_cached(
+        "SELECT e.cwd, e.root, e.project, COALESCE(p.name, ''), e.tags, e.os, e.mcp_servers
+         FROM session_env e LEFT JOIN projects p ON p.key = e.project WHERE e.session_key = ?1",
+    )?
+    .query_row([session], |r| {
+        Ok(EnvDetected {
+            cwd: r.get(0)?,
+            root: r.get(1)?,
+            project: r.get(2)?,
+            name: r.get(3)?,
+            tags: parse_tags(&r.get::<_, String>(4)?),
+            os: r.get(5)?,
+            mcp_servers: parse_tags(&r.get::<_, String>(6)?),
+            ..EnvDetected::default()
+        })
+    })
+    .optional()
+}
+
 /// A known project.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KnownProject {

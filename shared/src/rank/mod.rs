@@ -176,7 +176,13 @@ pub fn baseline_scores(pool: &Pool) -> Vec<f32> {
                 _ => 0.0,
             };
             let eff = if max_eff > 0.0 { s.effective_score / max_eff } else { 0.0 };
-            let score = rel + 0.25 * eff + 0.2 * f32::from(u8::from(s.project_match)) + f32::from(u8::from(m.pinned));
+            let score = rel
+                + 0.25 * eff
+                + 0.2 * f32::from(u8::from(s.project_match || s.stack_match))
+                + f32::from(u8::from(m.pinned));
+            // The environment (shared::env::rank): tag affinity multiplies,
+            // tag relevance adds its seed weight; both 0 without an environment.
+            let score = score * (1.0 + s.tag_affinity) + crate::env::rank::RELEVANCE_WEIGHT * s.tag_relevance;
             if m.superseded { score * 0.1 } else { score }
         })
         .collect()
@@ -247,6 +253,19 @@ pub fn rank(store: &Store, config: &Config, model: Option<ServingModel<'_>>, req
     rank_after(store, config, model, req, &[])
 }
 
+/// [`rank_after`] for a session in `env` (`shared::env::rank`: prerequisites,
+/// tag relevance, tag affinity, stack candidates).
+pub fn rank_after_in(
+    store: &Store,
+    config: &Config,
+    model: Option<ServingModel<'_>>,
+    req: &RankRequest<'_>,
+    env: Option<&crate::event::EnvDetected>,
+    unapplied: &[Unapplied],
+) -> Result<Ranking> {
+    rank_snapshot(store, config, model, req, env, unapplied)
+}
+
 /// A ranking served by this process whose `ranking.served` event may not be
 /// in the projection yet: a caller that records rankings after answering
 /// (the scorer's recorder thread) passes these to [`rank_after`].
@@ -289,6 +308,17 @@ pub fn rank_after(
     req: &RankRequest<'_>,
     unapplied: &[Unapplied],
 ) -> Result<Ranking> {
+    rank_snapshot(store, config, model, req, None, unapplied)
+}
+
+fn rank_snapshot(
+    store: &Store,
+    config: &Config,
+    model: Option<ServingModel<'_>>,
+    req: &RankRequest<'_>,
+    env: Option<&crate::event::EnvDetected>,
+    unapplied: &[Unapplied],
+) -> Result<Ranking> {
     // A read-only transaction: every query below sees the same snapshot, and
     // the ranking's few dozen statements share one read lock instead of each
     // taking and releasing its own (two fcntl calls and a check of the WAL
@@ -300,7 +330,7 @@ pub fn rank_after(
     } else {
         None
     };
-    let ranking = rank_inner(store, config, model, req, unapplied);
+    let ranking = rank_inner(store, config, model, req, env, unapplied);
     drop(snapshot);
     ranking
 }
@@ -345,10 +375,11 @@ fn rank_inner(
     config: &Config,
     model: Option<ServingModel<'_>>,
     req: &RankRequest<'_>,
+    env: Option<&crate::event::EnvDetected>,
     unapplied: &[Unapplied],
 ) -> Result<Ranking> {
     let limits = PoolLimits { pool: config.predictor.candidate_pool_size, ..PoolLimits::default() };
-    let mut pool = pool::gather(
+    let mut pool = pool::gather_in(
         store,
         &PoolQuery {
             text: req.query,
@@ -357,8 +388,12 @@ fn rank_inner(
             session: req.session.map(SessionKey::as_str),
             now: req.now,
         },
+        env,
         &limits,
     )?;
+    if let Some(env) = env {
+        crate::env::rank::apply(store, &mut pool, env, crate::env::rank::Relevance::Current)?;
+    }
     if !unapplied.is_empty() {
         overlay(&mut pool, &not_applied(store, unapplied)?, req.session);
     }
@@ -420,7 +455,7 @@ fn assemble(
 
     // Injection: best first, within k and the character budget.
     let eligible = |m: &PoolMemory| -> bool {
-        if m.shown || m.superseded || m.content.is_empty() {
+        if m.shown || m.superseded || m.excluded.is_some() || m.content.is_empty() {
             return false;
         }
         if !req.require_match || m.pinned {
@@ -548,6 +583,14 @@ fn reasons(item: &RankedMemory, alpha: f32) -> Vec<String> {
     }
     if s.project_match {
         out.push("same project".to_owned());
+    }
+    if s.stack_match {
+        out.push("learned in other projects of this stack".to_owned());
+    }
+    if s.tag_affinity >= 0.3 {
+        out.push("its tags fit this environment".to_owned());
+    } else if s.tag_affinity <= -0.3 {
+        out.push("its tags do not fit this environment".to_owned());
     }
     if s.effective_score >= 0.5 && !m.pinned {
         out.push(format!("recent and important ({:.2})", s.effective_score));

@@ -16,7 +16,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::{bm25, text};
 use crate::error::{Result, SqlContext};
-use crate::event::source;
+use crate::event::{EnvDetected, source};
 use crate::ids::MemoryId;
 use crate::store::Store;
 use crate::time::Ts;
@@ -103,6 +103,15 @@ pub struct PoolMemory {
     pub bag: text::Bag,
     /// What the content's shape says (a question, names, numbers…).
     pub facts: text::TextFacts,
+    /// Its prerequisites as stored (JSON), if any (`shared::env::prereq`).
+    pub prerequisites: Option<String>,
+    /// The tags every session it was learned in shared (`shared::env`).
+    pub env_tags: Vec<String>,
+    /// The distinct projects of those sessions.
+    pub env_projects: u32,
+    /// Why the session's environment keeps it from being injected, if it
+    /// does (`shared::env::rank`).
+    pub excluded: Option<&'static str>,
 }
 
 /// The pool and the facts about the query it was built from.
@@ -187,6 +196,12 @@ fn query_info(store: &Store, text_: &str, limits: &PoolLimits) -> Result<QueryIn
 /// Builds the pool for a query. (Limits are written into the SQL rather than
 /// bound, so that each source is one cached statement.)
 pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<Pool> {
+    gather_in(store, q, None, limits)
+}
+
+/// [`gather`] for a session in `env`: memories learned in projects of the
+/// same stack join the pool (source `stack`, `shared::env::rank`).
+pub fn gather_in(store: &Store, q: &PoolQuery<'_>, env: Option<&EnvDetected>, limits: &PoolLimits) -> Result<Pool> {
     let info = query_info(store, q.text, limits)?;
     let mut order: Vec<i64> = Vec::new();
     let mut sources: HashMap<i64, BTreeSet<&'static str>> = HashMap::new();
@@ -248,6 +263,12 @@ pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<P
     )? {
         add(rowid, source::EFFECTIVE);
     }
+    if let Some(env) = env {
+        let stack = crate::env::rank::stack_candidates(store.conn(), env, limits.pinned).sql("stack candidates")?;
+        for rowid in stack {
+            add(rowid, source::STACK);
+        }
+    }
     if order.len() > limits.pool {
         // Only pinned and text candidates can outrank the others (see
         // `keep_best`): load the rest just for the places they leave.
@@ -280,7 +301,7 @@ enum Keep {
 
 fn keep_class(sources: Option<&BTreeSet<&'static str>>) -> Keep {
     let has = |s: &str| sources.is_some_and(|set| set.contains(s));
-    if has(source::PINNED) {
+    if has(source::PINNED) || has(source::STACK) {
         Keep::Pinned
     } else if has(source::BM25) || has(source::NEIGHBOR) {
         Keep::Text
@@ -687,7 +708,7 @@ fn load_rows(store: &Store, rowids: &[i64]) -> Result<Vec<PoolMemory>> {
         .prepare_cached(
             "SELECT m.rowid, m.id, m.content, m.type, m.project, m.tags, m.source_session, m.speaker, m.created_ms,
                     m.deprecated, m.superseded_by, m.pinned, m.importance, m.access_count, m.has_embedding,
-                    m.text_terms
+                    m.text_terms, m.prerequisites, m.env_tags, m.env_projects
              FROM json_each(?1) AS j CROSS JOIN memories AS m ON m.rowid = j.value
              WHERE m.is_deleted = 0",
         )
@@ -733,6 +754,10 @@ fn pool_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PoolMemory> {
         shown: false,
         bag: text.bag,
         facts: text.facts,
+        prerequisites: r.get(16)?,
+        env_tags: crate::env::store::parse_tags(&r.get::<_, String>(17)?),
+        env_projects: u32::try_from(r.get::<_, i64>(18)?.max(0)).unwrap_or(u32::MAX),
+        excluded: None,
     })
 }
 
