@@ -20,6 +20,7 @@ use crate::error::{EngramContext, Error};
 use crate::memories::{self, MemoryChange, NewMemory};
 use crate::scan::{self, ScanOptions};
 use crate::{render, tapes};
+use shared::env::ops as env_ops;
 
 /// `engram-ingestor`: records agent sessions as tapes, keeps memories.
 #[derive(Debug, Parser)]
@@ -198,11 +199,32 @@ pub enum MemoryCommand {
         /// New project.
         #[arg(long)]
         project: Option<String>,
+        /// Its only category from now on (a path such as development/frontend/react).
+        #[arg(long)]
+        category: Option<String>,
+        /// Its prerequisites, whole, as JSON: {"os": [...], "repos": [...], "paths": [...],
+        /// "mcp_servers": [...], "tags": [...]} ("{}" clears them).
+        #[arg(long, value_name = "JSON")]
+        prerequisites: Option<String>,
+    },
+    /// Add a memory to categories or remove it from them.
+    Categorize {
+        /// Memory id.
+        id: String,
+        /// A category path to join; repeatable.
+        #[arg(long = "add", value_name = "PATH")]
+        add: Vec<String>,
+        /// A category path to leave; repeatable.
+        #[arg(long = "remove", value_name = "PATH")]
+        remove: Vec<String>,
     },
     /// Pin a memory.
     Pin {
         /// Memory id.
         id: String,
+        /// Pin it only where these prerequisites hold (JSON, as for `update`).
+        #[arg(long, value_name = "JSON")]
+        prerequisites: Option<String>,
     },
     /// Unpin a memory.
     Unpin {
@@ -246,6 +268,9 @@ pub enum MemoryCommand {
         /// Only this project.
         #[arg(long)]
         project: Option<String>,
+        /// Only memories in this category or below it.
+        #[arg(long)]
+        category: Option<String>,
         /// Only this type.
         #[arg(long = "type")]
         memory_type: Option<String>,
@@ -564,6 +589,12 @@ fn scan(args: ScanArgs, env: &mut Env<'_>, shutdown: &Shutdown) -> Result<u8, Er
     Ok(if summary.interrupted { 130 } else { 0 })
 }
 
+fn parse_prerequisites(json: &str) -> Result<shared::env::prereq::Prerequisites, Error> {
+    let v: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| Error::InvalidArgument(format!("--prerequisites is not JSON: {e}")))?;
+    Ok(env_ops::parse_prerequisites(&v)?)
+}
+
 fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
     let now = env.now;
     let mut journal = shared::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
@@ -573,13 +604,39 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
             let id = memories::add(j, NewMemory { text, memory_type, importance, project, tags, pinned: pin }, now)?;
             env.line(id.as_str())?;
         }
-        MemoryCommand::Update { id, text, memory_type, importance, tags, project } => {
+        MemoryCommand::Update { id, text, memory_type, importance, tags, project, category, prerequisites } => {
             let tags = (!tags.is_empty()).then_some(tags);
-            memories::update(j, &id, MemoryChange { text, memory_type, importance, tags, project }, now)?;
+            let change = MemoryChange { text, memory_type, importance, tags, project };
+            let env_only = change == MemoryChange::default() && (category.is_some() || prerequisites.is_some());
+            // Every argument is checked before anything is written.
+            let prerequisites = prerequisites.as_deref().map(parse_prerequisites).transpose()?;
+            if let Some(c) = &category {
+                shared::env::categories::normalize(c).map_err(Error::InvalidArgument)?;
+            }
+            if !env_only {
+                memories::update(j, &id, change, now)?;
+            }
+            if let Some(c) = category {
+                env_ops::categorize(j, &id, &[c], &[], true, now)?;
+            }
+            if let Some(p) = prerequisites {
+                env_ops::set_prerequisites(j, &id, p, now)?;
+            }
             env.line(&format!("updated {id}"))?;
         }
-        MemoryCommand::Pin { id } => {
+        MemoryCommand::Categorize { id, add, remove } => {
+            let now_in = env_ops::categorize(j, &id, &add, &remove, false, now)?;
+            env.line(&format!(
+                "{id} is in: {}",
+                if now_in.is_empty() { "no category".into() } else { now_in.join(", ") }
+            ))?;
+        }
+        MemoryCommand::Pin { id, prerequisites } => {
+            let prerequisites = prerequisites.as_deref().map(parse_prerequisites).transpose()?;
             memories::set_pinned(j, &id, true, now)?;
+            if let Some(p) = prerequisites {
+                env_ops::set_prerequisites(j, &id, p, now)?;
+            }
             env.line(&format!("pinned {id}"))?;
         }
         MemoryCommand::Unpin { id } => {
@@ -601,9 +658,22 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
             memories::feedback(j, &id, relevance, reason, session, now)?;
             env.line(&format!("recorded feedback {relevance} on {id}"))?;
         }
-        MemoryCommand::List { project, memory_type, limit, json } => {
-            let filter = MemoryFilter { project, memory_type, limit, include_forgotten: false };
-            let list = memories::list(j.store(), &filter)?;
+        MemoryCommand::List { project, category, memory_type, limit, json } => {
+            let in_category = match &category {
+                Some(c) => Some(shared::env::categories::members(j.store().conn(), c).map_err(|e| {
+                    Error::engram("read the categories", shared::error::Error::sqlite("categories", e))
+                })?),
+                None => None,
+            };
+            let all = if in_category.is_some() { 0 } else { limit };
+            let filter = MemoryFilter { project, memory_type, limit: all, include_forgotten: false };
+            let mut list = memories::list(j.store(), &filter)?;
+            if let Some(ids) = &in_category {
+                list.retain(|m| ids.contains(m.id.as_str()));
+                if limit > 0 {
+                    list.truncate(limit);
+                }
+            }
             if json {
                 env.json(&list)?;
             } else {

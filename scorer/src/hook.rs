@@ -128,7 +128,9 @@ pub fn run(
             _ => return Ok(HookOutcome::default()),
         },
         HookEvent::PreToolUse => match input.tool_name.as_deref() {
-            Some(t) if !skipped_tool(t) => (trigger::TOOL, Some(injection::tool_query(t, &input.tool_input)), None),
+            Some(t) if !skipped_tool(t) && !config.env.skips_tool(t) => {
+                (trigger::TOOL, Some(injection::tool_query(t, &input.tool_input)), None)
+            }
             _ => return Ok(HookOutcome::default()),
         },
         _ => unreachable!("checked above"),

@@ -33,6 +33,7 @@ use serde::Deserialize;
 use serde::de::Deserializer;
 use serde_json::{Map, Value, json};
 use shared::config::Config;
+use shared::env::ops as env_ops;
 use shared::ids::SessionKey;
 use shared::injection::{self, LoadedModel};
 use shared::journal::Journal;
@@ -111,7 +112,8 @@ pub fn tools() -> Vec<Value> {
     save_types.push("discovery");
     let session = json!({"type": "string", "description": "Session key from the <engram-context> header (harness:id), or the harness's session id"});
     let read_only = json!({"readOnlyHint": true, "openWorldHint": false});
-    vec![
+    let prerequisites = json!({"type": ["object", "string"], "description": "Where it applies: {\"os\": [...], \"repos\": [...], \"paths\": [...], \"mcp_servers\": [...], \"tags\": [...]}; os, repos, paths and mcp_servers must hold for it to be injected, tags only weigh"});
+    let mut tools = vec![
         tool(
             "memory_search",
             "Search memory",
@@ -122,6 +124,7 @@ pub fn tools() -> Vec<Value> {
                     "type": {"type": "string", "enum": search_types, "default": "all", "description": "Only this memory type"},
                     "project": {"type": "string", "description": "Only memories of this project"},
                     "tags": {"type": "array", "items": {"type": "string"}, "description": "Only memories carrying every one of these tags"},
+                    "category": {"type": "string", "description": "Only memories in this category or below it (a path such as development/frontend)"},
                     "from_date": {"type": "string", "description": "Only memories created at or after this date (ISO 8601)"},
                     "to_date": {"type": "string", "description": "Only memories created at or before this date (ISO 8601)"},
                     "limit": {"type": "integer", "minimum": 1, "maximum": search::MAX_LIMIT, "default": 20, "description": "Max results"},
@@ -172,6 +175,7 @@ pub fn tools() -> Vec<Value> {
                 json!({
                     "type": {"type": "string", "enum": types, "description": "Only this memory type"},
                     "project": {"type": "string", "description": "Only this project"},
+                    "category": {"type": "string", "description": "Only memories in this category or below it"},
                     "pinned": {"type": "boolean", "default": false, "description": "Only pinned memories"},
                     "include_deprecated": {"type": "boolean", "default": false, "description": "Include deprecated memories"},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 20},
@@ -202,7 +206,10 @@ pub fn tools() -> Vec<Value> {
             "memory_pin",
             "Pin a memory",
             "Pin a memory: always a candidate for injection, ranked first by the baseline.",
-            schema(json!({"id": {"type": "string", "description": "Memory id"}}), &["id"]),
+            schema(
+                json!({"id": {"type": "string", "description": "Memory id"}, "prerequisites": prerequisites.clone()}),
+                &["id"],
+            ),
             json!({"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}),
         ),
         tool(
@@ -223,6 +230,7 @@ pub fn tools() -> Vec<Value> {
                     "relevance": {"type": "number", "minimum": 0, "maximum": 1, "description": "0 (useless) .. 1 (exactly what was needed)"},
                     "applicable": {"type": "boolean", "description": "Shorthand: true = 1, false = 0 (when relevance is not given)"},
                     "reason": {"type": "string", "description": "Why"},
+                    "add_prerequisites": prerequisites.clone(),
                     "session_id": session.clone(),
                 }),
                 &["id"],
@@ -253,7 +261,59 @@ pub fn tools() -> Vec<Value> {
             schema(json!({"project": {"type": "string", "description": "Only this project"}}), &[]),
             read_only,
         ),
-    ]
+    ];
+    // Environment model (shared::env): categories, prerequisites, update and
+    // deprecate (seed 000's engrammar_categorize / _update / _deprecate).
+    let write =
+        json!({"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false});
+    tools.extend([
+        tool(
+            "memory_categorize",
+            "Categorize a memory",
+            "Add a memory to categories (paths such as development/frontend/react) or remove it from them.",
+            schema(
+                json!({
+                    "id": {"type": "string", "description": "Memory id"},
+                    "add": {"type": "array", "items": {"type": "string"}, "description": "Category paths to join"},
+                    "remove": {"type": "array", "items": {"type": "string"}, "description": "Category paths to leave"},
+                }),
+                &["id"],
+            ),
+            write.clone(),
+        ),
+        tool(
+            "memory_update",
+            "Update a memory",
+            "Change a memory's text, type, tags, category (its only one from now on) or prerequisites (whole; {} clears).",
+            schema(
+                json!({
+                    "id": {"type": "string", "description": "Memory id"},
+                    "text": {"type": "string", "minLength": 1, "description": "New text"},
+                    "type": {"type": "string", "enum": types, "description": "New type"},
+                    "tags": {"type": "array", "items": {"type": "string"}, "description": "New tags (replace the old)"},
+                    "category": {"type": "string", "description": "Its category from now on"},
+                    "prerequisites": prerequisites,
+                }),
+                &["id"],
+            ),
+            write,
+        ),
+        tool(
+            "memory_deprecate",
+            "Deprecate a memory",
+            "Mark a memory outdated (it is no longer injected), optionally replaced by another.",
+            schema(
+                json!({
+                    "id": {"type": "string", "description": "Memory id"},
+                    "reason": {"type": "string", "description": "Why"},
+                    "superseded_by": {"type": "string", "description": "The memory that replaces it"},
+                }),
+                &["id"],
+            ),
+            json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false}),
+        ),
+    ]);
+    tools
 }
 
 /// Typed access to a tool's arguments, refusing unknown keys and wrong types.
@@ -483,10 +543,15 @@ impl McpServer {
             "memory_pin" | "memory_unpin" => {
                 let id = a.required_str("id")?;
                 let pinned = name == "memory_pin";
+                let prerequisites = a.get("prerequisites").map(env_ops::parse_prerequisites).transpose()?;
                 let now = (self.clock)();
                 ops::set_pinned(self.journal()?, id.trim(), pinned, now)?;
+                if let Some(p) = prerequisites {
+                    env_ops::set_prerequisites(self.journal()?, id.trim(), p, now)?;
+                }
                 Ok(json!({"id": id.trim(), "pinned": pinned}))
             }
+            "memory_categorize" | "memory_update" | "memory_deprecate" => self.env_tool(name, &a),
             "memory_feedback" => self.feedback(&a),
             "memory_timeline" => self.timeline(&a),
             "memory_stats" => self.stats(&a),
@@ -533,6 +598,7 @@ impl McpServer {
             to: a.date("to_date")?,
             limit: a.count("limit", 20, 1, search::MAX_LIMIT)?,
             session: self.session(a, "session_id")?,
+            category: a.str("category")?,
         };
         self.refresh_model();
         let now = (self.clock)();
@@ -623,14 +689,18 @@ impl McpServer {
         let offset = a.count("offset", 0, 0, usize::MAX >> 1)?;
         let store = self.journal()?.store();
         let project = project.map(|p| shared::env::store::resolve_project(store.conn(), &p));
+        let category =
+            a.str("category")?.map(|c| shared::env::categories::normalize(&c)).transpose().map_err(ToolError)?;
         let filter = "is_deleted = 0 AND (?1 OR deprecated = 0) AND (?2 IS NULL OR project = ?2)
-                      AND (?3 IS NULL OR type = ?3) AND (NOT ?4 OR pinned = 1)";
+                      AND (?3 IS NULL OR type = ?3) AND (NOT ?4 OR pinned = 1)
+                      AND (?7 IS NULL OR id IN (SELECT engram_id FROM engram_categories
+                           WHERE category_path = ?7 OR (category_path > ?7 || '/' AND category_path < ?7 || '0')))";
         let conn = store.conn();
         let sql_err = |e: rusqlite::Error| ToolError(format!("list memories: {e}"));
         let total: i64 = conn
             .query_row(
-                &format!("SELECT COUNT(*) FROM memories WHERE {filter}"),
-                rusqlite::params![deprecated, project, memory_type, pinned],
+                &format!("SELECT COUNT(*) FROM memories WHERE {filter} AND ?5 IS NOT NULL AND ?6 IS NOT NULL"),
+                rusqlite::params![deprecated, project, memory_type, pinned, 0, 0, category],
                 |r| r.get(0),
             )
             .map_err(sql_err)?;
@@ -640,7 +710,7 @@ impl McpServer {
             ))
             .and_then(|mut s| {
                 s.query_map(
-                    rusqlite::params![deprecated, project, memory_type, pinned, limit as i64, offset as i64],
+                    rusqlite::params![deprecated, project, memory_type, pinned, limit as i64, offset as i64, category],
                     |r| r.get(0),
                 )?
                 .collect()
@@ -722,8 +792,63 @@ impl McpServer {
         let reason = a.str("reason")?;
         let now = (self.clock)();
         let origin = Origin::agent(session.clone());
+        let more = a.get("add_prerequisites").map(env_ops::parse_prerequisites).transpose()?;
         ops::feedback(self.journal()?, &id, relevance, reason, &origin, now)?;
-        Ok(json!({"id": id, "relevance": relevance, "session": session.map(|s| s.0), "recorded": true}))
+        let prerequisites = match more {
+            Some(more) => Some(env_ops::add_prerequisites(self.journal()?, &id, &more, now)?),
+            None => None,
+        };
+        Ok(json!({"id": id, "relevance": relevance, "session": session.map(|s| s.0), "recorded": true,
+                  "prerequisites": prerequisites}))
+    }
+
+    /// The environment model's tools: categorize, update, deprecate.
+    fn env_tool(&mut self, name: &str, a: &Args<'_>) -> ToolResult {
+        let id = a.required_str("id")?.trim().to_owned();
+        let now = (self.clock)();
+        match name {
+            "memory_categorize" => {
+                let (add, remove) = (a.strings("add")?, a.strings("remove")?);
+                let categories = env_ops::categorize(self.journal()?, &id, &add, &remove, false, now)?;
+                Ok(json!({"id": id, "categories": categories}))
+            }
+            "memory_deprecate" => {
+                let (reason, by) = (a.str("reason")?, a.str("superseded_by")?.map(|s| s.trim().to_owned()));
+                ops::deprecate(self.journal()?, &id, reason, by, now)?;
+                Ok(json!({"id": id, "deprecated": true}))
+            }
+            _ => {
+                let tags = a.get("tags").is_some().then(|| a.strings("tags")).transpose()?;
+                let change = ops::MemoryChange {
+                    text: a.str("text")?,
+                    memory_type: a.str("type")?,
+                    tags,
+                    ..ops::MemoryChange::default()
+                };
+                let category = a.str("category")?;
+                let prerequisites = a.get("prerequisites").map(env_ops::parse_prerequisites).transpose()?;
+                if let Some(c) = &category {
+                    shared::env::categories::normalize(c).map_err(ToolError)?;
+                }
+                if change == ops::MemoryChange::default() && category.is_none() && prerequisites.is_none() {
+                    return Err(ToolError(
+                        "nothing to update: give text, type, tags, category or prerequisites".into(),
+                    ));
+                }
+                if change != ops::MemoryChange::default() {
+                    ops::update(self.journal()?, &id, change, now)?;
+                }
+                if let Some(c) = category {
+                    env_ops::categorize(self.journal()?, &id, &[c], &[], true, now)?;
+                }
+                if let Some(p) = prerequisites {
+                    env_ops::set_prerequisites(self.journal()?, &id, p, now)?;
+                }
+                let store = self.journal()?.store();
+                let categories = shared::env::categories::of(store.conn(), &id).unwrap_or_default();
+                Ok(json!({"id": id, "updated": true, "memory": ops::require(store, &id)?, "categories": categories}))
+            }
+        }
     }
 
     fn timeline(&mut self, a: &Args<'_>) -> ToolResult {

@@ -105,6 +105,8 @@ impl Event {
             Body::MemoryForgotten(b) => Some(&b.memory_id),
             Body::MemoryFeedback(b) => Some(&b.memory_id),
             Body::MemoryEmbedded(b) => Some(&b.memory_id),
+            Body::MemoryCategorized(b) => Some(&b.memory_id),
+            Body::MemoryPrerequisitesSet(b) => Some(&b.memory_id),
             _ => None,
         }
     }
@@ -246,6 +248,10 @@ bodies! {
     // Environment model (shared::env): projects, stacks, tags.
     /// What environment detection found for a session's working directory.
     "env.detected" => EnvDetected(EnvDetected),
+    /// A memory joined or left categories (seed 001 "categories").
+    "memory.categorized" => MemoryCategorized(MemoryCategorized),
+    /// A memory's prerequisites were set (seed 000 "Prerequisites").
+    "memory.prerequisites_set" => MemoryPrerequisitesSet(MemoryPrerequisitesSet),
 }
 
 impl Serialize for Event {
@@ -1060,6 +1066,36 @@ pub struct EnvDetected {
     /// The MCP servers configured for the session (sorted).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub mcp_servers: Vec<String>,
+}
+
+/// `memory.categorized`: category paths (`/`-separated, lower case, e.g.
+/// `development/frontend/react`) a memory joins or leaves. With `replace`,
+/// it leaves every category it had first.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MemoryCategorized {
+    /// The memory.
+    pub memory_id: MemoryId,
+    /// Paths it joins.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub add: Vec<String>,
+    /// Paths it leaves.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub remove: Vec<String>,
+    /// Leave every current category before joining `add`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub replace: bool,
+}
+
+/// `memory.prerequisites_set`: a memory's prerequisites, whole (an empty
+/// object clears them; `shared::env::prereq`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MemoryPrerequisitesSet {
+    /// The memory.
+    pub memory_id: MemoryId,
+    /// `{tags, repos, os, paths, mcp_servers}`, each a list of strings.
+    pub prerequisites: crate::env::prereq::Prerequisites,
 }
 
 fn is_zero(x: &u64) -> bool {

@@ -20,11 +20,15 @@
 //!   and the project a memory or a session gets.
 //! - [`stats`]: match statistics, tag relevance and auto-pin, derived from
 //!   scored sessions and feedback.
+//! - [`categories`]: the category tree and memberships; [`ops`]: the
+//!   commands that categorize a memory or set its prerequisites.
 //! - [`prereq`]: prerequisites; [`rank`]: what the environment does to a
 //!   ranking (structural gates, tag relevance filter, tag affinity, stack
 //!   match, pins that apply here).
 
 pub mod autopin;
+pub mod categories;
+pub mod ops;
 pub mod patterns;
 pub mod prereq;
 pub mod project;

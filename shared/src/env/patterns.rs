@@ -287,3 +287,29 @@ pub struct EnvConfig {
     /// Relative directory → tags.
     pub directories: BTreeMap<String, Vec<String>>,
 }
+
+impl EnvConfig {
+    /// Whether `skip_tools` names the tool (seed 000 "PreToolUse"): a name
+    /// matches itself, ignoring case; one ending in `*` matches every tool
+    /// it begins (`mcp__github__*`).
+    pub fn skips_tool(&self, tool: &str) -> bool {
+        self.skip_tools.iter().map(|s| s.trim()).any(|s| match s.strip_suffix('*') {
+            Some(prefix) => tool.get(..prefix.len()).is_some_and(|head| head.eq_ignore_ascii_case(prefix)),
+            None => s.eq_ignore_ascii_case(tool),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skip_tools_match_names_and_prefixes() {
+        let c = EnvConfig { skip_tools: vec!["Glob".into(), "mcp__github__*".into()], ..EnvConfig::default() };
+        assert!(c.skips_tool("Glob") && c.skips_tool("glob"));
+        assert!(c.skips_tool("mcp__github__create_issue"));
+        assert!(!c.skips_tool("Grep") && !c.skips_tool("mcp__git") && !c.skips_tool("é"));
+        assert!(!EnvConfig::default().skips_tool("Glob"));
+    }
+}

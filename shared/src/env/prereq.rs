@@ -56,6 +56,21 @@ impl Prerequisites {
         (!self.is_empty()).then(|| serde_json::to_string(self).unwrap_or_default())
     }
 
+    /// Adds every requirement of `more` (each list stays sorted and unique).
+    pub fn extend(&mut self, more: &Prerequisites) {
+        for (mine, theirs) in [
+            (&mut self.tags, &more.tags),
+            (&mut self.repos, &more.repos),
+            (&mut self.os, &more.os),
+            (&mut self.paths, &more.paths),
+            (&mut self.mcp_servers, &more.mcp_servers),
+        ] {
+            mine.extend(theirs.iter().cloned());
+            mine.sort();
+            mine.dedup();
+        }
+    }
+
     /// Whether `env` meets the structural prerequisites (see the module docs).
     pub fn structural_ok(&self, env: &EnvDetected, home: Option<&Path>) -> bool {
         let os_ok = self.os.is_empty() || env.os.as_deref().is_some_and(|o| self.os.iter().any(|w| same_os(w, o)));

@@ -258,6 +258,13 @@ pub fn session_env_detected(conn: &Connection, session: &str) -> rusqlite::Resul
     .optional()
 }
 
+/// Projects `memory.prerequisites_set` (the memory is known to exist).
+pub fn apply_prerequisites(conn: &Connection, b: &crate::event::MemoryPrerequisitesSet) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE memories SET prerequisites = ?2 WHERE id = ?1")?
+        .execute(params![b.memory_id.as_str(), b.prerequisites.to_json()])?;
+    Ok(())
+}
+
 /// A known project.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KnownProject {

@@ -10,7 +10,8 @@
 //! ```
 //!
 //! The **baseline** is the cold-start heuristic: BM25 relevance (normalised to
-//! the best hit) + 0.25 × the effective score (normalised to the best in the
+//! the best hit; with a query embedding, BM25 and vector ranks fused by
+//! Engrammar's RRF with dynamic k = max(1, n/5), normalised to the best) + 0.25 × the effective score (normalised to the best in the
 //! pool) + 0.2 for the session's project + 1 for pinned; a superseded memory's
 //! score is divided by ten. With no query words it is Signet's effective-score
 //! ranking. α comes from [`state::PredictorState`]; until the predictor has
@@ -163,16 +164,39 @@ pub fn session_signals(
     })
 }
 
+/// With a vector search in the pool (a query embedding), Engrammar's hybrid
+/// relevance: the BM25 and the vector ranks fused by RRF with its dynamic
+/// `k = max(1, n / 5)` over the pool's `n` candidates
+/// ([`predictor::fusion::hybrid`]), divided by the best so that it takes the
+/// place of the normalised BM25 score. `None` without vector similarities.
+fn hybrid_relevance(pool: &Pool) -> Option<Vec<f32>> {
+    if !pool.memories.iter().any(|m| m.vector_similarity.is_some()) {
+        return None;
+    }
+    let bm25: Vec<Option<f32>> = pool.memories.iter().map(|m| m.signals.bm25_score).collect();
+    let vector: Vec<Option<f32>> = pool.memories.iter().map(|m| m.vector_similarity).collect();
+    let lists = [predictor::fusion::ranks_of_present(&bm25), predictor::fusion::ranks_of_present(&vector)];
+    let mut h = predictor::fusion::hybrid(&lists, pool.memories.len());
+    let best = h.iter().copied().fold(0.0f32, f32::max);
+    if best > 0.0 {
+        h.iter_mut().for_each(|x| *x /= best);
+    }
+    Some(h)
+}
+
 /// Baseline scores of a pool (see the module docs).
 pub fn baseline_scores(pool: &Pool) -> Vec<f32> {
     let max_bm25 = pool.memories.iter().filter_map(|m| m.signals.bm25_score).fold(0.0f32, f32::max);
     let max_eff = pool.memories.iter().map(|m| m.signals.effective_score).fold(0.0f32, f32::max);
+    let hybrid = hybrid_relevance(pool);
     pool.memories
         .iter()
-        .map(|m| {
+        .enumerate()
+        .map(|(i, m)| {
             let s = &m.signals;
-            let rel = match (s.bm25_score, max_bm25 > 0.0) {
-                (Some(b), true) => (b / max_bm25).max(0.0),
+            let rel = match (&hybrid, s.bm25_score, max_bm25 > 0.0) {
+                (Some(h), _, _) => h[i],
+                (None, Some(b), true) => (b / max_bm25).max(0.0),
                 _ => 0.0,
             };
             let eff = if max_eff > 0.0 { s.effective_score / max_eff } else { 0.0 };

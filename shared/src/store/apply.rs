@@ -354,8 +354,8 @@ impl Projector<'_> {
             }
             Body::MemoryAdded(b) => self.memory_added(event, b)?,
             Body::MemoryUpdated(b) => self.memory_updated(ts, b)?,
-            Body::MemoryPinned(b) => self.memory_flag(&b.memory_id, "pinned = 1", ts)?,
-            Body::MemoryUnpinned(b) => self.memory_flag(&b.memory_id, "pinned = 0", ts)?,
+            Body::MemoryPinned(b) => self.memory_flag(&b.memory_id, "pinned = 1, auto_pinned = 0", ts)?,
+            Body::MemoryUnpinned(b) => self.memory_flag(&b.memory_id, "pinned = 0, auto_pinned = 0", ts)?,
             Body::MemoryDeprecated(b) => {
                 self.require_memory(&b.memory_id)?;
                 self.conn
@@ -390,6 +390,14 @@ impl Projector<'_> {
                     .execute([&b.run_id])?;
             }
             Body::EnvDetected(b) => crate::env::store::apply_detected(self.conn, event, b)?.or_else(data)?,
+            Body::MemoryCategorized(b) => {
+                self.require_memory(&b.memory_id)?;
+                crate::env::categories::apply(self.conn, b)?.or_else(data)?;
+            }
+            Body::MemoryPrerequisitesSet(b) => {
+                self.require_memory(&b.memory_id)?;
+                crate::env::store::apply_prerequisites(self.conn, b)?;
+            }
             Body::DriftReset(b) => {
                 self.conn
                     .prepare_cached(
