@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
+use shared::env::prereq::Prerequisites;
 use shared::event::*;
 use shared::ids::{EventId, MemoryId, SessionKey};
 use shared::journal::{Journal, replay};
@@ -423,7 +424,12 @@ enum Gen {
     Scored(usize, Vec<(usize, f32)>, f32),
     Feedback(usize, usize, f32),
     Duplicate(usize),
+    Categorized(usize, Vec<usize>, Vec<usize>, bool),
+    Prerequisites(usize, Vec<usize>, bool),
+    Pin(usize, bool),
 }
+
+const CATEGORIES: &[&str] = &["development", "development/frontend/react", "tools/git", "Tools / Git", "a//b"];
 
 fn any_event() -> impl Strategy<Value = Gen> {
     let s = 0..SESSIONS.len();
@@ -439,6 +445,11 @@ fn any_event() -> impl Strategy<Value = Gen> {
             .prop_map(|(s, l, c)| Gen::Scored(s, l, c)),
         1 => (s.clone(), 0usize..1000, 0.0f32..1.0).prop_map(|(s, m, r)| Gen::Feedback(s, m, r)),
         1 => (0usize..1000).prop_map(Gen::Duplicate),
+        2 => (0usize..1000, prop::collection::vec(0..CATEGORIES.len(), 0..3), prop::collection::vec(0..CATEGORIES.len(), 0..2), any::<bool>())
+            .prop_map(|(m, a, r, x)| Gen::Categorized(m, a, r, x)),
+        1 => (0usize..1000, prop::collection::vec(0..TAGS.len(), 0..3), any::<bool>())
+            .prop_map(|(m, t, os)| Gen::Prerequisites(m, t, os)),
+        1 => (0usize..1000, any::<bool>()).prop_map(|(m, p)| Gen::Pin(m, p)),
     ]
 }
 
@@ -510,6 +521,38 @@ fn build(items: &[Gen]) -> Vec<Event> {
                         ..Default::default()
                     }),
                 )
+            }
+            Gen::Categorized(m, add, remove, replace) => {
+                let ids = memory_ids(&out);
+                let Some(id) = ids.get(m % ids.len().max(1)) else { continue };
+                let paths = |v: &[usize]| v.iter().map(|c| CATEGORIES[*c].to_owned()).collect();
+                let body = MemoryCategorized {
+                    memory_id: id.clone(),
+                    add: paths(add),
+                    remove: paths(remove),
+                    replace: *replace,
+                };
+                event(i, None, Body::MemoryCategorized(body))
+            }
+            Gen::Prerequisites(m, tags, os) => {
+                let ids = memory_ids(&out);
+                let Some(id) = ids.get(m % ids.len().max(1)) else { continue };
+                let prerequisites = Prerequisites {
+                    tags: tags.iter().map(|t| TAGS[*t].to_owned()).collect::<BTreeSet<_>>().into_iter().collect(),
+                    os: if *os { vec!["linux".into()] } else { Vec::new() },
+                    ..Prerequisites::default()
+                };
+                event(
+                    i,
+                    None,
+                    Body::MemoryPrerequisitesSet(MemoryPrerequisitesSet { memory_id: id.clone(), prerequisites }),
+                )
+            }
+            Gen::Pin(m, pin) => {
+                let ids = memory_ids(&out);
+                let Some(id) = ids.get(m % ids.len().max(1)) else { continue };
+                let r = MemoryRef { memory_id: id.clone() };
+                event(i, None, if *pin { Body::MemoryPinned(r) } else { Body::MemoryUnpinned(r) })
             }
             Gen::Duplicate(j) => match out.get(j % out.len().max(1)) {
                 Some(e) => e.clone(),

@@ -76,7 +76,8 @@ pub fn raw_score(label: f32) -> f64 {
 /// Evaluates the injected, labelled memories of a scored session.
 pub fn on_session_scored(conn: &Connection, event: &Event, b: &SessionScored) -> rusqlite::Result<()> {
     let Some(session) = &event.session else { return Ok(()) };
-    if !(b.confidence >= MIN_CONFIDENCE) {
+    // NaN confidence counts as too low.
+    if b.confidence.partial_cmp(&MIN_CONFIDENCE).is_none_or(std::cmp::Ordering::is_lt) {
         return Ok(());
     }
     let env = session_env(conn, session)?;

@@ -102,17 +102,13 @@ pub fn mcp_servers(cwd: &Path, root: &Path, home: Option<&Path>, codex_home: Opt
     if let Some(v) = read_json(&root.join(".mcp.json")) {
         keys(v.get("mcpServers"), &mut out);
     }
-    if let Some(home) = home {
-        if let Some(v) = read_json(&home.join(".claude.json")) {
-            keys(v.get("mcpServers"), &mut out);
-            for dir in [cwd, root] {
-                keys(
-                    v.get("projects")
-                        .and_then(|p| p.get(dir.to_string_lossy().as_ref()))
-                        .and_then(|p| p.get("mcpServers")),
-                    &mut out,
-                );
-            }
+    if let Some(v) = home.and_then(|h| read_json(&h.join(".claude.json"))) {
+        keys(v.get("mcpServers"), &mut out);
+        for dir in [cwd, root] {
+            keys(
+                v.get("projects").and_then(|p| p.get(dir.to_string_lossy().as_ref())).and_then(|p| p.get("mcpServers")),
+                &mut out,
+            );
         }
     }
     let codex = codex_home.map(Path::to_path_buf).or_else(|| home.map(|h| h.join(".codex")));
