@@ -484,6 +484,7 @@ fn categories_and_prerequisites_through_the_cli_the_mcp_tools_and_replay() {
     assert!(start(4).contains(&id), "repo shop holds in shop");
 
     // Everything above is in the tape log: replay gives the same projection.
+    w.wait_for_recorder();
     let before = shared::store::canonical_dump(w.store().conn(), true).unwrap();
     assert!(before.contains("development/frontend") && before.contains("repos"), "categories and prerequisites dumped");
     w.ok(&["replay"]);
