@@ -107,8 +107,7 @@ pub fn tools() -> Vec<Value> {
     let types: Vec<&str> = ops::TYPES.to_vec();
     let mut search_types = vec!["all"];
     search_types.extend(types.iter().copied());
-    let mut save_types = types.clone();
-    save_types.push("discovery");
+    let save_types = types.clone();
     let session = json!({"type": "string", "description": "Session key from the <engram-context> header (harness:id), or the harness's session id"});
     let read_only = json!({"readOnlyHint": true, "openWorldHint": false});
     vec![
@@ -553,12 +552,8 @@ impl McpServer {
 
     fn save(&mut self, a: &Args<'_>) -> ToolResult {
         let content = a.required_str("content")?;
-        let mut memory_type = a.required_str("type")?.trim().to_lowercase();
+        let memory_type = a.required_str("type")?.trim().to_lowercase();
         let mut tags = a.strings("tags")?;
-        if memory_type == "discovery" {
-            memory_type = "fact".into();
-            tags.push("discovery".into());
-        }
         let importance = a.number("importance")?.unwrap_or(0.7) as f32;
         let sources = a.strings("source_knowledge_ids")?;
         let session = self.session(a, "session_id")?;

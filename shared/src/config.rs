@@ -40,6 +40,8 @@ pub struct Config {
     pub judge: CommandConfig,
     /// Time zone for session-level signals.
     pub time: TimeConfig,
+    /// Seed 004's memory model: graph, conflicts, checkpoints, topic shifts, dedup.
+    pub knowledge: crate::knowledge::config::KnowledgeConfig,
 }
 
 /// Seed 002's exposed predictor parameters, plus training limits.
@@ -232,7 +234,7 @@ impl Config {
                 i.budget_chars, i.max_chars
             ));
         }
-        Ok(())
+        self.knowledge.validate()
     }
 }
 

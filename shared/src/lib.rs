@@ -11,6 +11,7 @@ pub mod ids;
 pub mod injection;
 pub mod journal;
 mod json_scan;
+pub mod knowledge;
 pub mod logging;
 pub mod memory_ops;
 pub mod models;

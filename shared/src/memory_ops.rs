@@ -31,6 +31,7 @@ pub const TYPES: &[&str] = &[
     memory_type::CONVENTION,
     memory_type::GOTCHA,
     memory_type::STRUGGLE,
+    memory_type::DISCOVERY,
 ];
 
 /// Longest memory text accepted, in characters.
