@@ -17,7 +17,7 @@ use shared::time::Ts;
 use crate::adapter::WRITER;
 use crate::adapters::Harness;
 use crate::error::{EngramContext, Error};
-use crate::memories::{self, MemoryChange, NewMemory};
+use crate::memories::{self, MemoryChange, NewMemory, Saved};
 use crate::scan::{self, ScanOptions};
 use crate::{render, tapes};
 
@@ -178,6 +178,12 @@ pub enum MemoryCommand {
         /// Pin it: always a candidate.
         #[arg(long)]
         pin: bool,
+        /// A memory it derives from (a `derives_from` edge); repeatable.
+        #[arg(long = "source", value_name = "ID")]
+        sources: Vec<String>,
+        /// Save it as given: no duplicate or conflict check, no graph edges.
+        #[arg(long)]
+        no_check: bool,
     },
     /// Change a memory's text, type, importance, tags or project.
     Update {
@@ -263,6 +269,65 @@ pub enum MemoryCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    // Seed 004's memory model (`shared::knowledge`).
+    /// The observation buffer: memories staged as conflicts or awaiting curation.
+    Staging {
+        /// Only this status: needs_clarification, pending, persisted, discarded.
+        #[arg(long)]
+        status: Option<String>,
+        /// Only this project.
+        #[arg(long)]
+        project: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Resolve a staged conflict: merge, keep_both, replace or skip.
+    Resolve {
+        /// The staged memory (obs_…).
+        id: String,
+        /// merge, keep_both, replace or skip.
+        #[arg(long)]
+        action: String,
+        /// Resolve against this memory instead of the one it was flagged against.
+        #[arg(long, value_name = "ID")]
+        existing: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The knowledge graph around a memory (breadth-first, both directions).
+    Graph {
+        /// Memory id.
+        id: String,
+        /// Edges away from it at most (1..=10).
+        #[arg(long, default_value_t = 5)]
+        depth: u32,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add an edge: FROM derives_from|leads_to|supports|contradicts|refines|supersedes TO.
+    Link {
+        /// Source memory.
+        from: String,
+        /// Target memory.
+        to: String,
+        /// The relation.
+        #[arg(long)]
+        relation: String,
+        /// Confidence, 0..=1.
+        #[arg(long, default_value_t = 1.0)]
+        strength: f32,
+    },
+    /// Remove an edge by id (see `memory graph`).
+    Unlink {
+        /// Edge id (edge_…).
+        id: String,
     },
 }
 
@@ -569,9 +634,29 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
     let mut journal = shared::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
     let j = &mut journal;
     match command {
-        MemoryCommand::Add { text, memory_type, importance, project, tags, pin } => {
-            let id = memories::add(j, NewMemory { text, memory_type, importance, project, tags, pinned: pin }, now)?;
-            env.line(id.as_str())?;
+        MemoryCommand::Add { text, memory_type, importance, project, tags, pin, sources, no_check } => {
+            let new = NewMemory { text, memory_type, importance, project, tags, pinned: pin };
+            if no_check {
+                let id = memories::add(j, new, now)?;
+                env.line(id.as_str())?;
+                return Ok(0);
+            }
+            let config = Config::load(&env.paths.config()).context("read the configuration")?;
+            match memories::save(j, &config, new, &sources, now)? {
+                Saved::Added { id, .. } => env.line(id.as_str())?,
+                Saved::Duplicate { of } => env.line(&format!(
+                    "not saved: a duplicate of {} ({:.0}% alike): {}",
+                    of.id,
+                    of.similarity * 100.0,
+                    render::short(&of.content, 90)
+                ))?,
+                Saved::Staged { stage_id, with, .. } => env.line(&format!(
+                    "staged as {stage_id}: {:.0}% alike to {} ({})\nresolve it with `engram-ingestor memory resolve {stage_id} --action merge|keep_both|replace|skip`",
+                    with.similarity * 100.0,
+                    with.id,
+                    render::short(&with.content, 90)
+                ))?,
+            }
         }
         MemoryCommand::Update { id, text, memory_type, importance, tags, project } => {
             let tags = (!tags.is_empty()).then_some(tags);
@@ -619,6 +704,46 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
             } else {
                 env.write(&render::memory_details(&d))?;
             }
+        }
+        MemoryCommand::Staging { status, project, limit, json } => {
+            let filter = shared::knowledge::buffer::StagedFilter { status, project, limit };
+            let list = memories::staging(j.store(), &filter)?;
+            if json {
+                env.json(&list)?;
+            } else if list.is_empty() {
+                env.line("nothing staged")?;
+            } else {
+                for s in &list {
+                    env.line(&render::staged_line(s))?;
+                }
+            }
+        }
+        MemoryCommand::Resolve { id, action, existing, json } => {
+            let config = Config::load(&env.paths.config()).context("read the configuration")?;
+            let r = memories::resolve(j, &config, &id, &action, existing.as_deref(), now)?;
+            if json {
+                env.json(&r)?;
+            } else {
+                let into = r.memory_id.as_ref().map(|m| format!(" into {m}")).unwrap_or_default();
+                let sup = r.superseded.as_ref().map(|m| format!("; {m} is superseded")).unwrap_or_default();
+                env.line(&format!("{}: {}{into}{sup}", r.conflict_id, r.action))?;
+            }
+        }
+        MemoryCommand::Graph { id, depth, json } => {
+            let g = memories::graph(j.store(), &id, depth)?;
+            if json {
+                env.json(&g)?;
+            } else {
+                env.write(&render::graph(&g))?;
+            }
+        }
+        MemoryCommand::Link { from, to, relation, strength } => {
+            let edge = memories::link(j, &from, &to, &relation, strength, now)?;
+            env.line(&format!("linked {from} {relation} {to} ({edge})"))?;
+        }
+        MemoryCommand::Unlink { id } => {
+            memories::unlink(j, &id, now)?;
+            env.line(&format!("removed {id}"))?;
         }
     }
     Ok(0)

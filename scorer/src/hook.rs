@@ -151,6 +151,24 @@ pub fn run(
     });
     let tz = injection::time_zone(&config);
     phases.lap("query+model");
+    // Seed 004's memory model: what it adds is counted against the budget.
+    let extra = shared::knowledge::prompt::for_hook(
+        &store,
+        &config,
+        event.name(),
+        session.as_ref(),
+        project.as_deref(),
+        &query,
+        input.tool_name.as_deref().unwrap_or_default(),
+        &input.tool_input,
+        now,
+    )
+    .unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "seed 004 additions failed; serving memories only");
+        shared::knowledge::prompt::Notes::default()
+    });
+    let config = extra.within_budget(config);
+    phases.lap("knowledge");
     let served = injection::serve(
         &store,
         &config,
@@ -190,6 +208,7 @@ pub fn run(
             }),
         ));
     }
+    events.extend(extra.events.iter().map(|b| Event::new(now, &writer, session.clone(), b.clone())));
     let ranking_id = served.ranking.ranking_id.clone();
     let fts: Vec<_> = served
         .ranking
@@ -225,7 +244,8 @@ pub fn run(
     drop(store);
     phases.lap("close");
     tracing::debug!(event = event.name(), injected = served.injected.len(), phases_ms = ?phases.laps, "hook served");
-    let stdout = served.context.map(|text| output(event, &text));
+    let context = shared::knowledge::prompt::join_context(&extra.text, served.context);
+    let stdout = context.map(|text| output(event, &text));
     Ok(HookOutcome { stdout, injected: served.injected.len(), recorder_started })
 }
 

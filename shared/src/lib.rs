@@ -2,6 +2,7 @@
 //! log, the SQLite projection, JSON-RPC framing, configuration and paths.
 
 pub mod base64;
+pub mod command;
 pub mod config;
 pub mod error;
 pub mod event;

@@ -159,6 +159,8 @@ pub struct HarnessSummary {
     pub memories_added: u64,
     /// Memories merged into an existing near-duplicate.
     pub memories_merged: u64,
+    /// Memories alike to a stored one, staged for the user to resolve.
+    pub memories_staged: u64,
     /// Problems in the logs (malformed lines, bad timestamps, …).
     pub diagnostics: u64,
     /// Record types kept as opaque events, by type.
@@ -182,6 +184,7 @@ impl HarnessSummary {
         self.known += o.known;
         self.memories_added += o.memories_added;
         self.memories_merged += o.memories_merged;
+        self.memories_staged += o.memories_staged;
         self.diagnostics += o.diagnostics;
         for (k, v) in &o.unknown_types {
             *self.unknown_types.entry(k.clone()).or_insert(0) += v;
@@ -796,6 +799,7 @@ impl Scanner<'_> {
                 match m.body {
                     Body::MemoryAdded(_) => hs.memories_added += 1,
                     Body::MemoryUpdated(_) => hs.memories_merged += 1,
+                    Body::MemoryStaged(_) => hs.memories_staged += 1,
                     _ => {}
                 }
             }
@@ -831,7 +835,7 @@ impl Scanner<'_> {
                 groups.entry(s).or_default().push(i);
             }
         }
-        let lookup = StoreLookup::new(self.journal.store());
+        let lookup = StoreLookup::new(self.journal.store()).with_conflicts(&self.config);
         let mut snapshot: Option<Snapshot> = None;
         let mut out = Vec::new();
         let (mut runs, mut failures) = (0u64, 0u64);

@@ -320,7 +320,7 @@ fn stashed(conn: &Connection, event: &Event, b: &ConversationStashed) -> Applied
 }
 
 fn resumed(conn: &Connection, event: &Event, b: &ConversationResumed) -> Applied {
-    let session = session_of(event)?;
+    let session = event.session.as_ref();
     if b.conversation_id.starts_with(super::CHECKPOINT_PREFIX) {
         let n = conn
             .prepare_cached("UPDATE session_forks SET resume_count = resume_count + 1 WHERE id = ?1")?
@@ -341,10 +341,10 @@ fn resumed(conn: &Connection, event: &Event, b: &ConversationResumed) -> Applied
         "UPDATE conversations SET status = 'resumed', resume_count = resume_count + 1, resumed_session = ?2,
             resumed_ms = ?3 WHERE id = ?1",
     )?
-    .execute(params![b.conversation_id, session.as_str(), event.ts.0])?;
+    .execute(params![b.conversation_id, session.map(SessionKey::as_str), event.ts.0])?;
     // Taking back an automatic stash in the session that made it: the
     // detector was wrong.
-    if auto && stashed_in == session.as_str() {
+    if auto && session.is_some_and(|s| s.as_str() == stashed_in) {
         let shift: Option<(String, Option<String>)> = conn
             .prepare_cached(
                 "SELECT event_id, project FROM topic_shifts WHERE conversation_id = ?1 AND outcome = 'auto' LIMIT 1",

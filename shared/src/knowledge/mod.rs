@@ -20,11 +20,21 @@
 //!   destructive commands; [`topic`] — topic-shift detection.
 //! * [`summary`] — session summaries; [`prompt`] — what the prompt and
 //!   tool hooks add (a surfaced conflict, a stash suggestion, a checkpoint).
-//! * [`command`] — the optional external commands (JSON in, JSON out).
+//! * [`ops`] — the writers' commands: save through conflict detection and
+//!   discovery, resolve a staged memory.
 
 pub mod apply;
+pub mod buffer;
+pub mod checkpoint;
 pub mod config;
+pub mod conversation;
+pub mod discovery;
 pub mod graph;
+pub mod ops;
+pub mod prompt;
+pub mod similarity;
+pub mod summary;
+pub mod topic;
 
 use crate::event::memory_type;
 
