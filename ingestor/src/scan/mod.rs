@@ -101,6 +101,9 @@ pub struct ScanOptions {
     pub now: Ts,
     /// Chunk, line and batch sizes.
     pub limits: Limits,
+    /// Summarise ended sessions with the external summariser when one is
+    /// configured (the hooks' worker); a scan of history stays extractive.
+    pub external_summaries: bool,
 }
 
 impl ScanOptions {
@@ -113,6 +116,7 @@ impl ScanOptions {
             roots: None,
             now,
             limits: Limits::default(),
+            external_summaries: false,
         }
     }
 }
@@ -226,6 +230,8 @@ pub struct ScanSummary {
     pub extractor_runs: u64,
     /// External extractor runs that failed (each logged).
     pub extractor_failures: u64,
+    /// Ended sessions summarised (seed 004 "Summarization").
+    pub sessions_summarized: u64,
     /// Paths given that are not a known log.
     pub unrecognised: Vec<String>,
     /// Stopped early by a shutdown request (what was read is recorded).
@@ -343,6 +349,11 @@ pub fn run(
         let harnesses = if opts.harnesses.is_empty() { Harness::ALL.to_vec() } else { opts.harnesses.clone() };
         scanner.end_idle(&harnesses)?;
         scanner.summary.timings.idle_ms = ms(t);
+        // Summaries of the sessions that ended (seed 004): a failure costs only them.
+        match shared::knowledge::summary::summarize_ended(&mut scanner.journal, config, opts.external_summaries) {
+            Ok(n) => scanner.summary.sessions_summarized = n as u64,
+            Err(e) => tracing::warn!(error = %e, "cannot summarise the ended sessions"),
+        }
     }
     for key in &scanner.touched {
         if let Some(h) = Harness::from_name(key.harness()) {
