@@ -121,6 +121,9 @@ pub struct InstallArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Claude Code: do not add the plugin with the /remember, /recall, /stash… skills.
+    #[arg(long)]
+    pub no_plugin: bool,
 }
 
 fn parse_target(s: &str) -> Result<crate::install::Target, String> {
@@ -565,6 +568,7 @@ fn install(args: InstallArgs, env: &mut Env<'_>, add: bool) -> Result<u8, Error>
         bin_dir: bin_dir(args.bin_dir)?,
         engram_home: std::env::var_os("ENGRAM_HOME").filter(|v| !v.is_empty()).map(PathBuf::from),
         dirs: crate::install::HarnessDirs::from_env()?,
+        plugin: !args.no_plugin,
     };
     let report =
         if add { crate::install::install(&env.paths, &opts)? } else { crate::install::uninstall(&env.paths, &opts)? };

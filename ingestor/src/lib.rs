@@ -18,7 +18,8 @@
 //! - [`extract`]: friction-moment memory extraction; [`dedup`]: merging
 //!   near-duplicates; [`external`]: the external extractor's JSON contract.
 //! - [`hook`]: the write-side hooks and their detached ingestion worker;
-//!   [`install`]: wiring hooks and the MCP server into Claude Code and Codex;
+//!   [`install`]: wiring hooks and the MCP server into Claude Code and Codex,
+//!   and [`plugin`]: the Claude Code plugin with seed 004's skills;
 //!   [`quickstart`]: the first run, on the user's history or [`demo`]'s corpus.
 
 pub mod adapter;
@@ -34,6 +35,7 @@ pub mod hook;
 pub mod install;
 pub mod memories;
 pub mod patch;
+pub mod plugin;
 pub mod quickstart;
 pub mod redact;
 pub mod render;
