@@ -54,6 +54,18 @@ pub enum Command {
     Install(InstallArgs),
     /// Remove exactly what install added.
     Uninstall(InstallArgs),
+    /// Merge conceptual duplicates (seed 000's dedup pipeline; an LLM judge only if configured).
+    Dedup {
+        /// Report what would be merged; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// At most this many passes (default: knowledge.dedup.max_passes).
+        #[arg(long)]
+        max_passes: Option<u32>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// A write-side hook of Claude Code or Codex (hook JSON on stdin; prints nothing, exits 0).
     Hook {
         /// post-tool-use, stop, session-end or pre-compact.
@@ -534,6 +546,18 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
             };
             let paths = env.paths.clone();
             crate::quickstart::run(&paths, &config, &opts, env.now, &mut *env.out, shutdown)?;
+            Ok(0)
+        }
+        Command::Dedup { dry_run, max_passes, json } => {
+            let config = Config::load(&env.paths.config()).context("read the configuration")?;
+            let mut journal = shared::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
+            let opts = crate::dedup_run::DedupOptions { dry_run, max_passes };
+            let report = crate::dedup_run::run(&mut journal, &config, &opts, env.now)?;
+            if json {
+                env.json(&report)?;
+            } else {
+                env.write(&crate::dedup_run::render(&report))?;
+            }
             Ok(0)
         }
         Command::Install(args) => install(args, env, true),

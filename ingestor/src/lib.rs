@@ -16,7 +16,8 @@
 //! - [`redact`]: secret redaction, path exclusion, size caps.
 //! - [`patch`]: `apply_patch`, unified diff and `structuredPatch` hunks.
 //! - [`extract`]: friction-moment memory extraction; [`dedup`]: merging
-//!   near-duplicates; [`external`]: the external extractor's JSON contract.
+//!   near-duplicates at write time; [`dedup_run`]: seed 000's dedup pipeline;
+//!   [`external`]: the external extractor's JSON contract.
 //! - [`hook`]: the write-side hooks and their detached ingestion worker;
 //!   [`install`]: wiring hooks and the MCP server into Claude Code and Codex,
 //!   and [`plugin`]: the Claude Code plugin with seed 004's skills;
@@ -26,6 +27,7 @@ pub mod adapter;
 pub mod adapters;
 pub mod cli;
 pub mod dedup;
+pub mod dedup_run;
 pub mod demo;
 pub mod discover;
 pub mod error;
