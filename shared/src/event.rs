@@ -243,6 +243,9 @@ bodies! {
     "model.promoted" => ModelPromoted(ModelPromoted),
     /// Sustained low success reset α and triggered a retrain.
     "drift.reset" => DriftReset(DriftReset),
+    // Environment model (shared::env): projects, stacks, tags.
+    /// What environment detection found for a session's working directory.
+    "env.detected" => EnvDetected(EnvDetected),
     // Seed 004's memory model (`crate::knowledge`).
     /// A typed edge of the knowledge graph was added (or its strength changed).
     "knowledge.edge" => EdgeAdded(EdgeAdded),
@@ -1041,6 +1044,39 @@ pub struct DriftReset {
     pub success_rate: f32,
     /// Consecutive low sessions.
     pub window: u32,
+}
+
+// ---------------------------------------------------------------------------
+// Environment model (shared::env)
+// ---------------------------------------------------------------------------
+
+/// `env.detected`: the environment detection found for a working directory
+/// when it happened (seeds 000, 001 and 004). The projection reads only this,
+/// never the file system. With a session, it is that session's environment
+/// (the latest one wins); without, it only makes the project known.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EnvDetected {
+    /// The working directory looked at.
+    pub cwd: String,
+    /// The project's root directory.
+    pub root: String,
+    /// The project's key: the normalised git remote, else the repository's or
+    /// root's path (`shared::env::project`).
+    pub project: String,
+    /// The project's name, for people.
+    pub name: String,
+    /// The normalised git remote, when the repository has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
+    /// The marker that decided the root (`.git`, `package.json`, …); absent
+    /// when none was found and the working directory is the root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub marker: Option<String>,
+    /// The technology stack, from marker files and dependencies (sorted).
+    pub stack: Vec<String>,
+    /// The environment's tags (sorted, unique).
+    pub tags: Vec<String>,
 }
 
 // ---------------------------------------------------------------------------

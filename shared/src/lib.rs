@@ -4,6 +4,7 @@
 pub mod base64;
 pub mod command;
 pub mod config;
+pub mod env;
 pub mod error;
 pub mod event;
 pub mod fsutil;
