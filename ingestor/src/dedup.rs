@@ -133,6 +133,7 @@ pub fn conflict_event(memory: MemoryAdded, with: &ExistingMemory, similarity: f3
         memory_type: String::new(),
         project: None,
         similarity,
+        created_ms: 0,
     };
     Event {
         v: SCHEMA_VERSION,

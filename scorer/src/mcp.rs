@@ -499,6 +499,8 @@ pub struct McpServer {
     model: Option<(String, LoadedModel)>,
     tools: Vec<Value>,
     clock: fn() -> Ts,
+    /// The discovery engine's external calls still running (joined at the end).
+    background: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl McpServer {
@@ -509,7 +511,38 @@ impl McpServer {
             tracing::warn!(error = %e, "invalid configuration; using the defaults");
             Config::default()
         });
-        McpServer { paths, config, journal: None, model: None, tools: tools(), clock: Ts::now }
+        McpServer { paths, config, journal: None, model: None, tools: tools(), clock: Ts::now, background: Vec::new() }
+    }
+
+    /// Runs the discovery engine's LLM part (`knowledge.graph.discovery`, off
+    /// by default) for a memory just saved, on a thread of its own with its
+    /// own journal, so the tool answers at once (seed 004: it "fires
+    /// asynchronously").
+    fn discover_in_background(&mut self, id: shared::ids::MemoryId) {
+        if !self.config.knowledge.graph.discovery.enabled() {
+            return;
+        }
+        let Some(paths) = self.paths.clone() else { return };
+        let config = self.config.clone();
+        let clock = self.clock;
+        self.background.retain(|h| !h.is_finished());
+        self.background.push(std::thread::spawn(move || {
+            let outcome = Journal::open(&paths, &writer_name())
+                .map_err(|e| e.to_string())
+                .and_then(|mut j| knowledge::discovery::external(&mut j, &config, &id, clock()));
+            match outcome {
+                Ok(made) if !made.is_empty() => tracing::info!(memory = %id, discoveries = made.len(), "discovered"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(memory = %id, error = %e, "the discovery command failed"),
+            }
+        }));
+    }
+
+    /// Waits for the background work (at the end of the connection).
+    pub fn finish(&mut self) {
+        for h in self.background.drain(..) {
+            let _ = h.join();
+        }
     }
 
     fn journal(&mut self) -> std::result::Result<&mut Journal, ToolError> {
@@ -718,7 +751,10 @@ impl McpServer {
             Saved::Added { id, edges } => {
                 let saved = ops::require(journal.store(), id.as_str())?;
                 let graph = knowledge::graph::connected(journal.store(), id.as_str())?;
-                Ok(json!({"id": id.as_str(), "saved": true, "memory": saved, "edges": edges, "connections": graph}))
+                let out =
+                    json!({"id": id.as_str(), "saved": true, "memory": saved, "edges": edges, "connections": graph});
+                self.discover_in_background(id);
+                Ok(out)
             }
             Saved::Duplicate { of } => Ok(json!({
                 "saved": false,
@@ -954,12 +990,13 @@ impl McpServer {
     }
 
     fn staging(&mut self, a: &Args<'_>) -> ToolResult {
+        let project = a.str("project")?;
+        let store = self.journal()?.store();
         let filter = knowledge::buffer::StagedFilter {
             status: a.str("status")?,
-            project: a.str("project")?,
+            project: project.map(|p| shared::env::store::resolve_project(store.conn(), &p)),
             limit: a.count("limit", 20, 1, 200)?,
         };
-        let store = self.journal()?.store();
         let staged = knowledge::buffer::list(store, &filter)?;
         let counts = knowledge::buffer::counts(store)?;
         Ok(json!({"counts": counts, "staged": staged}))
@@ -1022,13 +1059,14 @@ impl McpServer {
             return Ok(json!({"stashed": true, "conversation": s,
                 "note": format!("resume it later with memory_resume(conversation_id=\"{}\")", s.conversation_id)}));
         }
+        let project = a.str("project")?;
+        let store = self.journal()?.store();
         let filter = knowledge::conversation::StashFilter {
             group: a.str("group")?,
-            project: a.str("project")?,
+            project: project.map(|p| shared::env::store::resolve_project(store.conn(), &p)),
             include_resumed: false,
             limit: 50,
         };
-        let store = self.journal()?.store();
         let stashed = knowledge::conversation::list(store, &filter)?;
         let checkpoints = knowledge::checkpoint::list(store, session.as_ref().map(|s| s.as_str()), 10)?;
         Ok(json!({"stashed": stashed, "count": stashed.len(), "checkpoints": checkpoints}))
@@ -1379,4 +1417,5 @@ pub fn serve(conn: Connection<Raw>, mut server: McpServer, shutdown: &Shutdown) 
             break;
         }
     }
+    server.finish();
 }

@@ -828,6 +828,8 @@ pub mod source {
     pub const EXPLORATION: &str = "exploration";
     /// Matched by FTS during the session but never in a served pool.
     pub const FTS_ONLY: &str = "fts_only";
+    /// Linked in the knowledge graph to a strong hit (`crate::knowledge`).
+    pub const GRAPH: &str = "graph";
 }
 
 /// What triggered a ranking.

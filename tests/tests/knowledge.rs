@@ -200,6 +200,40 @@ fn a_derivation_chain_through_memory_save() {
 }
 
 #[test]
+fn the_external_discovery_command_adds_a_discovery_with_its_sources() {
+    let w = World::new();
+    // A stand-in for an LLM command line: combines the new memory with the most related one.
+    let script = "import json,sys; r=json.load(sys.stdin); ids=[r['new']['id'], r['related'][0]['id']]; \
+                  print(json.dumps({'discoveries':[{'text':'Deploying needs the VPN, since deploys run from the ops repo.',\
+                  'source_ids':ids,'confidence':0.8}],'edges':[]}))";
+    let config = format!("[knowledge.graph.discovery]\ncommand = [\"python3\", \"-c\", {}]\n", json!(script));
+    w.write(&w.home().join("config.toml"), config.as_bytes());
+    let Some(r) = mcp_calls(
+        &w,
+        &[
+            ("memory_save", json!({"content": "Deploys run from the ops repo with make deploy.", "type": "fact"})),
+            ("memory_save", json!({"content": "The ops repo is only reachable over the VPN.", "type": "fact"})),
+        ],
+    ) else {
+        return;
+    };
+    let (a, b) = (ok(&r[0])["id"].as_str().unwrap().to_owned(), ok(&r[1])["id"].as_str().unwrap().to_owned());
+    // The connection's end waited for the background calls.
+    let store = w.store();
+    let (id, tags): (String, String) = store
+        .conn()
+        .query_row("SELECT id, tags FROM memories WHERE type = 'discovery'", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
+    assert_eq!(tags, r#"["auto-discovered"]"#);
+    let chain = shared::knowledge::graph::derivation_chain(&store, &id, 5).unwrap();
+    let mut sources: Vec<&str> = chain.steps.iter().map(|s| s.id.as_str()).collect();
+    sources.sort_unstable();
+    let mut want = vec![a.as_str(), b.as_str()];
+    want.sort_unstable();
+    assert_eq!(sources, want);
+}
+
+#[test]
 fn a_near_duplicate_is_flagged_surfaced_at_the_next_prompt_and_replaced() {
     let w = World::new();
     let old_text = "The staging deploy needs VPN access; run make deploy-staging from the ops repo.";
@@ -207,9 +241,10 @@ fn a_near_duplicate_is_flagged_surfaced_at_the_next_prompt_and_replaced() {
     let Some(r) = mcp_calls(
         &w,
         &[
-            ("memory_save", json!({"content": old_text, "type": "fact", "project": "web"})),
-            ("memory_save", json!({"content": old_text, "type": "fact", "project": "web"})),
-            ("memory_save", json!({"content": new_text, "type": "fact", "project": "web"})),
+            // The project is given by its key (the working directory: no marker, no repository).
+            ("memory_save", json!({"content": old_text, "type": "fact", "project": CWD})),
+            ("memory_save", json!({"content": old_text, "type": "fact", "project": CWD})),
+            ("memory_save", json!({"content": new_text, "type": "fact", "project": CWD})),
         ],
     ) else {
         return;
@@ -324,7 +359,7 @@ fn a_stash_is_resumed_in_a_later_session() {
     )
     .unwrap();
     let listed = ok(&r[0])["stashed"].as_array().unwrap();
-    assert_eq!(listed.len(), 1);
+    assert_eq!(listed.len(), 1, "listed by the project's name: {}", r[0]);
     assert_eq!(listed[0]["label"], "billing CSV export");
     assert!(listed[0]["group"].as_str().unwrap().starts_with("sg_"), "{}", listed[0]);
     let resumed = ok(&r[1]);
@@ -461,8 +496,8 @@ fn topic_shift_tiers_on_scripted_prompts() {
         .conn()
         .query_row(
             "SELECT auto_stash_count, false_positive_count, suggestion_shown_count, suggestion_accepted_count
-             FROM adaptive_thresholds WHERE project = 'web'",
-            [],
+             FROM adaptive_thresholds WHERE project = ?1",
+            [CWD],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )
         .unwrap();

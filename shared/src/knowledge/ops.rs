@@ -75,7 +75,11 @@ pub fn save(
         return Err(OpError::Invalid(format!("importance must be between 0 and 1, not {}", m.importance)));
     }
     let tags = ops::check_tags(&m.tags)?;
-    let project = m.project.filter(|p| !p.trim().is_empty());
+    // A project's name means its key once the project is known (as `memory add`).
+    let project = m
+        .project
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| crate::env::store::resolve_project(journal.store().conn(), &p));
     let mut source_ids: Vec<MemoryId> = Vec::new();
     for s in sources {
         let s = s.trim();

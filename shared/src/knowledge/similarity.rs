@@ -99,6 +99,8 @@ pub struct Scored {
     pub project: Option<String>,
     /// Similarity, `[0, 1]`.
     pub similarity: f32,
+    /// When it was created (ms).
+    pub created_ms: i64,
 }
 
 /// Live, current (not deprecated) memories alike to `text`, most alike
@@ -122,7 +124,7 @@ pub fn similar_memories(
         .conn()
         .prepare_cached(
             "SELECT m.id, m.content, m.type, m.project,
-                    (SELECT vector FROM embeddings WHERE source_type = 'memory' AND source_id = m.id)
+                    (SELECT vector FROM embeddings WHERE source_type = 'memory' AND source_id = m.id), m.created_ms
              FROM memories_fts f JOIN memories m ON m.rowid = f.rowid
              WHERE memories_fts MATCH ?1 AND m.is_deleted = 0 AND m.deprecated = 0 AND m.superseded_by IS NULL
                AND (?2 IS NULL OR m.project IS NULL OR m.project = ?2)
@@ -137,12 +139,13 @@ pub fn similar_memories(
                 r.get::<_, String>(2)?,
                 r.get::<_, Option<String>>(3)?,
                 r.get::<_, Option<Vec<u8>>>(4)?,
+                r.get::<_, i64>(5)?,
             ))
         })
         .sql("find similar memories")?;
     let mut out = Vec::new();
     for row in rows {
-        let (id, content, memory_type, project, blob) = row.sql("find similar memories")?;
+        let (id, content, memory_type, project, blob, created_ms) = row.sql("find similar memories")?;
         if exclude.contains(&id.as_str()) {
             continue;
         }
@@ -153,7 +156,7 @@ pub fn similar_memories(
             _ => overlap_of(&mine, &words(&content)),
         };
         if score >= min {
-            out.push(Scored { id: MemoryId(id), content, memory_type, project, similarity: score });
+            out.push(Scored { id: MemoryId(id), content, memory_type, project, similarity: score, created_ms });
         }
     }
     out.sort_by(|a, b| b.similarity.total_cmp(&a.similarity).then_with(|| a.id.cmp(&b.id)));
