@@ -178,7 +178,7 @@ pub enum MemoryCommand {
     Add {
         /// The text.
         text: String,
-        /// Type: fact, decision, preference, pattern, issue, context, correction, convention, gotcha, struggle.
+        /// Type: fact, decision, preference, pattern, issue, context, discovery, correction, convention, gotcha, struggle.
         #[arg(long = "type", default_value = "fact")]
         memory_type: String,
         /// 0..=1.

@@ -55,6 +55,9 @@ pub struct DedupOptions {
     pub max_passes: Option<u32>,
 }
 
+/// A memory and its dedup candidates with their similarity.
+type Candidates<'a> = (&'a Entry, Vec<(&'a Entry, f32)>);
+
 /// One memory as the pipeline sees it.
 #[derive(Clone, Debug)]
 struct Entry {
@@ -312,7 +315,7 @@ pub fn run(journal: &mut Journal, config: &Config, opts: &DedupOptions, now: Ts)
             break;
         }
         // Candidates of each unverified memory.
-        let mut candidates: Vec<(&Entry, Vec<(&Entry, f32)>)> = Vec::new();
+        let mut candidates: Vec<Candidates<'_>> = Vec::new();
         for u in &unverified {
             let found = similar_memories(
                 journal.store(),
@@ -373,9 +376,9 @@ pub fn run(journal: &mut Journal, config: &Config, opts: &DedupOptions, now: Ts)
             }
         } else {
             // Batches within the character budget, then the judge.
-            let mut batch: Vec<&(&Entry, Vec<(&Entry, f32)>)> = Vec::new();
+            let mut batch: Vec<&Candidates<'_>> = Vec::new();
             let mut chars = 0usize;
-            let mut batches: Vec<Vec<&(&Entry, Vec<(&Entry, f32)>)>> = Vec::new();
+            let mut batches: Vec<Vec<&Candidates<'_>>> = Vec::new();
             for item in candidates.iter().filter(|(_, c)| !c.is_empty()) {
                 let size: usize = item.0.content.chars().count()
                     + item.1.iter().map(|(c, _)| c.content.chars().count()).sum::<usize>();

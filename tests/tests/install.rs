@@ -253,8 +253,7 @@ fn claude_install_merges_twice_is_a_no_op_and_uninstall_restores_every_byte() {
     let installed = snapshot(&w, w.root());
     assert_ne!(installed, before);
     // The plugin's marketplace is in the data home, where the settings point.
-    let market =
-        std::path::PathBuf::from(settings["extraKnownMarketplaces"]["engram"]["source"]["path"].as_str().unwrap());
+    let market = PathBuf::from(settings["extraKnownMarketplaces"]["engram"]["source"]["path"].as_str().unwrap());
     assert!(market.starts_with(w.home()), "{}", market.display());
     let manifest = read_json(&market.join(".claude-plugin/marketplace.json"));
     let plugin = market.join(manifest["plugins"][0]["source"].as_str().unwrap());

@@ -861,7 +861,7 @@ impl Scanner<'_> {
                 groups.entry(s).or_default().push(i);
             }
         }
-        let lookup = StoreLookup::new(self.journal.store()).with_conflicts(&self.config);
+        let lookup = StoreLookup::new(self.journal.store()).with_conflicts(self.config);
         let mut snapshot: Option<Snapshot> = None;
         let mut out = Vec::new();
         let (mut runs, mut failures) = (0u64, 0u64);

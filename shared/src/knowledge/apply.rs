@@ -567,10 +567,13 @@ fn created_ms(conn: &Connection, id: &str) -> rusqlite::Result<i64> {
     conn.prepare_cached("SELECT created_ms FROM memories WHERE id = ?1")?.query_row([id], |r| r.get(0))
 }
 
+/// A `knowledge_edges` row: id, from, to, relation, strength, origin, reason, created_ms.
+type EdgeRow = (String, String, String, String, f64, String, String, i64);
+
 /// Moves every edge of `from` to `to` (ids re-derived; an edge that would
 /// join `to` to itself, or that `to` already has, is dropped).
 fn move_edges(conn: &Connection, from: &str, to: &str) -> Applied {
-    let rows: Vec<(String, String, String, String, f64, String, String, i64)> = conn
+    let rows: Vec<EdgeRow> = conn
         .prepare_cached(
             "SELECT id, from_id, to_id, relation, strength, origin, reason, created_ms FROM knowledge_edges
              WHERE from_id = ?1 OR to_id = ?1",
