@@ -271,6 +271,9 @@ bodies! {
     "memory.merged" => MemoriesMerged(MemoriesMerged),
     /// The dedup pipeline checked memories.
     "dedup.checked" => DedupChecked(DedupChecked),
+    // Provenance (seed 003).
+    /// A "why this code exists" note was put into a session before an edit.
+    "provenance.noted" => ProvenanceNoted(ProvenanceNoted),
 }
 
 impl Serialize for Event {
@@ -589,6 +592,13 @@ pub struct CodeEdit {
     /// The tool call that made the edit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+    /// The replaced text (what `before_hash` hashes), for provenance: its
+    /// fingerprints, tombstones and lineage. Absent for excluded paths.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before_text: Option<String>,
+    /// The written text (what `after_hash` hashes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_text: Option<String>,
 }
 
 /// `span.link`.
@@ -1320,6 +1330,27 @@ pub struct DedupChecked {
     pub failed: BTreeMap<MemoryId, String>,
     /// Memories whose text changed: back in the queue.
     pub requeued: Vec<MemoryId>,
+}
+
+// ---------------------------------------------------------------------------
+// Provenance (seed 003)
+// ---------------------------------------------------------------------------
+
+/// `provenance.noted`: before an edit in this event's session, the agent
+/// was told which earlier session produced the code about to change (at
+/// most once per session, source session and file).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProvenanceNoted {
+    /// The session named in the note.
+    pub source_session: SessionKey,
+    /// The file about to change, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The evidence's confidence.
+    pub confidence: f32,
+    /// Characters injected.
+    pub chars: u32,
 }
 
 fn is_zero(x: &u64) -> bool {

@@ -20,7 +20,7 @@ use std::process::{Command, Stdio};
 use common::World;
 use serde_json::{Value, json};
 
-const TOOLS: [&str; 18] = [
+const TOOLS: [&str; 19] = [
     "memory_search",
     "memory_save",
     "memory_get",
@@ -39,6 +39,7 @@ const TOOLS: [&str; 18] = [
     "memory_stash",
     "memory_resume",
     "memory_checkpoint",
+    "memory_explain",
 ];
 
 /// The client's record of one call: the `CallToolResult` as JSON.
