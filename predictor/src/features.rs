@@ -46,9 +46,10 @@
 //! | 32 | `states_time` | clamped to `[0, 1]` |
 //! | 33 | `first_person` | clamped to `[0, 1]` |
 //! | 34 | `date_match` | clamped to `[0, 1]` |
-//! | 35 | `tag_affinity` | clamped to `[-1, 1]` (0: neutral or unknown) |
-//! | 36 | `tag_relevance` | clamped to `[-1, 1]` |
-//! | 37 | `stack_match` | 0/1 |
+//! | 35 | `graph_score` | clamped to `[0, 1]` |
+//! | 36 | `tag_affinity` | clamped to `[-1, 1]` (0: neutral or unknown) |
+//! | 37 | `tag_relevance` | clamped to `[-1, 1]` |
+//! | 38 | `stack_match` | 0/1 |
 //!
 //! Features are only ever appended: a checkpoint written with fewer features
 //! loads with zero weights on the new ones (see [`crate::checkpoint::decode`]).
@@ -81,7 +82,7 @@ use crate::error::{Error, check_finite};
 use crate::tokenizer::fnv1a64;
 
 /// Number of encoded per-candidate features.
-pub const NUM_FEATURES: usize = 38;
+pub const NUM_FEATURES: usize = 39;
 
 /// Names of the encoded per-candidate features, in matrix row order.
 pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
@@ -120,6 +121,7 @@ pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
     "states_time",
     "first_person",
     "date_match",
+    "graph_score",
     "tag_affinity",
     "tag_relevance",
     "stack_match",
@@ -223,6 +225,9 @@ pub struct CandidateSignals {
     /// The query names a date (a day, a month, a year) and the memory was
     /// created then, in `[0, 1]` (see `shared::rank::text::date_fit`).
     pub date_match: f32,
+    /// Best normalised BM25 of a strong hit the memory is linked to in the
+    /// knowledge graph, times the edge's strength, in `[0, 1]` (0 when unlinked).
+    pub graph_score: f32,
     /// How the memory's tags fit the session's environment: the tag affinity
     /// multiplier minus one, in `[-0.7, 0.7]` (0 when either has no tags; see
     /// `shared::env::rank`).
@@ -290,6 +295,7 @@ fn check_signals(i: usize, s: &CandidateSignals) -> Result<(), Error> {
     check_finite(name("states_time"), s.states_time)?;
     check_finite(name("first_person"), s.first_person)?;
     check_finite(name("date_match"), s.date_match)?;
+    check_finite(name("graph_score"), s.graph_score)?;
     check_finite(name("tag_affinity"), s.tag_affinity)?;
     check_finite(name("tag_relevance"), s.tag_relevance)?;
     if let Some(b) = s.bm25_score {
@@ -369,6 +375,7 @@ pub fn encode_candidates(signals: &[CandidateSignals]) -> Result<DMatrix<f32>, E
             s.states_time.clamp(0.0, 1.0),
             s.first_person.clamp(0.0, 1.0),
             s.date_match.clamp(0.0, 1.0),
+            s.graph_score.clamp(0.0, 1.0),
             s.tag_affinity.clamp(-1.0, 1.0),
             s.tag_relevance.clamp(-1.0, 1.0),
             flag(s.stack_match),

@@ -1,7 +1,9 @@
 //! Infrastructure shared by the Engram binaries: the event schema, the tape
 //! log, the SQLite projection, JSON-RPC framing, configuration and paths.
 
+pub mod autotrain;
 pub mod base64;
+pub mod command;
 pub mod config;
 pub mod env;
 pub mod error;
@@ -12,10 +14,12 @@ pub mod ids;
 pub mod injection;
 pub mod journal;
 mod json_scan;
+pub mod knowledge;
 pub mod logging;
 pub mod memory_ops;
 pub mod models;
 pub mod paths;
+pub mod provenance;
 pub mod rank;
 pub mod redact;
 pub mod rpc;

@@ -213,7 +213,8 @@ pub fn baseline_scores(pool: &Pool) -> Vec<f32> {
 }
 
 /// Predictor logits for a pool; `None` without a model or if scoring fails
-/// (logged; serving falls back to the baseline).
+/// or panics (logged; serving falls back to the baseline, so a faulty model
+/// never costs a ranking).
 pub fn predictor_scores(
     model: &Model,
     pool: &Pool,
@@ -243,10 +244,18 @@ pub fn predictor_scores(
     if candidates.is_empty() {
         return Some(Vec::new());
     }
-    match model.score(&Query { tokens: &q_tokens, embedding: q_emb, session }, &candidates) {
-        Ok(scores) => Some(scores),
-        Err(e) => {
+    let scored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        model.score(&Query { tokens: &q_tokens, embedding: q_emb, session }, &candidates)
+    }));
+    match scored {
+        Ok(Ok(scores)) => Some(scores),
+        Ok(Err(e)) => {
             tracing::warn!(error = %e, "the predictor could not score this pool; using the baseline");
+            None
+        }
+        Err(panic) => {
+            let why = crate::logging::panic_message(panic.as_ref());
+            tracing::error!(panic = %why, "the predictor panicked on this pool; using the baseline");
             None
         }
     }
@@ -402,7 +411,7 @@ fn rank_inner(
     env: Option<&crate::event::EnvDetected>,
     unapplied: &[Unapplied],
 ) -> Result<Ranking> {
-    let limits = PoolLimits { pool: config.predictor.candidate_pool_size, ..PoolLimits::default() };
+    let limits = PoolLimits::of(config);
     let mut pool = pool::gather_in(
         store,
         &PoolQuery {
