@@ -486,6 +486,7 @@ pub fn explain(store: &Store, tapes: Option<&Snapshot>, target: &Target, opts: &
     let mut sessions = walk.sessions()?;
     walk.out.sessions_found = sessions.len();
     sessions.truncate(opts.limit);
+    walk.finish(&mut sessions)?;
     walk.continuations(&mut sessions)?;
     if !opts.brief
         && let Some(snapshot) = tapes
@@ -892,9 +893,8 @@ impl Walk<'_> {
     fn sessions(&mut self) -> Result<Vec<SessionEvidence>> {
         let mut by: BTreeMap<String, SessionEvidence> = BTreeMap::new();
         let touches = std::mem::take(&mut self.touches);
-        for (lsn, mut t) in touches {
+        for (lsn, t) in touches {
             let session = self.info.get(&lsn).map(|i| i.session.clone()).unwrap_or_default();
-            t.offset = offset_of(self.conn, &session, lsn)?;
             let s = by.entry(session.clone()).or_insert_with(|| SessionEvidence {
                 session,
                 via: "lineage",
@@ -911,13 +911,24 @@ impl Walk<'_> {
         let mut out: Vec<SessionEvidence> = by.into_values().collect();
         for s in &mut out {
             s.touch_count = s.touches.len();
-            s.latest_touch = Ts(s.latest_ms).to_rfc3339();
-            self.describe(s)?;
         }
         out.sort_by(|a, b| {
             b.touch_count.cmp(&a.touch_count).then(b.latest_ms.cmp(&a.latest_ms)).then(a.session.cmp(&b.session))
         });
         Ok(out)
+    }
+
+    /// Fills in what only returned sessions show: touch offsets, the latest
+    /// touch's time, project and title.
+    fn finish(&self, sessions: &mut [SessionEvidence]) -> Result<()> {
+        for s in sessions {
+            for t in &mut s.touches {
+                t.offset = offset_of(self.conn, &s.session, t.lsn)?;
+            }
+            s.latest_touch = Ts(s.latest_ms).to_rfc3339();
+            self.describe(s)?;
+        }
+        Ok(())
     }
 
     fn describe(&self, s: &mut SessionEvidence) -> Result<()> {
@@ -1005,6 +1016,11 @@ struct Tails {
     projects: HashMap<Option<String>, Vec<usize>>,
     sessions: Vec<Earlier>,
     owner: HashMap<i64, usize>,
+    /// Postings of head fingerprints (the sessions an explain returns often
+    /// start alike).
+    postings: HashMap<i64, Vec<i64>>,
+    /// Whether (harness, fingerprint) is boilerplate.
+    boilerplate: HashMap<(String, i64), bool>,
 }
 
 impl Tails {
@@ -1071,7 +1087,16 @@ impl Tails {
                 .sql("prepare boilerplate")?;
             let mut keep = Vec::with_capacity(head.len());
             for f in head {
-                if !stmt.exists(params![harness, f]).sql("boilerplate")? {
+                let known = self.boilerplate.get(&(harness.clone(), f)).copied();
+                let boilerplate = match known {
+                    Some(b) => b,
+                    None => {
+                        let b = stmt.exists(params![harness, f]).sql("boilerplate")?;
+                        self.boilerplate.insert((harness.clone(), f), b);
+                        b
+                    }
+                };
+                if !boilerplate {
                     keep.push(f);
                 }
             }
@@ -1107,10 +1132,13 @@ impl Tails {
             let mut stmt =
                 conn.prepare_cached("SELECT lsn FROM prov_postings WHERE fp = ?1").sql("prepare postings")?;
             for &f in &head {
-                let mut rows = stmt.query([f]).sql("continuation postings")?;
-                while let Some(r) = rows.next().sql("continuation postings")? {
-                    let lsn: i64 = r.get(0).sql("continuation postings")?;
-                    if let Some(shared) = self.owner.get(&lsn).and_then(|i| hits.get_mut(i)) {
+                if !self.postings.contains_key(&f) {
+                    let lsns: Vec<i64> =
+                        stmt.query_map([f], |r| r.get(0)).and_then(|r| r.collect()).sql("continuation postings")?;
+                    self.postings.insert(f, lsns);
+                }
+                for lsn in self.postings.get(&f).map_or(&[][..], Vec::as_slice) {
+                    if let Some(shared) = self.owner.get(lsn).and_then(|i| hits.get_mut(i)) {
                         shared.push(f);
                     }
                 }
