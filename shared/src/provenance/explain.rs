@@ -30,6 +30,7 @@
 //! Nothing is interpreted: the output is touches, edges and transcript.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
@@ -996,6 +997,27 @@ pub fn continues(conn: &Connection, later: &str) -> Result<Option<(String, Conti
     Tails::default().continues(conn, later)
 }
 
+/// Hashes integer keys (log positions, fingerprints) with one multiply:
+/// the maps of continuation lookup hold tens of thousands of them.
+#[derive(Debug, Default)]
+struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.0 = (self.0 ^ n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 29)
+    }
+}
+
 /// A session that may be continued, as [`Tails`] keeps it.
 #[derive(Debug)]
 struct Earlier {
@@ -1015,12 +1037,12 @@ struct Earlier {
 struct Tails {
     projects: HashMap<Option<String>, Vec<usize>>,
     sessions: Vec<Earlier>,
-    owner: HashMap<i64, usize>,
+    owner: HashMap<i64, usize, BuildHasherDefault<IntHasher>>,
     /// Postings of head fingerprints (the sessions an explain returns often
     /// start alike).
-    postings: HashMap<i64, Vec<i64>>,
-    /// Whether (harness, fingerprint) is boilerplate.
-    boilerplate: HashMap<(String, i64), bool>,
+    postings: HashMap<i64, Vec<i64>, BuildHasherDefault<IntHasher>>,
+    /// Per harness, whether a fingerprint is boilerplate.
+    boilerplate: HashMap<String, HashMap<i64, bool, BuildHasherDefault<IntHasher>>>,
 }
 
 impl Tails {
@@ -1085,14 +1107,14 @@ impl Tails {
             let mut stmt = conn
                 .prepare_cached("SELECT 1 FROM prov_boilerplate WHERE harness = ?1 AND fp = ?2")
                 .sql("prepare boilerplate")?;
+            let known = self.boilerplate.entry(harness.clone()).or_default();
             let mut keep = Vec::with_capacity(head.len());
             for f in head {
-                let known = self.boilerplate.get(&(harness.clone(), f)).copied();
-                let boilerplate = match known {
-                    Some(b) => b,
+                let boilerplate = match known.get(&f) {
+                    Some(&b) => b,
                     None => {
                         let b = stmt.exists(params![harness, f]).sql("boilerplate")?;
-                        self.boilerplate.insert((harness.clone(), f), b);
+                        known.insert(f, b);
                         b
                     }
                 };
@@ -1127,7 +1149,12 @@ impl Tails {
         }
         // Head fingerprints found in each candidate's tail (index-only scans
         // of the postings).
-        let mut hits: HashMap<usize, Vec<i64>> = candidates.iter().map(|&i| (i, Vec::new())).collect();
+        // slot[i]: where session i's hits go, when it is a candidate.
+        let mut slot = vec![usize::MAX; self.sessions.len()];
+        for (k, &i) in candidates.iter().enumerate() {
+            slot[i] = k;
+        }
+        let mut hits: Vec<Vec<i64>> = vec![Vec::new(); candidates.len()];
         {
             let mut stmt =
                 conn.prepare_cached("SELECT lsn FROM prov_postings WHERE fp = ?1").sql("prepare postings")?;
@@ -1138,7 +1165,7 @@ impl Tails {
                     self.postings.insert(f, lsns);
                 }
                 for lsn in self.postings.get(&f).map_or(&[][..], Vec::as_slice) {
-                    if let Some(shared) = self.owner.get(lsn).and_then(|i| hits.get_mut(i)) {
+                    if let Some(shared) = self.owner.get(lsn).and_then(|&i| hits.get_mut(slot[i])) {
                         shared.push(f);
                     }
                 }
@@ -1146,8 +1173,7 @@ impl Tails {
         }
         let mut best: Option<(String, Continuation)> = None;
         // Candidates in session key order (ties keep the first).
-        for i in candidates {
-            let Some(mut shared) = hits.remove(&i) else { continue };
+        for (i, mut shared) in candidates.into_iter().zip(hits) {
             shared.sort_unstable();
             shared.dedup();
             if shared.len() < CONTINUATION_SHARED {
