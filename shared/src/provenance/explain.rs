@@ -29,6 +29,7 @@
 //!
 //! Nothing is interpreted: the output is touches, edges and transcript.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -1159,12 +1160,13 @@ impl Tails {
             let mut stmt =
                 conn.prepare_cached("SELECT lsn FROM prov_postings WHERE fp = ?1").sql("prepare postings")?;
             for &f in &head {
-                if !self.postings.contains_key(&f) {
-                    let lsns: Vec<i64> =
-                        stmt.query_map([f], |r| r.get(0)).and_then(|r| r.collect()).sql("continuation postings")?;
-                    self.postings.insert(f, lsns);
-                }
-                for lsn in self.postings.get(&f).map_or(&[][..], Vec::as_slice) {
+                let lsns = match self.postings.entry(f) {
+                    Entry::Occupied(e) => e.into_mut(),
+                    Entry::Vacant(e) => e.insert(
+                        stmt.query_map([f], |r| r.get(0)).and_then(|r| r.collect()).sql("continuation postings")?,
+                    ),
+                };
+                for lsn in lsns.iter() {
                     if let Some(shared) = self.owner.get(lsn).and_then(|&i| hits.get_mut(slot[i])) {
                         shared.push(f);
                     }
