@@ -296,6 +296,9 @@ pub enum TapesCommand {
     },
     /// Check every checksum; print each problem as file:offset: what.
     Verify,
+    /// Make a damaged log usable again: each unreadable frame becomes a
+    /// `tape.lost` event; the damaged bytes are kept in `tapes/quarantine/`.
+    Repair,
 }
 
 fn parse_harness(s: &str) -> Result<Harness, String> {
@@ -448,6 +451,40 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
                     "ok: {} segment(s), {} frame(s), every checksum verified",
                     report.segments, report.frames
                 ))?;
+                for q in &report.quarantined {
+                    env.line(&format!("kept in quarantine (bytes recovery or repair cut): {}", q.display()))?;
+                }
+                Ok(0)
+            }
+            Some(TapesCommand::Repair) => {
+                let report = tapes::repair(&env.paths, env.now)?;
+                for r in &report.lost {
+                    let what = if r.last_lsn < r.first_lsn {
+                        "no whole frame".to_owned()
+                    } else {
+                        format!("lsn {}..={} replaced by tape.lost events", r.first_lsn, r.last_lsn)
+                    };
+                    env.line(&format!(
+                        "{}: {}: {what}; bytes kept in {}",
+                        r.file.display(),
+                        r.reason,
+                        r.quarantine.display()
+                    ))?;
+                }
+                for u in &report.unrepaired {
+                    env.line(&format!("not repaired: {u}"))?;
+                }
+                if !report.unrepaired.is_empty() {
+                    return Err(Error::Damaged { problems: report.unrepaired.len() });
+                }
+                if report.lost.is_empty() {
+                    env.line("nothing to repair")?;
+                } else {
+                    env.line(&format!(
+                        "repaired: {} frame(s) lost; `engram-ingestor tapes verify` should now pass",
+                        report.frames_lost()
+                    ))?;
+                }
                 Ok(0)
             }
         },

@@ -243,6 +243,9 @@ bodies! {
     "model.promoted" => ModelPromoted(ModelPromoted),
     /// Sustained low success reset α and triggered a retrain.
     "drift.reset" => DriftReset(DriftReset),
+    // vault (issue 21): the tape log's own events.
+    /// A frame that damage made unreadable, replaced by `tapes repair`.
+    "tape.lost" => TapeLost(TapeLost),
 }
 
 impl Serialize for Event {
@@ -1014,6 +1017,27 @@ pub struct DriftReset {
     pub success_rate: f32,
     /// Consecutive low sessions.
     pub window: u32,
+}
+
+// ---------------------------------------------------------------------------
+// vault (issue 21): the tape log's own events
+// ---------------------------------------------------------------------------
+
+/// `tape.lost`: stands in for a frame whose bytes damage made unreadable, so
+/// that the log keeps one frame per position. Applying it changes nothing.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TapeLost {
+    /// The damaged segment's file name.
+    pub segment: String,
+    /// The first and last positions of the run of frames lost with this one.
+    pub first_lsn: u64,
+    /// See `first_lsn`.
+    pub last_lsn: u64,
+    /// The file in the tape directory's `quarantine/` keeping the damaged bytes.
+    pub quarantine: String,
+    /// What was wrong.
+    pub reason: String,
 }
 
 fn is_zero(x: &u64) -> bool {

@@ -14,11 +14,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 
 use crate::error::{Error, IoContext, Result};
-use crate::event::{Body, Event, UnknownBody};
+use crate::event::{Body, Event, TapeLost, UnknownBody};
 use crate::ids::{EventId, MemoryId, SessionKey};
 use crate::paths::Paths;
 use crate::store::{self, ApplyStats, Store, Tuning};
-use crate::tape::{Lsn, Snapshot, TapeLog, TapeOptions, TapeWriter};
+use crate::tape::{Lsn, RepairReport, Snapshot, TapeLog, TapeOptions, TapeWriter};
 use crate::time::Ts;
 
 /// Events applied per SQLite transaction when catching up or replaying.
@@ -108,7 +108,7 @@ impl Journal {
     /// Appends events durably and applies them. See the module docs.
     pub fn append(&mut self, events: &[Event]) -> Result<Receipt> {
         if events.is_empty() {
-            let last = self.tape.lock()?.last_lsn();
+            let last = self.lock_tape()?.last_lsn();
             return Ok(Receipt { first_lsn: last + 1, last_lsn: last, applied: true });
         }
         // Encoded before the lock is taken: other writers wait less.
@@ -121,7 +121,7 @@ impl Journal {
     /// what the caller reads or removes meanwhile is consistent with what it
     /// appends (the hooks' spool is drained this way).
     pub fn locked(&mut self) -> Result<Locked<'_>> {
-        let writer = self.tape.lock()?;
+        let writer = lock_tape(&self.tape, &mut self.store, &self.paths)?;
         reopen_if_replaced(&mut self.store, &self.paths)?;
         catch_up_locked(&mut self.store, &writer)?;
         Ok(Locked { writer, store: &mut self.store })
@@ -129,15 +129,21 @@ impl Journal {
 
     /// Applies whatever the log holds beyond the projection's position.
     pub fn catch_up(&mut self) -> Result<ApplyStats> {
-        let writer = self.tape.lock()?;
+        let writer = lock_tape(&self.tape, &mut self.store, &self.paths)?;
         reopen_if_replaced(&mut self.store, &self.paths)?;
         catch_up_locked(&mut self.store, &writer)
     }
 
     /// Seals the active segment (sealing is otherwise automatic).
     pub fn seal(&mut self) -> Result<()> {
-        self.tape.lock()?.seal()?;
+        self.lock_tape()?.seal()?;
         Ok(())
+    }
+
+    /// Takes the tape lock, telling recovery that every frame the projection
+    /// applied was acknowledged: none of them may be cut as a torn tail.
+    fn lock_tape(&mut self) -> Result<TapeWriter<'_>> {
+        lock_tape(&self.tape, &mut self.store, &self.paths)
     }
 
     /// Reopens the projection if a replay swapped in a new generation.
@@ -207,7 +213,7 @@ impl Journal {
             }
         }
         let needles: Vec<String> = texts.values().flatten().filter(|t| t.len() >= 16).cloned().collect();
-        let mut writer = self.tape.lock()?;
+        let mut writer = self.lock_tape()?;
         let stats = writer.rewrite(|_, payload| scrub(payload, &forgotten, &needles))?;
         drop(writer);
         report.segments_rewritten = stats.segments_rewritten;
@@ -302,6 +308,12 @@ pub fn decode(lsn: Lsn, payload: &[u8]) -> Event {
     }
 }
 
+/// [`Journal::lock_tape`], for callers that keep borrowing the store.
+fn lock_tape<'t>(tape: &'t TapeLog, store: &mut Store, paths: &Paths) -> Result<TapeWriter<'t>> {
+    reopen_if_replaced(store, paths)?;
+    tape.lock_keeping(store.applied_lsn()?)
+}
+
 fn reopen_if_replaced(store: &mut Store, paths: &Paths) -> Result<()> {
     if store.is_replaced() {
         tracing::info!("the projection was rebuilt by a replay; reopening");
@@ -380,7 +392,21 @@ pub struct ReplayReport {
 /// naming it and changes nothing.
 pub fn replay(paths: &Paths, progress: &mut dyn FnMut(ReplayProgress)) -> Result<ReplayReport> {
     let tape = TapeLog::open(&paths.tapes(), TapeOptions::default())?;
-    let snapshot = tape.snapshot()?;
+    // The projection being replaced applied every frame up to its position:
+    // a log that ends before it has lost a segment, and a replay would lose
+    // those events for good.
+    let applied = previous_position(paths);
+    let snapshot = tape.lock_keeping(applied).and_then(|w| w.snapshot()).map_err(|e| match e {
+        Error::Corrupt { file, offset, reason } => Error::Corrupt {
+            file,
+            offset,
+            reason: format!(
+                "{reason}; replay refused and changed nothing (if those events are lost for good, remove \
+                 engram.db and db/ to rebuild from what remains)"
+            ),
+        },
+        e => e,
+    })?;
     let total = snapshot.last_lsn();
     let link = paths.db();
     let dir = store::generations_dir(&link);
@@ -427,6 +453,50 @@ pub fn replay(paths: &Paths, progress: &mut dyn FnMut(ReplayProgress)) -> Result
         let _ = fs::remove_file(format!("{}{suffix}", link.display()));
     }
     Ok(ReplayReport { events: total, stats, generation })
+}
+
+/// The position of the projection (0 when there is none or it cannot be
+/// read): every frame up to it was acknowledged.
+pub fn projection_position(paths: &Paths) -> Lsn {
+    previous_position(paths)
+}
+
+/// Repairs a damaged tape log ([`TapeLog::repair`]): each frame that damage
+/// made unreadable becomes a `tape.lost` event written by `writer` at `now`,
+/// its bytes kept in quarantine. Frames the projection applied count as
+/// acknowledged. The projection is left as it is (it may hold what was lost;
+/// a replay would not).
+pub fn repair(paths: &Paths, writer: &str, now: Ts) -> Result<RepairReport> {
+    let tape = TapeLog::open(&paths.tapes(), TapeOptions::default())?;
+    let name = |p: &std::path::Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    tape.repair(previous_position(paths), &mut |range, lsn| {
+        let segment = name(&range.file);
+        let body = Body::TapeLost(TapeLost {
+            segment: segment.clone(),
+            first_lsn: range.first_lsn,
+            last_lsn: range.last_lsn,
+            quarantine: name(&range.quarantine),
+            reason: range.reason.clone(),
+        });
+        let mut event = Event::new(now, writer, None, body);
+        event.id = EventId::derived(&["tape.lost", &segment, &lsn.to_string()]);
+        event.to_json()
+    })
+}
+
+/// The position of the projection a replay replaces (0 when there is none
+/// or it cannot be read).
+fn previous_position(paths: &Paths) -> Lsn {
+    if !paths.db().exists() {
+        return 0;
+    }
+    match Store::open(&paths.db()).and_then(|s| s.applied_lsn()) {
+        Ok(lsn) => lsn,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the position of the projection being replaced");
+            0
+        }
+    }
 }
 
 /// Removes forgotten memories' text from one encoded event, if present.

@@ -799,3 +799,78 @@ fn decompress_all(bytes: &[u8]) -> Vec<u8> {
     }
     out
 }
+
+/// The frames of the active segment, for damaging them.
+fn active_segment(paths: &Paths) -> std::path::PathBuf {
+    std::fs::read_dir(paths.tapes())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "tape"))
+        .unwrap()
+}
+
+/// Issue 21, item 1: a frame the projection applied was acknowledged; even
+/// without the lock file's hint, recovery must not cut it as a torn tail.
+#[test]
+fn a_damaged_frame_the_projection_applied_is_refused_not_cut() {
+    let (_dir, paths) = home();
+    let mut j = Journal::open(&paths, "test").unwrap();
+    j.append(&[added(1, "mem_1", "one"), added(2, "mem_2", "two"), added(3, "mem_3", "three")]).unwrap();
+    drop(j);
+    std::fs::write(paths.tapes().join("LOCK"), b"").unwrap();
+    let active = active_segment(&paths);
+    let mut bytes = std::fs::read(&active).unwrap();
+    let at = bytes.len() - 4;
+    bytes[at] ^= 0x20;
+    std::fs::write(&active, &bytes).unwrap();
+    let err = Journal::open(&paths, "test").unwrap_err();
+    assert_eq!(err.class(), shared::error::ErrorClass::Corrupt, "{err}");
+    assert!(err.to_string().contains("lsn 3"), "{err}");
+    assert_eq!(std::fs::read(&active).unwrap(), bytes, "nothing was cut");
+    assert!(replay(&paths, &mut |_| {}).is_err());
+}
+
+/// Issue 21, item 2: a deleted first sealed segment is detected; replay refuses.
+#[test]
+fn replay_refuses_a_log_without_its_first_segment() {
+    let (_dir, paths) = home();
+    let mut j = Journal::open(&paths, "test").unwrap();
+    for i in 1..=4 {
+        j.append(&[added(i, &format!("mem_{i}"), "a memory")]).unwrap();
+        j.seal().unwrap();
+    }
+    let before = dump(j.store(), true);
+    drop(j);
+    let first = std::fs::read_dir(paths.tapes())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("0000000001-"))
+        .unwrap();
+    std::fs::remove_file(&first).unwrap();
+    let err = replay(&paths, &mut |_| {}).unwrap_err();
+    assert!(err.to_string().contains("missing"), "{err}");
+    let j = Journal::open(&paths, "test").unwrap();
+    assert_eq!(dump(j.store(), true), before);
+    assert!(!j.tape().verify().unwrap().problems.is_empty());
+}
+
+/// Issue 21, item 2: a log that ends before the projection's position lost a
+/// segment (here the active one, and the lock file's hint with it); replay
+/// refuses rather than rebuild a smaller projection.
+#[test]
+fn replay_refuses_a_log_that_ends_before_the_projection() {
+    let (_dir, paths) = home();
+    let mut j = Journal::open(&paths, "test").unwrap();
+    j.append(&[added(1, "mem_1", "sealed")]).unwrap();
+    j.seal().unwrap();
+    j.append(&[added(2, "mem_2", "active"), added(3, "mem_3", "active too")]).unwrap();
+    drop(j);
+    std::fs::remove_file(active_segment(&paths)).unwrap();
+    std::fs::write(paths.tapes().join("LOCK"), b"").unwrap();
+    let err = replay(&paths, &mut |_| {}).unwrap_err();
+    assert!(err.to_string().contains("lsn 3"), "{err}");
+    let count = |paths: &Paths| -> i64 {
+        Store::open(&paths.db()).unwrap().conn().query_row("SELECT COUNT(*) FROM memories", [], |r| r.get(0)).unwrap()
+    };
+    assert_eq!(count(&paths), 3);
+}

@@ -432,3 +432,73 @@ fn a_closed_stdout_pipe_is_not_an_error_and_pipes_get_no_progress() {
     assert!(out.status.success(), "{:?}", out.status);
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+fn tape_files(w: &World) -> BTreeSet<String> {
+    std::fs::read_dir(w.home().join("tapes"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Issue 21, item 1: a byte flipped in the last (acknowledged) frame of the
+/// active segment is damage: verify fails and nothing is cut, until `tapes
+/// repair` keeps the bytes in quarantine and the log goes on.
+#[test]
+fn a_damaged_acknowledged_frame_fails_verify_until_repaired() {
+    let w = World::new();
+    w.copy(&ingestor_data("claude_session.jsonl"), &claude_file(&w));
+    w.scan();
+    let active = w.home().join("tapes").join(tape_files(&w).into_iter().find(|n| n.ends_with(".tape")).unwrap());
+    let mut bytes = std::fs::read(&active).unwrap();
+    let at = bytes.len() - 3;
+    bytes[at] ^= 0x04;
+    std::fs::write(&active, &bytes).unwrap();
+
+    for _ in 0..2 {
+        let out = w.run(&["tapes", "verify"]);
+        assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stdout));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("acknowledged"));
+        assert_eq!(std::fs::read(&active).unwrap(), bytes, "verify cut nothing");
+    }
+    assert_eq!(w.run(&["memory", "list"]).status.code(), Some(3), "writers refuse a damaged log");
+
+    let repaired = w.ok(&["tapes", "repair"]);
+    assert!(repaired.contains("tape.lost") && repaired.contains("quarantine"), "{repaired}");
+    let verified = w.ok(&["tapes", "verify"]);
+    assert!(verified.starts_with("ok:") && verified.contains("quarantine"), "{verified}");
+    let kept: Vec<_> = std::fs::read_dir(w.home().join("tapes/quarantine")).unwrap().collect();
+    assert_eq!(kept.len(), 1);
+    w.ok(&["memory", "add", "The log goes on after a repair."]);
+    w.ok(&["replay"]);
+}
+
+/// Issue 21, items 2 and 3: a segment copied in from another data home is
+/// reported and never deleted; a deleted first segment is reported, and
+/// replay refuses.
+#[test]
+fn verify_keeps_a_stranger_segment_and_names_a_missing_one() {
+    let (a, b) = (World::new(), World::new());
+    for w in [&a, &b] {
+        w.copy(&ingestor_data("claude_session.jsonl"), &claude_file(w));
+        w.scan();
+        w.ok(&["compact"]);
+    }
+    let first = |w: &World| tape_files(w).into_iter().find(|n| n.starts_with("0000000001-")).unwrap();
+    b.ok(&["memory", "add", "Only in the second data home."]);
+    b.ok(&["compact"]);
+    let theirs = tape_files(&b).into_iter().rfind(|n| n.ends_with(".seg")).unwrap();
+    std::fs::copy(b.home().join("tapes").join(&theirs), a.home().join("tapes").join(&theirs)).unwrap();
+    let before = tape_files(&a);
+    let out = a.run(&["tapes", "verify"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&theirs), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(tape_files(&a), before, "nothing was deleted");
+    std::fs::remove_file(a.home().join("tapes").join(&theirs)).unwrap();
+    a.ok(&["tapes", "verify"]);
+
+    std::fs::remove_file(a.home().join("tapes").join(first(&a))).unwrap();
+    let out = a.run(&["tapes", "verify"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("missing"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(a.run(&["replay"]).status.code(), Some(3));
+}

@@ -396,6 +396,8 @@ impl Projector<'_> {
                     )?
                     .execute(params![event.id.as_str(), b.success_rate, b.window, ts.to_rfc3339(), ts.0])?;
             }
+            // vault: the tape log's own events change no table.
+            Body::TapeLost(_) => {}
             Body::Meta(_)
             | Body::MsgIn(_)
             | Body::MsgOut(_)
