@@ -17,6 +17,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::event::{Body, Event, TapeLost, UnknownBody};
 use crate::ids::{EventId, MemoryId, SessionKey};
 use crate::paths::Paths;
+use crate::redact;
 use crate::store::{self, ApplyStats, Store, Tuning};
 use crate::tape::{Lsn, RepairReport, Snapshot, TapeLog, TapeOptions, TapeWriter};
 use crate::time::Ts;
@@ -112,7 +113,7 @@ impl Journal {
             return Ok(Receipt { first_lsn: last + 1, last_lsn: last, applied: true });
         }
         // Encoded before the lock is taken: other writers wait less.
-        let payloads: Vec<Vec<u8>> = events.iter().map(Event::to_json).collect();
+        let payloads = encode_marked(events);
         self.locked()?.append_encoded(events, &payloads)
     }
 
@@ -240,25 +241,29 @@ impl Locked<'_> {
 
     /// Appends events durably and applies them, in one batch.
     pub fn append(&mut self, events: &[Event]) -> Result<Receipt> {
-        let payloads: Vec<Vec<u8>> = events.iter().map(Event::to_json).collect();
+        let payloads = encode_marked(events);
         self.append_encoded(events, &payloads)
     }
 
-    /// [`Locked::append`] with the events' encodings (`Event::to_json`).
-    fn append_encoded(&mut self, events: &[Event], payloads: &[Vec<u8>]) -> Result<Receipt> {
-        let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+    /// [`Locked::append`] with the events' encodings ([`encode`]).
+    fn append_encoded(&mut self, events: &[Event], payloads: &[(Vec<u8>, bool)]) -> Result<Receipt> {
+        let refs: Vec<&[u8]> = payloads.iter().map(|(p, _)| p.as_slice()).collect();
         if events.is_empty() {
             let last = self.writer.last_lsn();
             return Ok(Receipt { first_lsn: last + 1, last_lsn: last, applied: true });
         }
         let first = self.writer.append(&refs)?;
         let last = first + events.len() as u64 - 1;
-        // Apply exactly what the log holds: an event this build cannot read is
-        // applied in its decoded form, as replay will see it.
+        // Apply exactly what the log holds: an event this build cannot read,
+        // or one whose encoding redaction changed, is applied in its decoded
+        // form, as replay will see it.
         let decoded: Vec<Option<Event>> = events
             .iter()
             .zip(payloads)
-            .map(|(e, p)| matches!(e.body, Body::Unknown(_)).then(|| Event::from_json(p).ok()).flatten())
+            .map(|(e, (p, redacted))| {
+                let differs = *redacted || matches!(e.body, Body::Unknown(_));
+                differs.then(|| Event::from_json(p).ok()).flatten()
+            })
             .collect();
         let batch: Vec<(Lsn, &Event)> = events
             .iter()
@@ -275,6 +280,30 @@ impl Locked<'_> {
         };
         Ok(Receipt { first_lsn: first, last_lsn: last, applied })
     }
+}
+
+/// Encodes events for the log. Every encoding passes
+/// [`redact::redact_json`] first: a secret any writer left in any field (a
+/// query, a path, a reason) is replaced before a byte is written.
+pub fn encode(events: &[Event]) -> Vec<Vec<u8>> {
+    encode_marked(events).into_iter().map(|(p, _)| p).collect()
+}
+
+/// [`encode`], marking the encodings redaction changed.
+fn encode_marked(events: &[Event]) -> Vec<(Vec<u8>, bool)> {
+    events
+        .iter()
+        .map(|e| {
+            let json = e.to_json();
+            match redact::redact_json(&json) {
+                Some(clean) => {
+                    tracing::debug!(kind = e.kind(), id = %e.id, "redacted a secret left in an event");
+                    (clean, true)
+                }
+                None => (json, false),
+            }
+        })
+        .collect()
 }
 
 /// What [`Journal::compact`] did.
