@@ -246,6 +246,8 @@ bodies! {
     // vault (issue 21): the tape log's own events.
     /// A frame that damage made unreadable, replaced by `tapes repair`.
     "tape.lost" => TapeLost(TapeLost),
+    /// Keyed fingerprints of a forgotten memory's texts: never learned again.
+    "forget.fingerprints" => ForgetFingerprints(ForgetFingerprints),
 }
 
 impl Serialize for Event {
@@ -1038,6 +1040,18 @@ pub struct TapeLost {
     pub quarantine: String,
     /// What was wrong.
     pub reason: String,
+}
+
+/// `forget.fingerprints`: keyed fingerprints (`forget::Key::fingerprint`)
+/// of the texts a forgotten memory had. No text is ever learned again whose
+/// fingerprint is recorded; the text itself is not kept.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ForgetFingerprints {
+    /// The forgotten memory.
+    pub memory_id: MemoryId,
+    /// `fp1_` and 32 hex digits each.
+    pub fingerprints: Vec<String>,
 }
 
 fn is_zero(x: &u64) -> bool {

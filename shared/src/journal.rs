@@ -15,6 +15,7 @@ use std::fs;
 
 use crate::error::{Error, IoContext, Result};
 use crate::event::{Body, Event, TapeLost, UnknownBody};
+use crate::forget;
 use crate::ids::{EventId, MemoryId, SessionKey};
 use crate::paths::Paths;
 use crate::redact;
@@ -58,6 +59,9 @@ pub struct Receipt {
     /// Whether the projection was updated (the events are durable either way;
     /// the next open catches up).
     pub applied: bool,
+    /// Memory writes left out because their text was forgotten
+    /// ([`crate::forget::Guard`]); the LSNs count only what was appended.
+    pub forgotten: u64,
 }
 
 impl Journal {
@@ -110,7 +114,7 @@ impl Journal {
     pub fn append(&mut self, events: &[Event]) -> Result<Receipt> {
         if events.is_empty() {
             let last = self.lock_tape()?.last_lsn();
-            return Ok(Receipt { first_lsn: last + 1, last_lsn: last, applied: true });
+            return Ok(Receipt { first_lsn: last + 1, last_lsn: last, applied: true, forgotten: 0 });
         }
         // Encoded before the lock is taken: other writers wait less.
         let payloads = encode_marked(events);
@@ -125,7 +129,7 @@ impl Journal {
         let writer = lock_tape(&self.tape, &mut self.store, &self.paths)?;
         reopen_if_replaced(&mut self.store, &self.paths)?;
         catch_up_locked(&mut self.store, &writer)?;
-        Ok(Locked { writer, store: &mut self.store })
+        Ok(Locked { writer, store: &mut self.store, paths: &self.paths })
     }
 
     /// Applies whatever the log holds beyond the projection's position.
@@ -177,7 +181,11 @@ impl Journal {
 
     /// Physically removes the text of every forgotten memory from the tapes
     /// (segments holding it are rewritten as new content-addressed files),
-    /// then rebuilds the projection so no copy remains there either.
+    /// then rebuilds the projection so no copy remains there either. The text
+    /// goes from the memory's own events and from every other event that
+    /// holds it as it was typed (the session content it was extracted from,
+    /// prompts that repeated it): see [`forget::Scrub`]. First, each of its
+    /// texts gets a keyed fingerprint, so that none is ever learned again.
     pub fn compact(&mut self) -> Result<CompactReport> {
         let forgotten: BTreeSet<MemoryId> = {
             let mut stmt = self
@@ -213,15 +221,50 @@ impl Journal {
                 }
             }
         }
-        let needles: Vec<String> = texts.values().flatten().filter(|t| t.len() >= 16).cloned().collect();
+        self.fingerprint_forgotten(&texts)?;
+        let scrub = forget::Scrub::new(texts.values().flatten().map(String::as_str));
+        let prefilter = scrub_prefilter(texts.values().flatten());
         let mut writer = self.lock_tape()?;
-        let stats = writer.rewrite(|_, payload| scrub(payload, &forgotten, &needles))?;
+        let stats = writer.rewrite(|_, payload| scrub_event(payload, &forgotten, &scrub, prefilter.as_ref()))?;
         drop(writer);
         report.segments_rewritten = stats.segments_rewritten;
         report.events_scrubbed = stats.frames_changed;
         replay(&self.paths, &mut |_| {})?;
         self.reopen_if_replaced()?;
         Ok(report)
+    }
+
+    /// Records a fingerprint for each forgotten text that has none yet (a
+    /// memory forgotten before fingerprints existed, an older version of its
+    /// text), before compaction removes the texts.
+    fn fingerprint_forgotten(&mut self, texts: &BTreeMap<MemoryId, Vec<String>>) -> Result<()> {
+        let key = forget::Key::load_or_create(&self.paths)?;
+        let mut events = Vec::new();
+        for (id, versions) in texts {
+            let mut missing = Vec::new();
+            for fp in versions.iter().filter_map(|t| key.fingerprint(t)) {
+                let known: bool = self
+                    .store
+                    .conn()
+                    .prepare_cached("SELECT EXISTS (SELECT 1 FROM forgotten_fingerprints WHERE fingerprint = ?1)")
+                    .and_then(|mut s| s.query_row([&fp], |r| r.get(0)))
+                    .map_err(|e| Error::sqlite("look up a forgotten fingerprint", e))?;
+                if !known && !missing.contains(&fp) {
+                    missing.push(fp);
+                }
+            }
+            if !missing.is_empty() {
+                let body = Body::ForgetFingerprints(crate::event::ForgetFingerprints {
+                    memory_id: id.clone(),
+                    fingerprints: missing,
+                });
+                events.push(self.event(Ts(0), None, body));
+            }
+        }
+        if !events.is_empty() {
+            self.append(&events)?;
+        }
+        Ok(())
     }
 }
 
@@ -231,6 +274,7 @@ impl Journal {
 pub struct Locked<'j> {
     writer: TapeWriter<'j>,
     store: &'j mut Store,
+    paths: &'j Paths,
 }
 
 impl Locked<'_> {
@@ -247,10 +291,30 @@ impl Locked<'_> {
 
     /// [`Locked::append`] with the events' encodings ([`encode`]).
     fn append_encoded(&mut self, events: &[Event], payloads: &[(Vec<u8>, bool)]) -> Result<Receipt> {
+        // The memory-write boundary: every memory text, whatever produced it,
+        // is checked here, under the lock, against what was forgotten.
+        let mut forgotten = 0u64;
+        let kept: Vec<(&Event, &(Vec<u8>, bool))>;
+        let (events, payloads): (Vec<&Event>, Vec<&(Vec<u8>, bool)>) = if events.iter().any(writes_memory_text) {
+            let guard = forget::Guard::open(self.paths)?;
+            let mut out = Vec::with_capacity(events.len());
+            for (e, p) in events.iter().zip(payloads) {
+                if guard.allows(self.store, &e.body)? {
+                    out.push((e, p));
+                } else {
+                    forgotten += 1;
+                    tracing::info!(id = %e.id, kind = e.kind(), "not writing a memory whose text was forgotten");
+                }
+            }
+            kept = out;
+            kept.iter().copied().unzip()
+        } else {
+            (events.iter().collect(), payloads.iter().collect())
+        };
         let refs: Vec<&[u8]> = payloads.iter().map(|(p, _)| p.as_slice()).collect();
         if events.is_empty() {
             let last = self.writer.last_lsn();
-            return Ok(Receipt { first_lsn: last + 1, last_lsn: last, applied: true });
+            return Ok(Receipt { first_lsn: last + 1, last_lsn: last, applied: true, forgotten });
         }
         let first = self.writer.append(&refs)?;
         let last = first + events.len() as u64 - 1;
@@ -259,7 +323,7 @@ impl Locked<'_> {
         // form, as replay will see it.
         let decoded: Vec<Option<Event>> = events
             .iter()
-            .zip(payloads)
+            .zip(&payloads)
             .map(|(e, (p, redacted))| {
                 let differs = *redacted || matches!(e.body, Body::Unknown(_));
                 differs.then(|| Event::from_json(p).ok()).flatten()
@@ -269,7 +333,7 @@ impl Locked<'_> {
             .iter()
             .zip(&decoded)
             .enumerate()
-            .map(|(i, (e, d))| (first + i as u64, d.as_ref().unwrap_or(e)))
+            .map(|(i, (e, d))| (first + i as u64, d.as_ref().unwrap_or(*e)))
             .collect();
         let applied = match self.store.apply(&batch) {
             Ok(_) => true,
@@ -278,8 +342,13 @@ impl Locked<'_> {
                 false
             }
         };
-        Ok(Receipt { first_lsn: first, last_lsn: last, applied })
+        Ok(Receipt { first_lsn: first, last_lsn: last, applied, forgotten })
     }
+}
+
+/// Whether an event writes a memory's text (what [`forget::Guard`] checks).
+fn writes_memory_text(e: &Event) -> bool {
+    matches!(&e.body, Body::MemoryAdded(_)) || matches!(&e.body, Body::MemoryUpdated(b) if b.content.is_some())
 }
 
 /// Encodes events for the log. Every encoding passes
@@ -528,19 +597,27 @@ fn previous_position(paths: &Paths) -> Lsn {
     }
 }
 
-/// Removes forgotten memories' text from one encoded event, if present.
-fn scrub(payload: &[u8], forgotten: &BTreeSet<MemoryId>, needles: &[String]) -> Option<Vec<u8>> {
+/// A quick test of a raw event for the forgotten texts: one of each text's
+/// longest words (ASCII case-insensitively).
+fn scrub_prefilter<'a>(texts: impl Iterator<Item = &'a String>) -> Option<aho_corasick::AhoCorasick> {
+    let words: Vec<String> =
+        texts.filter_map(|t| forget::normal_words(t).into_iter().max_by_key(String::len)).collect();
+    aho_corasick::AhoCorasick::builder().ascii_case_insensitive(true).build(&words).ok()
+}
+
+/// Removes forgotten memories' text from one encoded event, if present: the
+/// memory's own events lose their text and tags; any other string loses
+/// each forgotten text it holds.
+fn scrub_event(
+    payload: &[u8],
+    forgotten: &BTreeSet<MemoryId>,
+    scrub: &forget::Scrub,
+    prefilter: Option<&aho_corasick::AhoCorasick>,
+) -> Option<Vec<u8>> {
     let raw = std::str::from_utf8(payload).ok()?;
     let mentions_id = forgotten.iter().any(|id| raw.contains(id.as_str()));
-    let escaped: Vec<(String, &str)> = needles
-        .iter()
-        .filter_map(|n| {
-            let json = serde_json::to_string(n).ok()?;
-            let inner = json[1..json.len() - 1].to_owned();
-            raw.contains(&inner).then_some((inner, n.as_str()))
-        })
-        .collect();
-    if !mentions_id && escaped.is_empty() {
+    let mentions_text = !scrub.is_empty() && prefilter.is_none_or(|ac| ac.is_match(payload));
+    if !mentions_id && !mentions_text {
         return None;
     }
     let mut event = Event::from_json(payload).ok()?;
@@ -558,30 +635,12 @@ fn scrub(payload: &[u8], forgotten: &BTreeSet<MemoryId>, needles: &[String]) -> 
         }
         _ => {}
     }
-    if !escaped.is_empty() {
+    if mentions_text {
         let mut value = serde_json::to_value(&event).ok()?;
-        let mut replaced = false;
-        replace_strings(&mut value, &escaped, &mut replaced);
-        if replaced {
+        if scrub.value(&mut value) {
             event = Event::from_json(&serde_json::to_vec(&value).ok()?).ok()?;
             changed = true;
         }
     }
     changed.then(|| event.to_json())
-}
-
-fn replace_strings(value: &mut serde_json::Value, needles: &[(String, &str)], replaced: &mut bool) {
-    match value {
-        serde_json::Value::String(s) => {
-            for (_, needle) in needles {
-                if s.contains(needle) {
-                    *s = s.replace(needle, "[forgotten]");
-                    *replaced = true;
-                }
-            }
-        }
-        serde_json::Value::Array(items) => items.iter_mut().for_each(|v| replace_strings(v, needles, replaced)),
-        serde_json::Value::Object(map) => map.values_mut().for_each(|v| replace_strings(v, needles, replaced)),
-        _ => {}
-    }
 }

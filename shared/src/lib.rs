@@ -5,6 +5,7 @@ pub mod base64;
 pub mod config;
 pub mod error;
 pub mod event;
+pub mod forget;
 pub mod fsutil;
 pub mod hook;
 pub mod ids;
