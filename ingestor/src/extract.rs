@@ -407,11 +407,21 @@ pub fn candidates(events: &[Event]) -> Vec<Candidate> {
     let Some(session) = events.iter().find_map(|e| e.session.clone()) else {
         return Vec::new();
     };
-    let project = events.iter().find_map(|e| match &e.body {
-        Body::SessionStarted(s) => s.project.clone().or_else(|| s.cwd.as_deref().and_then(project_of)),
-        Body::Meta(m) if m.label == "cwd" => m.text.as_deref().and_then(project_of),
-        _ => None,
-    });
+    // The detected project (shared::env) when the events hold one; else the
+    // folder name, which the projection maps to the session's detected project.
+    let project = events
+        .iter()
+        .find_map(|e| match &e.body {
+            Body::EnvDetected(d) => Some(d.project.clone()),
+            _ => None,
+        })
+        .or_else(|| {
+            events.iter().find_map(|e| match &e.body {
+                Body::SessionStarted(s) => s.project.clone().or_else(|| s.cwd.as_deref().and_then(project_of)),
+                Body::Meta(m) if m.label == "cwd" => m.text.as_deref().and_then(project_of),
+                _ => None,
+            })
+        });
     let mut langs: BTreeMap<String, usize> = BTreeMap::new();
     for e in events {
         let file = match &e.body {

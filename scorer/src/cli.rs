@@ -80,7 +80,8 @@ pub fn context(
     let preview: Preview = match prompt {
         None => injection::preview_session_start(&store, &config, serving, &cwd, now, NEXT_BEST)?,
         Some(prompt) => {
-            let project = shared::hook::project_of(&cwd.to_string_lossy());
+            let env = shared::env::detect(&cwd, shared::env::home_dir().as_deref(), &shared::env::Patterns::builtin());
+            let project = Some(env.project);
             let tz = config.time.zone();
             let served = injection::serve(
                 &store,

@@ -112,11 +112,15 @@ pub fn run(
     let input = HookInput::parse(input).map_err(|why| Error::params("stdin", why))?;
     let harness = input.harness(harness);
     let session = input.session_key(harness);
-    let project = input.project();
     let config = Config::load(&paths.config()).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "invalid configuration; using the defaults");
         Config::default()
     });
+    // The project is detected from the working directory at every call (a
+    // few system calls): the session may have moved, and the projection may
+    // not hold this session's start yet.
+    let env = input.env(&shared::env::Patterns::builtin());
+    let project = env.as_ref().map(|e| e.project.clone());
     let (trigger, query, branch) = match event {
         HookEvent::SessionStart => (trigger::SESSION_START, None, input.cwd.as_deref().map(Path::new)),
         HookEvent::UserPromptSubmit => match input.prompt.as_deref().map(str::trim) {
@@ -142,7 +146,10 @@ pub fn run(
     let query = match query {
         Some(q) => q,
         None => {
-            SessionContext::load(&store, project.clone(), input.cwd.clone(), branch.clone(), session.as_ref())?.query()
+            let mut ctx =
+                SessionContext::load(&store, project.clone(), input.cwd.clone(), branch.clone(), session.as_ref())?;
+            ctx.name = env.as_ref().map(|e| e.name.clone());
+            ctx.query()
         }
     };
     let model = injection::load_model(paths).unwrap_or_else(|e| {
@@ -189,6 +196,9 @@ pub fn run(
                 ..SessionStarted::default()
             }),
         ));
+        if let Some(env) = env {
+            events.push(Event::new(now, &writer, Some(key.clone()), Body::EnvDetected(env)));
+        }
     }
     let ranking_id = served.ranking.ranking_id.clone();
     let fts: Vec<_> = served

@@ -140,7 +140,7 @@ pub fn tools() -> Vec<Value> {
                     "content": {"type": "string", "minLength": 1, "maxLength": ops::MAX_TEXT, "description": "The knowledge to save, self-contained"},
                     "type": {"type": "string", "enum": save_types, "description": "Kind of knowledge"},
                     "tags": {"type": "array", "items": {"type": "string", "maxLength": 64}, "default": [], "description": "Tags for categorization"},
-                    "project": {"type": "string", "description": "Associated project (directory name)"},
+                    "project": {"type": "string", "description": "Associated project: its name (the repository's folder) or its key"},
                     "importance": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.7, "description": "How important (0-1)"},
                     "pinned": {"type": "boolean", "default": false, "description": "Always consider it for injection"},
                     "source_knowledge_ids": {"type": "array", "items": {"type": "string"}, "default": [], "description": "Memory ids this derives from"},
@@ -622,6 +622,7 @@ impl McpServer {
         let limit = a.count("limit", 20, 1, 200)?;
         let offset = a.count("offset", 0, 0, usize::MAX >> 1)?;
         let store = self.journal()?.store();
+        let project = project.map(|p| shared::env::store::resolve_project(store.conn(), &p));
         let filter = "is_deleted = 0 AND (?1 OR deprecated = 0) AND (?2 IS NULL OR project = ?2)
                       AND (?3 IS NULL OR type = ?3) AND (NOT ?4 OR pinned = 1)";
         let conn = store.conn();
@@ -735,6 +736,7 @@ impl McpServer {
         let around = a.date("around")?;
         let now = (self.clock)();
         let store = self.journal()?.store();
+        let project = project.map(|p| shared::env::store::resolve_project(store.conn(), &p));
         let entries = match &session {
             Some(s) => session_timeline(store, s, around, limit),
             None => project_timeline(store, project.as_deref(), around.unwrap_or(now), limit),
@@ -751,6 +753,7 @@ impl McpServer {
         let config = self.config.clone();
         let paths = self.paths.clone();
         let store = self.journal()?.store();
+        let project = project.map(|p| shared::env::store::resolve_project(store.conn(), &p));
         let mut v = stats(store, project.as_deref()).map_err(|e| ToolError(e.to_string()))?;
         let state = shared::rank::PredictorState::load(store, &config.predictor)?;
         v["predictor"] = json!({

@@ -116,6 +116,15 @@ pub fn search(
         return Err(Error::params("query", "is empty"));
     }
     let limit = p.limit.clamp(1, MAX_LIMIT);
+    let resolved;
+    let p = match &p.project {
+        Some(given) => {
+            resolved =
+                SearchParams { project: Some(shared::env::store::resolve_project(store.conn(), given)), ..p.clone() };
+            &resolved
+        }
+        None => p,
+    };
     let tz = config.time.zone();
     let req = RankRequest {
         query,

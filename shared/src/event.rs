@@ -248,6 +248,9 @@ bodies! {
     "tape.lost" => TapeLost(TapeLost),
     /// Keyed fingerprints of a forgotten memory's texts: never learned again.
     "forget.fingerprints" => ForgetFingerprints(ForgetFingerprints),
+    // Environment model (shared::env): projects, stacks, tags.
+    /// What environment detection found for a session's working directory.
+    "env.detected" => EnvDetected(EnvDetected),
 }
 
 impl Serialize for Event {
@@ -1052,6 +1055,39 @@ pub struct ForgetFingerprints {
     pub memory_id: MemoryId,
     /// `fp1_` and 32 hex digits each.
     pub fingerprints: Vec<String>,
+}
+
+// ---------------------------------------------------------------------------
+// Environment model (shared::env)
+// ---------------------------------------------------------------------------
+
+/// `env.detected`: the environment detection found for a working directory
+/// when it happened (seeds 000, 001 and 004). The projection reads only this,
+/// never the file system. With a session, it is that session's environment
+/// (the latest one wins); without, it only makes the project known.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EnvDetected {
+    /// The working directory looked at.
+    pub cwd: String,
+    /// The project's root directory.
+    pub root: String,
+    /// The project's key: the normalised git remote, else the repository's or
+    /// root's path (`shared::env::project`).
+    pub project: String,
+    /// The project's name, for people.
+    pub name: String,
+    /// The normalised git remote, when the repository has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
+    /// The marker that decided the root (`.git`, `package.json`, …); absent
+    /// when none was found and the working directory is the root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub marker: Option<String>,
+    /// The technology stack, from marker files and dependencies (sorted).
+    pub stack: Vec<String>,
+    /// The environment's tags (sorted, unique).
+    pub tags: Vec<String>,
 }
 
 fn is_zero(x: &u64) -> bool {

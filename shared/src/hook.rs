@@ -228,14 +228,18 @@ impl HookInput {
         self.session_id.as_deref().map(|id| SessionKey::new(harness, id))
     }
 
-    /// The project of the session (see [`project_of`]).
-    pub fn project(&self) -> Option<String> {
-        self.cwd.as_deref().and_then(project_of)
+    /// The environment of the session's working directory, detected now
+    /// ([`crate::env::detect`]): its project key, name and stack.
+    pub fn env(&self, patterns: &crate::env::Patterns) -> Option<crate::event::EnvDetected> {
+        let cwd = self.cwd.as_deref()?;
+        Some(crate::env::detect(Path::new(cwd), crate::env::home_dir().as_deref(), patterns))
     }
 }
 
-/// The project name of a working directory: its last component (the rule the
-/// ingestor's adapters apply, so a hook's project matches its memories').
+/// The last component of a working directory: the project name that versions
+/// before project detection ([`crate::env`]) stored. Adapters still put it in
+/// the `session.started` they parse; the scan replaces it with the detected
+/// key.
 pub fn project_of(cwd: &str) -> Option<String> {
     let trimmed = cwd.trim_end_matches(['/', '\\']);
     let name = trimmed.rsplit(['/', '\\']).next()?;
@@ -607,7 +611,8 @@ mod tests {
         assert_eq!(i.harness(None), harness::CODEX, "turn_id means Codex");
         assert_eq!(i.harness(Some("claude")), harness::CLAUDE);
         assert_eq!(i.session_key("codex").unwrap().as_str(), "codex:abc");
-        assert_eq!(i.project().as_deref(), Some("web"));
+        let env = i.env(&crate::env::Patterns::builtin()).unwrap();
+        assert_eq!((env.name.as_str(), env.project.as_str()), ("web", "/home/me/web"));
         assert!(HookInput::parse(b"[1]").is_err());
         assert!(HookInput::parse(b"{").is_err());
         let claude = HookInput::parse(br#"{"session_id":"s","transcript_path":"/h/.claude/projects/x/s.jsonl"}"#);

@@ -51,8 +51,11 @@ const SALIENT_ARGS: &[&str] =
 /// What is known before the first prompt of a session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SessionContext {
-    /// Project name.
+    /// The project's key (`shared::env`).
     pub project: Option<String>,
+    /// The project's name, which the query names (the key when unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Working directory.
     pub cwd: Option<String>,
     /// Git branch.
@@ -87,13 +90,13 @@ impl SessionContext {
             Some(p) => previous_session(store, p, current)?,
             None => None,
         };
-        Ok(SessionContext { project, cwd, branch, previous })
+        Ok(SessionContext { project, name: None, cwd, branch, previous })
     }
 
     /// The query text (see the module docs).
     pub fn query(&self) -> String {
         let mut head: Vec<&str> = Vec::new();
-        head.extend(self.project.as_deref());
+        head.extend(self.name.as_deref().or(self.project.as_deref()));
         head.extend(self.cwd.as_deref());
         let mut out = head.join(" · ");
         if let Some(b) = &self.branch {
@@ -598,8 +601,10 @@ pub fn preview_session_start(
     extra: usize,
 ) -> Result<Preview> {
     let cwd_s = cwd.to_string_lossy().into_owned();
-    let project = crate::hook::project_of(&cwd_s);
-    let ctx = SessionContext::load(store, project.clone(), Some(cwd_s), crate::hook::git_branch(cwd), None)?;
+    let env = crate::env::detect(cwd, crate::env::home_dir().as_deref(), &crate::env::Patterns::builtin());
+    let project = Some(env.project);
+    let mut ctx = SessionContext::load(store, project.clone(), Some(cwd_s), crate::hook::git_branch(cwd), None)?;
+    ctx.name = Some(env.name);
     let query = ctx.query();
     let tz = time_zone(config);
     let served = serve(

@@ -3,6 +3,7 @@
 
 pub mod base64;
 pub mod config;
+pub mod env;
 pub mod error;
 pub mod event;
 pub mod forget;

@@ -222,7 +222,10 @@ pub fn add(journal: &mut Journal, m: NewMemory, origin: &Origin, now: Ts) -> OpR
         content,
         memory_type,
         importance,
-        project: m.project.filter(|p| !p.trim().is_empty()),
+        project: m
+            .project
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| crate::env::store::resolve_project(journal.store().conn(), &p)),
         tags,
         pinned: m.pinned,
         source: origin.source.clone(),
@@ -253,7 +256,7 @@ pub fn update(journal: &mut Journal, id: &str, change: MemoryChange, now: Ts) ->
         memory_type: change.memory_type.as_deref().map(check_type).transpose()?,
         importance: change.importance.map(|x| check_unit("importance", x)).transpose()?,
         tags: change.tags.as_deref().map(check_tags).transpose()?,
-        project: change.project,
+        project: change.project.map(|p| crate::env::store::resolve_project(journal.store().conn(), &p)),
         occurrences: 0,
         seen_in: None,
     };

@@ -92,15 +92,20 @@ fn claude_input(event: &str, session: &str, extra: Value) -> Value {
     v
 }
 
+/// The project keys of `/home/me/web` and `/home/me/api` (folders that do not
+/// exist: each is its own root, keyed by its path; see `shared::env`).
+const WEB: &str = "/home/me/web";
+const API: &str = "/home/me/api";
+
 fn web_memories() -> Vec<(&'static str, &'static str, Option<&'static str>)> {
     vec![
-        ("Always run pnpm lint before committing in the web app.", "convention", Some("web")),
-        ("The login test is flaky because the session cache TTL is too short in CI.", "gotcha", Some("web")),
-        ("Redis must be running for the rate limiter tests: docker compose up -d redis.", "gotcha", Some("web")),
-        ("We use zod for request validation, never hand-written checks.", "convention", Some("web")),
-        ("Never edit generated files in src/gen; run pnpm codegen.", "convention", Some("web")),
-        ("cargo sqlx migrate run needs DATABASE_URL from .env.example.", "gotcha", Some("api")),
-        ("Keep the api integration tests serial: they share one database.", "correction", Some("api")),
+        ("Always run pnpm lint before committing in the web app.", "convention", Some(WEB)),
+        ("The login test is flaky because the session cache TTL is too short in CI.", "gotcha", Some(WEB)),
+        ("Redis must be running for the rate limiter tests: docker compose up -d redis.", "gotcha", Some(WEB)),
+        ("We use zod for request validation, never hand-written checks.", "convention", Some(WEB)),
+        ("Never edit generated files in src/gen; run pnpm codegen.", "convention", Some(WEB)),
+        ("cargo sqlx migrate run needs DATABASE_URL from .env.example.", "gotcha", Some(API)),
+        ("Keep the api integration tests serial: they share one database.", "correction", Some(API)),
         ("Prefer small commits with one logical change each.", "preference", None),
     ]
 }
@@ -178,7 +183,7 @@ fn claude_read_side_hooks_inject_once_per_session_and_record_what_they_served() 
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))
         })
         .unwrap();
-    assert_eq!((project.as_str(), cwd.as_str(), model.as_str()), ("web", "/home/me/web", "claude-sonnet-4-5"));
+    assert_eq!((project.as_str(), cwd.as_str(), model.as_str()), (WEB, "/home/me/web", "claude-sonnet-4-5"));
 }
 
 #[test]
@@ -415,7 +420,7 @@ fn every_served_ranking_reaches_the_tape_log() {
     let kinds: Vec<&str> = of_session.iter().map(|e| e["k"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,
-        ["session.started", "ranking.served", "ranking.served", "fts.hits", "ranking.served"],
+        ["session.started", "env.detected", "ranking.served", "ranking.served", "fts.hits", "ranking.served"],
         "in the order they were served"
     );
     let triggers: Vec<&str> =

@@ -26,6 +26,7 @@
 //! The shutdown flag is checked between files and between chunks of a file;
 //! work already read is flushed with its cursors before returning.
 
+pub mod env;
 pub mod lookup;
 pub mod source;
 
@@ -281,8 +282,12 @@ pub fn run(
         .collect();
     let mut privacy = Privacy { exclude: DEFAULT_EXCLUDES.iter().map(|s| (*s).to_owned()).collect() };
     privacy.exclude.extend(config.privacy.exclude.iter().cloned());
+    let mut journal = journal;
+    let mut enricher = env::Enricher::default();
+    env::backfill(&mut journal, &mut enricher, opts.now)?;
     let mut scanner = Scanner {
         journal,
+        enricher,
         config,
         privacy: Rc::new(privacy),
         now: opts.now,
@@ -378,6 +383,8 @@ struct Pending {
 
 struct Scanner<'c> {
     journal: Journal,
+    /// Environment detection of the sessions read.
+    enricher: env::Enricher,
     config: &'c Config,
     privacy: Rc<Privacy>,
     now: Ts,
@@ -696,7 +703,15 @@ impl Scanner<'_> {
     /// new, queues them with the file's cursor, and flushes when the batch is
     /// full. `whole`: the output holds its sessions from their start (no
     /// context from the tapes is needed to extract from them).
-    fn add(&mut self, harness: Harness, out: ParseOutput, cursor: Event, bytes: u64, whole: bool) -> Result<(), Error> {
+    fn add(
+        &mut self,
+        harness: Harness,
+        mut out: ParseOutput,
+        cursor: Event,
+        bytes: u64,
+        whole: bool,
+    ) -> Result<(), Error> {
+        out.events = self.enricher.enrich(std::mem::take(&mut out.events), self.journal.store());
         let h = self.harness(harness);
         h.bytes += bytes;
         h.diagnostics += out.diagnostics.len() as u64;

@@ -158,9 +158,10 @@ impl Projector<'_> {
             self.stats.unknown += 1;
             return Ok(true);
         }
-        if matches!(event.body, Body::SessionEnded(_)) {
+        if matches!(event.body, Body::SessionEnded(_) | Body::EnvDetected(_)) {
             // Pending counters first (and outside any savepoint), so that an end
-            // sees the exact `last_event_ms` however the events were batched.
+            // (or a detection that may create the session's row) sees the exact
+            // `last_event_ms` however the events were batched.
             self.flush_sessions()?;
         }
         if self.isolate {
@@ -388,6 +389,7 @@ impl Projector<'_> {
                     .prepare_cached("UPDATE predictor_training_log SET promoted = 1 WHERE id = ?1")?
                     .execute([&b.run_id])?;
             }
+            Body::EnvDetected(b) => crate::env::store::apply_detected(self.conn, event, b)?.or_else(data)?,
             Body::DriftReset(b) => {
                 self.conn
                     .prepare_cached(
@@ -498,7 +500,9 @@ impl Projector<'_> {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)
                  ON CONFLICT(session_key) DO UPDATE SET
                     harness = excluded.harness, harness_session_id = excluded.harness_session_id,
-                    project = COALESCE(excluded.project, project), cwd = COALESCE(excluded.cwd, cwd),
+                    project = CASE WHEN EXISTS (SELECT 1 FROM session_env e WHERE e.session_key = ?1)
+                                   THEN project ELSE COALESCE(excluded.project, project) END,
+                    cwd = COALESCE(excluded.cwd, cwd),
                     git_branch = COALESCE(excluded.git_branch, git_branch),
                     parent_session_key = COALESCE(excluded.parent_session_key, parent_session_key),
                     parent_link = COALESCE(excluded.parent_link, parent_link),
@@ -547,6 +551,7 @@ impl Projector<'_> {
         }
         let importance = b.importance.clamp(0.0, 1.0);
         let tags = serde_json::to_string(&b.tags).unwrap_or_else(|_| "[]".into());
+        let project = crate::env::store::memory_project(self.conn, b.project.as_deref(), b.source_session.as_ref())?;
         let at = event.ts.to_rfc3339();
         let inserted = self
             .conn
@@ -560,7 +565,7 @@ impl Projector<'_> {
                 b.content,
                 if b.memory_type.is_empty() { memory_type::FACT } else { b.memory_type.as_str() },
                 importance,
-                b.project,
+                project,
                 tags,
                 b.pinned,
                 b.source,
@@ -622,6 +627,7 @@ impl Projector<'_> {
                 "INSERT OR IGNORE INTO memory_sessions (memory_id, session_key, first_seen_ms) VALUES (?1, ?2, ?3)",
             )?
             .execute(params![id.as_str(), session.as_str(), ts.0])?;
+        crate::env::store::refresh_memory_env(self.conn, id.as_str())?;
         Ok(())
     }
 

@@ -271,7 +271,7 @@ impl Store {
     pub fn memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryRecord>> {
         let sql = format!(
             "SELECT {MEMORY_COLUMNS} FROM memories m
-             WHERE (?1 OR m.is_deleted = 0) AND (?2 IS NULL OR m.project = ?2) AND (?3 IS NULL OR m.type = ?3)
+             WHERE (?1 OR m.is_deleted = 0) AND (?2 IS NULL OR m.project = ?2 OR m.project IN (SELECT key FROM projects WHERE name = ?2)) AND (?3 IS NULL OR m.type = ?3)
              ORDER BY m.pinned DESC, m.created_ms DESC, m.id
              LIMIT ?4"
         );
