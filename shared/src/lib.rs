@@ -20,6 +20,7 @@ pub mod paths;
 pub mod rank;
 pub mod redact;
 pub mod rpc;
+pub mod share;
 pub mod shutdown;
 pub mod store;
 pub mod tape;

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 
 pub use format::{
     ACTIVE_HEADER, ActiveHeader, FRAME_HEADER, FrameRead, Lsn, MAX_PAYLOAD, SEALED_HEADER, SealedHeader, decode_frame,
-    encode_frame,
+    encode_frame, parse_active_name,
 };
 pub use read::{Frame, FrameIter, Snapshot};
 use recover::{ActiveState, Hint, LOCK, Listing};
@@ -748,3 +748,42 @@ fn create_active(dir: &Path, header: ActiveHeader) -> Result<()> {
 
 #[cfg(test)]
 mod tests;
+
+// ---------------------------------------------------------------------------
+// Folders of sealed segments outside a live log (team sharing, `crate::share`)
+// ---------------------------------------------------------------------------
+
+/// The sealed segments in `dir` (by their names, `<seq>-<blake3>.seg`), in
+/// sequence order; other files are ignored. A missing folder has none.
+pub fn sealed_files(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("list", dir, e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.ctx("list", dir)?;
+        let name = entry.file_name();
+        if let Some((seq, _)) = name.to_str().and_then(format::parse_sealed_name) {
+            out.push((seq, entry.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Verifies a folder of sealed segments that no writer appends to (a copy of
+/// a log's sealed segments, such as another data home's export): every
+/// file's blake3 against its name, every chunk checksum, and LSNs running
+/// from 1 without a gap, so a missing or extra segment is reported.
+pub fn verify_sealed_folder(dir: &Path) -> Result<VerifyReport> {
+    let sealed: Vec<PathBuf> = sealed_files(dir)?.into_iter().map(|(_, p)| p).collect();
+    read::verify_files(&sealed, &[])
+}
+
+/// Every frame of the sealed segment at `path`, its chunk checksums and LSNs
+/// verified (not its name's blake3: [`verify_sealed_folder`] checks that).
+pub fn read_sealed_segment(path: &Path) -> Result<Vec<(Lsn, Vec<u8>)>> {
+    read::read_sealed_frames(path)
+}
