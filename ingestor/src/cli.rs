@@ -121,6 +121,10 @@ pub struct InstallArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also run engram-trainer every 30 minutes: a systemd user timer, or a
+    /// crontab line (default: systemd when `systemctl --user` answers). `uninstall` removes it.
+    #[arg(long, value_name = "KIND", num_args = 0..=1, default_missing_value = "auto")]
+    pub schedule: Option<String>,
 }
 
 fn parse_target(s: &str) -> Result<crate::install::Target, String> {
@@ -578,8 +582,18 @@ fn install(args: InstallArgs, env: &mut Env<'_>, add: bool) -> Result<u8, Error>
         engram_home: std::env::var_os("ENGRAM_HOME").filter(|v| !v.is_empty()).map(PathBuf::from),
         dirs: crate::install::HarnessDirs::from_env()?,
     };
-    let report =
+    let mut report =
         if add { crate::install::install(&env.paths, &opts)? } else { crate::install::uninstall(&env.paths, &opts)? };
+    let owner = crate::install::install_name(opts.target, opts.project.as_deref());
+    report.schedule = match (add, args.schedule.as_deref()) {
+        (true, Some(kind)) => {
+            let trainer = opts.bin_dir.join(shared::autotrain::TRAINER_BIN);
+            let kind = crate::schedule::Kind::parse(kind)?;
+            Some(crate::schedule::install(&env.paths, kind, &owner, &trainer, opts.dry_run)?)
+        }
+        (true, None) => None,
+        (false, _) => crate::schedule::uninstall(&env.paths, &owner, opts.dry_run)?,
+    };
     if args.json {
         env.json(&report)?;
     } else {

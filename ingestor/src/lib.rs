@@ -18,7 +18,8 @@
 //! - [`extract`]: friction-moment memory extraction; [`dedup`]: merging
 //!   near-duplicates; [`external`]: the external extractor's JSON contract.
 //! - [`hook`]: the write-side hooks and their detached ingestion worker;
-//!   [`install`]: wiring hooks and the MCP server into Claude Code and Codex;
+//!   [`install`]: wiring hooks and the MCP server into Claude Code and Codex,
+//!   and [`schedule`] a timer for the trainer;
 //!   [`quickstart`]: the first run, on the user's history or [`demo`]'s corpus.
 
 pub mod adapter;
@@ -39,6 +40,7 @@ pub mod redact;
 pub mod render;
 pub mod runner;
 pub mod scan;
+pub mod schedule;
 pub mod tapes;
 
 pub use error::Error;

@@ -173,7 +173,9 @@ impl Native {
                 ));
             }
         };
-        let model = serving.trained.then_some(ServingModel { model: &serving.model, version: serving.version });
+        // Signet's weights score Signet's lists only: the pipeline then ranks with the baseline.
+        let model =
+            serving.engram().filter(|_| serving.trained).map(|model| ServingModel { model, version: serving.version });
         let config = self.config.clone();
         let tz = self.tz.clone();
         let unapplied = self.recorder().map(Recorder::unapplied).unwrap_or_default();

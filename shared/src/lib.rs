@@ -1,6 +1,7 @@
 //! Infrastructure shared by the Engram binaries: the event schema, the tape
 //! log, the SQLite projection, JSON-RPC framing, configuration and paths.
 
+pub mod autotrain;
 pub mod base64;
 pub mod config;
 pub mod env;
