@@ -428,8 +428,29 @@ pub enum TapesCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Check every checksum; print each problem as file:offset: what.
-    Verify,
+    /// Check every checksum; print each problem as file:offset: what. With
+    /// DIR, check the other homes' folders of a shared directory instead.
+    Verify {
+        /// A shared directory (a repository, its `.engram/`, or a tape folder).
+        dir: Option<PathBuf>,
+    },
+    /// Team sharing: seal, then mirror this home's sealed segments into
+    /// `DIR/.engram/tapes/<home id>/` (or `DIR/tapes/<home id>/` when DIR has
+    /// no `.engram/`), to commit with git.
+    Export {
+        /// A repository (its `.engram/` is used when it exists) or a shared directory.
+        dir: PathBuf,
+    },
+    /// Team sharing: add the sessions and memories of every other home's
+    /// folder in DIR (after a `git pull`), or of a tape folder copied from
+    /// another data home. Importing again adds nothing.
+    Import {
+        /// A repository, its `.engram/`, or a tape folder.
+        dir: PathBuf,
+    },
+    /// Make a damaged log usable again: each unreadable frame becomes a
+    /// `tape.lost` event; the damaged bytes are kept in `tapes/quarantine/`.
+    Repair,
 }
 
 fn parse_harness(s: &str) -> Result<Harness, String> {
@@ -577,7 +598,29 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
                 }
                 Ok(0)
             }
-            Some(TapesCommand::Verify) => {
+            Some(TapesCommand::Verify { dir: Some(dir) }) => {
+                let reports = shared::share::verify(&env.paths, &dir).context("verify the shared tapes")?;
+                shared_report(env, &reports, "verified")
+            }
+            Some(TapesCommand::Export { dir }) => {
+                std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+                let mut journal = shared::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
+                let r = shared::share::export(&mut journal, &dir).context("export the tapes")?;
+                env.line(&format!(
+                    "{}: {} segment(s), {} copied, {} removed; commit it with git",
+                    r.folder.display(),
+                    r.segments,
+                    r.copied,
+                    r.removed
+                ))?;
+                Ok(0)
+            }
+            Some(TapesCommand::Import { dir }) => {
+                let mut journal = shared::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
+                let reports = shared::share::import(&mut journal, &dir).context("import the tapes")?;
+                shared_report(env, &reports, "imported")
+            }
+            Some(TapesCommand::Verify { dir: None }) => {
                 let report = tapes::verify(&env.paths)?;
                 for p in &report.problems {
                     env.line(&format!("{}:{}: {}", p.file.display(), p.offset, p.what))?;
@@ -589,6 +632,40 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
                     "ok: {} segment(s), {} frame(s), every checksum verified",
                     report.segments, report.frames
                 ))?;
+                for q in &report.quarantined {
+                    env.line(&format!("kept in quarantine (bytes recovery or repair cut): {}", q.display()))?;
+                }
+                Ok(0)
+            }
+            Some(TapesCommand::Repair) => {
+                let report = tapes::repair(&env.paths, env.now)?;
+                for r in &report.lost {
+                    let what = if r.last_lsn < r.first_lsn {
+                        "no whole frame".to_owned()
+                    } else {
+                        format!("lsn {}..={} replaced by tape.lost events", r.first_lsn, r.last_lsn)
+                    };
+                    env.line(&format!(
+                        "{}: {}: {what}; bytes kept in {}",
+                        r.file.display(),
+                        r.reason,
+                        r.quarantine.display()
+                    ))?;
+                }
+                for u in &report.unrepaired {
+                    env.line(&format!("not repaired: {u}"))?;
+                }
+                if !report.unrepaired.is_empty() {
+                    return Err(Error::Damaged { problems: report.unrepaired.len() });
+                }
+                if report.lost.is_empty() {
+                    env.line("nothing to repair")?;
+                } else {
+                    env.line(&format!(
+                        "repaired: {} frame(s) lost; `engram-ingestor tapes verify` should now pass",
+                        report.frames_lost()
+                    ))?;
+                }
                 Ok(0)
             }
         },
@@ -911,6 +988,40 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
             memories::unlink(j, &id, now)?;
             env.line(&format!("removed {id}"))?;
         }
+    }
+    Ok(0)
+}
+
+/// Prints what `tapes import` or `tapes verify DIR` found per folder; exits
+/// non-zero when a folder is damaged (it was not imported).
+fn shared_report(env: &mut Env<'_>, reports: &[shared::share::FolderReport], verb: &str) -> Result<u8, Error> {
+    let mut problems = 0;
+    for r in reports {
+        for p in &r.problems {
+            env.line(&format!("{}:{}: {}", p.file.display(), p.offset, p.what))?;
+        }
+        problems += r.problems.len();
+        if !r.problems.is_empty() {
+            env.line(&format!("{}: damaged, not {verb}", r.folder.display()))?;
+        } else if verb == "imported" {
+            env.line(&format!(
+                "{}: {} segment(s), {} event(s): {} added, {} already here{}",
+                r.folder.display(),
+                r.segments,
+                r.events,
+                r.added,
+                r.known,
+                if r.forgotten > 0 { format!(", {} forgotten here and left out", r.forgotten) } else { String::new() }
+            ))?;
+        } else {
+            env.line(&format!("{}: ok: {} segment(s), {} frame(s)", r.folder.display(), r.segments, r.events))?;
+        }
+    }
+    if reports.is_empty() {
+        env.line("no other home's tapes found")?;
+    }
+    if problems > 0 {
+        return Err(Error::Damaged { problems });
     }
     Ok(0)
 }

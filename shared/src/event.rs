@@ -245,6 +245,11 @@ bodies! {
     "model.promoted" => ModelPromoted(ModelPromoted),
     /// Sustained low success reset α and triggered a retrain.
     "drift.reset" => DriftReset(DriftReset),
+    // vault (issue 21): the tape log's own events.
+    /// A frame that damage made unreadable, replaced by `tapes repair`.
+    "tape.lost" => TapeLost(TapeLost),
+    /// Keyed fingerprints of a forgotten memory's texts: never learned again.
+    "forget.fingerprints" => ForgetFingerprints(ForgetFingerprints),
     // Environment model (shared::env): projects, stacks, tags.
     /// What environment detection found for a session's working directory.
     "env.detected" => EnvDetected(EnvDetected),
@@ -1065,6 +1070,39 @@ pub struct DriftReset {
     pub success_rate: f32,
     /// Consecutive low sessions.
     pub window: u32,
+}
+
+// ---------------------------------------------------------------------------
+// vault (issue 21): the tape log's own events
+// ---------------------------------------------------------------------------
+
+/// `tape.lost`: stands in for a frame whose bytes damage made unreadable, so
+/// that the log keeps one frame per position. Applying it changes nothing.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TapeLost {
+    /// The damaged segment's file name.
+    pub segment: String,
+    /// The first and last positions of the run of frames lost with this one.
+    pub first_lsn: u64,
+    /// See `first_lsn`.
+    pub last_lsn: u64,
+    /// The file in the tape directory's `quarantine/` keeping the damaged bytes.
+    pub quarantine: String,
+    /// What was wrong.
+    pub reason: String,
+}
+
+/// `forget.fingerprints`: keyed fingerprints (`forget::Key::fingerprint`)
+/// of the texts a forgotten memory had. No text is ever learned again whose
+/// fingerprint is recorded; the text itself is not kept.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ForgetFingerprints {
+    /// The forgotten memory.
+    pub memory_id: MemoryId,
+    /// `fp1_` and 32 hex digits each.
+    pub fingerprints: Vec<String>,
 }
 
 // ---------------------------------------------------------------------------

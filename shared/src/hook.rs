@@ -423,8 +423,9 @@ fn write_spool(paths: &Paths, events: &[Event], durable: bool) -> Result<PathBuf
     let dir = spool_dir(paths);
     fs::create_dir_all(&dir).ctx("create directory", &dir)?;
     let mut bytes = Vec::new();
-    for e in events {
-        bytes.extend_from_slice(&e.to_json());
+    // Redacted as the journal would: the spool is on disk too.
+    for payload in crate::journal::encode(events) {
+        bytes.extend_from_slice(&payload);
         bytes.push(b'\n');
     }
     // Named by the first event's id (time-sortable): drained in that order.

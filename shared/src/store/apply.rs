@@ -430,6 +430,17 @@ impl Projector<'_> {
             | Body::MemoriesMerged(_)
             | Body::DedupChecked(_) => crate::knowledge::apply::apply(self.conn, event)?,
             Body::ProvenanceNoted(b) => crate::provenance::index::noted(self.conn, event, b)?,
+            // vault: the tape log's own events change no table.
+            Body::TapeLost(_) => {}
+            Body::ForgetFingerprints(b) => {
+                for fp in &b.fingerprints {
+                    self.conn
+                        .prepare_cached(
+                            "INSERT OR IGNORE INTO forgotten_fingerprints (fingerprint, memory_id) VALUES (?1, ?2)",
+                        )?
+                        .execute(params![fp, b.memory_id.as_str()])?;
+                }
+            }
             Body::Meta(_)
             | Body::MsgIn(_)
             | Body::MsgOut(_)
