@@ -57,6 +57,7 @@ fn run(store: &Store, model: Option<&Model>, i: usize) -> usize {
         budget_chars: 8_000,
         require_match: true,
         explore_draw: 0.99,
+        context_reset_ms: None,
     };
     let m = model.map(|model| ServingModel { model, version: 1 });
     rank(store.journal.store(), &Config::default(), m, &req).unwrap().items.len()

@@ -172,6 +172,7 @@ fn bench_request<'a>(query: &'a str, session: &'a SessionKey, tz: &'a jiff::tz::
         budget_chars: 8000,
         require_match: true,
         explore_draw: 0.99,
+        context_reset_ms: None,
     }
 }
 

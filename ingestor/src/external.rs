@@ -210,7 +210,7 @@ pub fn validate_response(req: &ExtractorRequest, stdout: &[u8]) -> Result<Vec<Ca
         return Err(reject(format!("{} memories, at most {} allowed", resp.memories.len(), req.max_memories)));
     }
     let session = SessionKey::from(req.session.as_str());
-    let mut out = Vec::new();
+    let mut out: Vec<Candidate> = Vec::new();
     for (i, m) in resp.memories.into_iter().enumerate() {
         let text = m.text.trim();
         if text.is_empty() || text.chars().count() > MAX_EXTERNAL_TEXT {
@@ -244,9 +244,12 @@ pub fn validate_response(req: &ExtractorRequest, stdout: &[u8]) -> Result<Vec<Ca
             m.tags.iter().map(|t| redact::redact_text(&t.trim().to_lowercase()).into_owned()).collect();
         tags.sort();
         tags.dedup();
+        // Several memories of one type from one turn each get their own id.
+        let ordinal = out.iter().filter(|c| c.source_event == source_event && c.memory_type == m.memory_type).count();
         out.push(Candidate {
             text: redact::redact_text(text).into_owned(),
             memory_type: m.memory_type,
+            ordinal: u32::try_from(ordinal).unwrap_or(u32::MAX),
             importance,
             project: req.project.clone(),
             tags,

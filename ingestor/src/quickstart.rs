@@ -219,15 +219,9 @@ pub fn run(
             serving,
             &tz,
             &ServeRequest {
-                trigger: trigger::PROMPT,
-                query: prompt,
-                session: None,
                 project: Some(&env.project),
-                now,
-                status_line: false,
-                explore_draw: 1.0,
-                unapplied: &[],
                 env: Some(&env),
+                ..ServeRequest::new(trigger::PROMPT, prompt, now)
             },
         )
         .context("preview a prompt")?;
@@ -394,15 +388,10 @@ fn ingest_demo(
                         None,
                         &tz,
                         &ServeRequest {
-                            trigger: trig,
-                            query: &query,
                             session: Some(&session),
                             project: Some(&env.project),
-                            now: at,
-                            status_line: trig == trigger::SESSION_START,
-                            explore_draw: 1.0,
-                            unapplied: &[],
                             env: Some(&env),
+                            ..ServeRequest::new(trig, &query, at)
                         },
                     )
                     .context("serve a demo ranking")?;
@@ -499,6 +488,7 @@ fn pattern_preview(paths: &Paths, config: &Config, sessions: &[DemoSession]) -> 
         budget_chars: config.injection.budget_chars,
         require_match: false,
         explore_draw: 1.0,
+        context_reset_ms: None,
     };
     let ranking = shared::rank::rank(store, config, Some(model.serving()), &req).context("rank the preview")?;
     let needed = |text: &str| {

@@ -89,15 +89,9 @@ pub fn context(
                 serving,
                 &tz,
                 &ServeRequest {
-                    trigger: trigger::PROMPT,
-                    query: &prompt,
-                    session: None,
                     project: project.as_deref(),
-                    now,
-                    status_line: false,
-                    explore_draw: 1.0,
-                    unapplied: &[],
                     env: Some(&env),
+                    ..ServeRequest::new(trigger::PROMPT, &prompt, now)
                 },
             )?;
             Preview::new(&served, trigger::PROMPT, &prompt, None, NEXT_BEST)

@@ -43,7 +43,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use shared::config::Config;
-use shared::event::{Body, Event, FtsHits, SessionStarted, trigger};
+use shared::event::{Body, Event, FtsHits, Meta, SessionStarted, context_reset, trigger};
 use shared::hook::{HookEvent, HookInput};
 use shared::injection::{self, ServeRequest, SessionContext};
 use shared::journal::Journal;
@@ -123,16 +123,21 @@ pub fn run(
     // not hold this session's start yet.
     let env = input.env(&shared::env::DetectOptions::from_env(&config.env, event == HookEvent::SessionStart));
     let project = env.as_ref().map(|e| e.project.clone());
-    let (trigger, query, branch) = match event {
-        HookEvent::SessionStart => (trigger::SESSION_START, None, input.cwd.as_deref().map(Path::new)),
+    // A session start on an emptied context: a compaction, or a clear.
+    let restart = event == HookEvent::SessionStart && matches!(input.source.as_deref(), Some("compact" | "clear"));
+    let (trigger, query, branch, read_only) = match event {
+        HookEvent::SessionStart => (trigger::SESSION_START, None, input.cwd.as_deref().map(Path::new), false),
         HookEvent::UserPromptSubmit => match input.prompt.as_deref().map(str::trim) {
-            Some(p) if !p.is_empty() => (trigger::PROMPT, Some(p.to_owned()), None),
+            Some(p) if !p.is_empty() => (trigger::PROMPT, Some(p.to_owned()), None, false),
             _ => return Ok(HookOutcome::default()),
         },
         HookEvent::PreToolUse => match input.tool_name.as_deref() {
-            Some(t) if !skipped_tool(t) && !config.env.skips_tool(t) => {
-                (trigger::TOOL, Some(injection::tool_query(t, &input.tool_input)), None)
-            }
+            Some(t) if !skipped_tool(t) && !config.env.skips_tool(t) => (
+                trigger::TOOL,
+                Some(injection::tool_query(t, &input.tool_input)),
+                None,
+                injection::read_only_tool(t, &input.tool_input),
+            ),
             _ => return Ok(HookOutcome::default()),
         },
         _ => unreachable!("checked above"),
@@ -144,14 +149,23 @@ pub fn run(
     let store = Store::open(&paths.db())?;
     shared::hook::tune_connection(store.conn());
     phases.lap("open");
-    // Read before the ranking's snapshot: see `shared::hook::pending_rankings`.
-    let pending = shared::hook::pending_rankings(paths)?;
+    // Read before the ranking's snapshot: see `shared::hook::pending`.
+    let pending = shared::hook::pending(paths)?;
+    // Just before this hook's own ranking, so that what it injects is in the new context.
+    let own_reset = restart.then_some(now.0 - 1);
+    let context_reset_ms = pending.reset_of(session.as_ref()).max(own_reset);
     phases.lap("pending");
     let query = match query {
         Some(q) => q,
         None => {
-            let mut ctx =
-                SessionContext::load(&store, project.clone(), input.cwd.clone(), branch.clone(), session.as_ref())?;
+            let mut ctx = match (&session, restart) {
+                (Some(key), true) => {
+                    SessionContext::load_restart(&store, project.clone(), input.cwd.clone(), branch.clone(), key)?
+                }
+                _ => {
+                    SessionContext::load(&store, project.clone(), input.cwd.clone(), branch.clone(), session.as_ref())?
+                }
+            };
             ctx.name = env.as_ref().map(|e| e.name.clone());
             ctx.tags = env.as_ref().map(|e| e.tags.clone()).unwrap_or_default();
             ctx.query()
@@ -167,6 +181,10 @@ pub fn run(
         None
     });
     let tz = injection::time_zone(&config);
+    let status_line = event == HookEvent::SessionStart && {
+        let state = shared::rank::PredictorState::load(&store, &config.predictor)?;
+        injection::status_is_news(&store, &state, session.as_ref())?
+    };
     phases.lap("query+model");
     // Seed 004's memory model: what it adds is counted against the budget.
     let extra = shared::knowledge::prompt::for_hook(
@@ -196,11 +214,15 @@ pub fn run(
             query: &query,
             session: session.as_ref(),
             project: project.as_deref(),
+            stack: env.as_ref().map(|e| e.stack.as_slice()),
             now,
-            status_line: event == HookEvent::SessionStart,
+            status_line,
             explore_draw: rand::random::<f32>(),
-            unapplied: &pending,
+            unapplied: &pending.rankings,
             env: env.as_ref(),
+            context_reset_ms,
+            restart,
+            read_only,
         },
     )?;
     phases.lap("rank");
@@ -228,6 +250,18 @@ pub fn run(
         if let Some(env) = env {
             events.push(Event::new(now, &writer, Some(key.clone()), Body::EnvDetected(env)));
         }
+    }
+    if let (Some(at), Some(key)) = (own_reset, &session) {
+        events.push(Event::new(
+            Ts(at),
+            &writer,
+            Some(key.clone()),
+            Body::Meta(Meta {
+                label: context_reset::CONTEXT_RESET.to_owned(),
+                text: input.source.clone(),
+                ..Meta::default()
+            }),
+        ));
     }
     events.extend(extra.events.iter().map(|b| Event::new(now, &writer, session.clone(), b.clone())));
     let ranking_id = served.ranking.ranking_id.clone();

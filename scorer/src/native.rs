@@ -193,6 +193,7 @@ impl Native {
             budget_chars: budget,
             require_match,
             explore_draw: rand::random::<f32>(),
+            context_reset_ms: None,
         };
         let ranking = rank::rank_after(journal.store(), &config, model, &req, &unapplied)?;
         let status_line = ranking.state.status_line();

@@ -145,6 +145,7 @@ pub fn search(
         budget_chars: usize::MAX,
         require_match: true,
         explore_draw: 1.0,
+        context_reset_ms: None,
     };
     let in_category = match &p.category {
         Some(c) => Some(

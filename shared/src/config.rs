@@ -107,11 +107,55 @@ pub struct InjectionConfig {
     pub prompt_k: usize,
     /// Most memories injected before one tool call.
     pub tool_k: usize,
+    /// What a memory needs to be injected at each moment (trust: abstain floors).
+    pub floors: FloorsConfig,
 }
 
 impl Default for InjectionConfig {
     fn default() -> Self {
-        InjectionConfig { budget_chars: 8_000, max_chars: 10_000, session_start_k: 8, prompt_k: 5, tool_k: 3 }
+        InjectionConfig {
+            budget_chars: 1_500,
+            max_chars: 10_000,
+            session_start_k: 5,
+            prompt_k: 3,
+            tool_k: 2,
+            floors: FloorsConfig::default(),
+        }
+    }
+}
+
+/// The abstain floors of injection (`shared::injection::gate`), in units of
+/// evidence (`shared::injection::evidence`: about one per specific word the
+/// moment's text shares with the memory).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FloorsConfig {
+    /// Evidence a prompt must give.
+    pub prompt: f32,
+    /// Evidence a tool call must give.
+    pub tool: f32,
+    /// Evidence a tool that only looks (reads, searches, lists) must give.
+    pub tool_read_only: f32,
+    /// Evidence the session's context text must give for a memory that is
+    /// not one of the project's rules.
+    pub session_start: f32,
+    /// Importance a memory of the project needs to come at session start
+    /// without the session's context text pointing at it.
+    pub session_start_importance: f32,
+    /// Factor on the floor for a memory learned in another project.
+    pub other_project: f32,
+}
+
+impl Default for FloorsConfig {
+    fn default() -> Self {
+        FloorsConfig {
+            prompt: 1.5,
+            tool: 1.25,
+            tool_read_only: 2.5,
+            session_start: 3.0,
+            session_start_importance: 0.4,
+            other_project: 2.0,
+        }
     }
 }
 
@@ -239,6 +283,19 @@ impl Config {
                 "injection.budget_chars ({}) exceeds injection.max_chars ({})",
                 i.budget_chars, i.max_chars
             ));
+        }
+        let f = &i.floors;
+        for (name, v) in [
+            ("prompt", f.prompt),
+            ("tool", f.tool),
+            ("tool_read_only", f.tool_read_only),
+            ("session_start", f.session_start),
+            ("session_start_importance", f.session_start_importance),
+            ("other_project", f.other_project),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("injection.floors.{name} must be a number of at least 0, not {v}"));
+            }
         }
         self.knowledge.validate()
     }

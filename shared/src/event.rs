@@ -480,6 +480,22 @@ pub mod origin {
 /// Opening and closing tags around every context Engram injects into an agent.
 /// An adapter that meets text containing the opening tag marks it with
 /// [`origin::ENGRAM`], and nothing is ever learned from it.
+// trust: the `meta` labels that mean the agent's context was emptied (memories
+// injected before them may be injected again).
+pub mod context_reset {
+    /// A compaction recorded in the transcript (Claude's `compact_boundary`, Codex's `compacted`).
+    pub const COMPACTION: &str = "compaction";
+    /// The `PreCompact` hook fired.
+    pub const PRE_COMPACT: &str = "pre_compact";
+    /// A session restarted on an empty context (`SessionStart` with `source` `compact` or `clear`).
+    pub const CONTEXT_RESET: &str = "context_reset";
+
+    /// Whether a `meta` event with this label empties the context.
+    pub fn resets(label: &str) -> bool {
+        matches!(label, COMPACTION | PRE_COMPACT | CONTEXT_RESET)
+    }
+}
+
 pub const INJECTION_OPEN: &str = "<engram-context>";
 /// See [`INJECTION_OPEN`].
 pub const INJECTION_CLOSE: &str = "</engram-context>";

@@ -26,7 +26,7 @@
 //! spool what they served without syncing it ([`spool_unsynced`]) and start
 //! one detached recorder ([`start_detached`], `engram-scorer hook record`)
 //! that appends it durably. Until then a later hook sees those rankings
-//! through [`pending_rankings`] (read before its own snapshot of the
+//! through [`pending`] (read before its own snapshot of the
 //! projection), so a session's memories are never shown twice.
 
 use std::fs::{self, File, OpenOptions};
@@ -534,18 +534,48 @@ fn read_spool(paths: &Paths) -> Result<(Vec<Event>, Vec<PathBuf>)> {
 /// read before the ranking's snapshot of the projection, every ranking a
 /// previous hook served is either here or already applied there.
 pub fn pending_rankings(paths: &Paths) -> Result<Vec<Unapplied>> {
+    Ok(pending(paths)?.rankings)
+}
+
+/// What the spool holds that later hooks must see before it is applied.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Pending {
+    /// Rankings served (see [`pending_rankings`]).
+    pub rankings: Vec<Unapplied>,
+    /// Resets of a session's context (a compaction, a cleared session):
+    /// the session and when (ms).
+    pub resets: Vec<(SessionKey, i64)>,
+}
+
+impl Pending {
+    /// The latest pending reset of `session`'s context.
+    pub fn reset_of(&self, session: Option<&SessionKey>) -> Option<i64> {
+        let session = session?;
+        self.resets.iter().filter(|(s, _)| s == session).map(|(_, t)| *t).max()
+    }
+}
+
+/// The spooled rankings and context resets (see [`Pending`]), in one read.
+pub fn pending(paths: &Paths) -> Result<Pending> {
     let (events, _) = read_spool(paths)?;
-    Ok(events
-        .into_iter()
-        .filter_map(|e| match e.body {
-            Body::RankingServed(r) => Some(Unapplied {
+    let mut out = Pending::default();
+    for e in events {
+        match e.body {
+            Body::RankingServed(r) => out.rankings.push(Unapplied {
                 ranking_id: r.ranking_id,
                 session: e.session,
                 injected: r.candidates.into_iter().filter(|c| c.injected).map(|c| c.memory_id).collect(),
+                served_ms: e.ts.0,
             }),
-            _ => None,
-        })
-        .collect())
+            Body::Meta(m) if crate::event::context_reset::resets(&m.label) => {
+                if let Some(s) = e.session {
+                    out.resets.push((s, e.ts.0));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
 }
 
 /// Starts `exe args` as a detached worker that owns the exclusive lock

@@ -25,6 +25,7 @@ pub mod rank;
 pub mod redact;
 pub mod rpc;
 pub mod share;
+pub mod shell;
 pub mod shutdown;
 pub mod store;
 pub mod tape;

@@ -68,6 +68,7 @@ fn request<'a>(query: &'a str, tz: &'a jiff::tz::TimeZone) -> RankRequest<'a> {
         budget_chars: 4_000,
         require_match: true,
         explore_draw: 0.99,
+        context_reset_ms: None,
     }
 }
 

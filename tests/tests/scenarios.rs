@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 use tests::driver::claude::ToolUse;
-use tests::driver::{Binaries, SETTLE_TIMEOUT, World};
+use tests::driver::{Binaries, Player, SETTLE_TIMEOUT, World};
 use tests::scenario::report::{Summary, Thresholds, run_all};
 use tests::scenario::run::Options;
 use tests::scenario::{KINDS, STACKS, Scope, default_dir, load_dir};
@@ -117,21 +117,88 @@ fn the_driver_plays_a_session_the_real_ingestor_reads_back() {
 }
 
 #[test]
+fn the_driver_plays_a_codex_session_the_real_ingestor_reads_back() {
+    let w = World::new(Binaries::built()).unwrap();
+    let spec = tests::driver::ProjectSpec {
+        dir: "api".into(),
+        files: [("go.mod".to_owned(), "module example.com/api\n\ngo 1.22\n".to_owned())].into(),
+        git: Some(tests::driver::GitSpec::default()),
+    };
+    let root = w.project(&spec).unwrap();
+    let id = "019a0b1c-2d3e-7f40-8a51-b6c7d8e9f001";
+    let mut s = w.codex_session(id, &root);
+    let start = s.start("startup").unwrap();
+    assert_eq!(start.iter().map(|c| c.event.as_str()).collect::<Vec<_>>(), ["SessionStart"]);
+    s.prompt("run the tests").unwrap();
+    let failed = s.tool(&ToolUse::bash("go test ./...", 1, "--- FAIL: TestParse (0.00s)")).unwrap();
+    assert_eq!(failed.iter().map(|c| c.event.as_str()).collect::<Vec<_>>(), ["PreToolUse", "PostToolUse"]);
+    assert_eq!(failed[0].input["tool_name"], "Bash");
+    assert_eq!(failed[0].input["tool_input"]["command"], "go test ./...");
+    let patch = root.join("parse.go").to_string_lossy().into_owned();
+    let edit = s.tool(&ToolUse::edit(&patch, "return nil", "return err")).unwrap();
+    assert_eq!(edit[0].input["tool_name"], "apply_patch");
+    s.say("Fixed the error path.").unwrap();
+    let compact = s.compact("auto", "Fixed the parser's error path.").unwrap();
+    let events: Vec<&str> = compact.iter().map(|c| c.event.as_str()).collect();
+    assert_eq!(events, ["Stop", "PreCompact", "SessionStart"]);
+    s.end("other").unwrap();
+    let rollout = s.transcript().to_path_buf();
+    assert!(rollout.starts_with(w.codex_dir().join("sessions")), "{}", rollout.display());
+    assert!(w.settle(SETTLE_TIMEOUT));
+
+    let text = std::fs::read_to_string(&rollout).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines[0]["type"], "session_meta");
+    assert_eq!(lines[0]["payload"]["id"], id);
+    for l in &lines {
+        assert!(l["timestamp"].is_string() && l["payload"].is_object(), "{l}");
+    }
+    let key = format!("codex:{id}");
+    let events = tape_events(&w, &key);
+    let prompts: Vec<&str> = events
+        .iter()
+        .filter(|e| e["k"] == "msg.in" && e["b"]["origin"].as_str().is_none_or(|o| o == "user"))
+        .filter_map(|e| e["b"]["text"].as_str())
+        .collect();
+    assert_eq!(prompts, ["run the tests"]);
+    assert_eq!(events.iter().filter(|e| e["k"] == "tool.result" && e["b"]["is_error"] == true).count(), 1);
+    assert!(events.iter().any(|e| e["k"] == "code.edit"), "the patch is read as an edit");
+    assert!(events.iter().any(|e| e["k"] == "meta" && e["b"]["label"] == "compaction"));
+}
+
+/// The ratchet CI holds the product to: per measure, issue 15's or 17's target
+/// where this branch meets it, else a floor just below what it reaches (the
+/// report still prints the targets). On branch trust at bb03696
+/// (`target/release/scenarios --jobs 2`) every target is met: recall by the
+/// moment 1.000 (151/151), after compactions 1.000 (13/13), cross-project at
+/// session start 1.000 (8/8), noise 0.034 (7/203), 0 leaks, 2 of 2 forgets
+/// durable, extraction coverage 1.000 (47/47), 60 characters per event; so
+/// every floor is the target. Lower a floor only to what a branch measures
+/// (`Thresholds { recall: 0.85, ..Thresholds::ISSUES }`), and say so here.
+const FLOORS: Thresholds = Thresholds::ISSUES;
+
+#[test]
 fn scenarios_meet_the_thresholds_of_issues_15_and_17() {
     let scenarios = load_dir(&default_dir()).unwrap();
     let reports = run_all(&scenarios, Binaries::built(), Options::default(), 4, &|_| {});
     let summary = Summary::of(reports);
     let report = summary.text(true);
     println!("{report}");
-    let failed: Vec<String> = Thresholds::ISSUES
-        .check(&summary.total)
-        .into_iter()
-        .filter(|c| !c.pass)
-        .map(|c| format!("{}: {}", c.what, c.value))
+    // The checks come in the same order whatever the bounds.
+    let targets = Thresholds::ISSUES.check(&summary.total);
+    let floors = FLOORS.check(&summary.total);
+    assert_eq!(targets.len(), floors.len());
+    let failed: Vec<String> = floors
+        .iter()
+        .zip(&targets)
+        .filter(|(f, _)| !f.pass)
+        .map(|(f, t)| format!("{}: {} (floor: {}; target: {})", t.what, f.value, f.what, t.what))
         .collect();
+    // The report above (captured stdout) is printed with the failure.
     assert!(
         failed.is_empty(),
-        "thresholds not met (cargo run --release -p tests --bin scenarios -- --verbose):\n  {}\n\n{report}",
+        "below the floors (FLOORS in tests/tests/scenarios.rs; the report is above; \
+         cargo run --release -p tests --bin scenarios -- --verbose):\n  {}",
         failed.join("\n  ")
     );
 }

@@ -881,11 +881,25 @@ impl Scanner<'_> {
                 v.extend(idx.iter().map(|&i| pending.events[i].clone()));
                 Cow::Owned(v)
             };
-            let ex = extract::extract(&events, &lookup);
+            // A turn of a recorded session: its project is in the projection.
+            let project: Option<String> = if known_before {
+                self.journal
+                    .store()
+                    .conn()
+                    .prepare_cached("SELECT project FROM sessions WHERE session_key = ?1")
+                    .and_then(|mut s| s.query_row([session.as_str()], |r| r.get(0)))
+                    .unwrap_or(None)
+            } else {
+                None
+            };
+            let ex = extract::extract_in(&events, project.as_deref(), &lookup);
             lookup.note(&ex.events);
             out.extend(ex.events);
             if self.config.extractor.enabled() && idx.iter().any(|&i| pending.fresh[i]) {
-                let req = external::build_request(&events, EXTERNAL_BYTES, EXTERNAL_MAX);
+                let mut req = external::build_request(&events, EXTERNAL_BYTES, EXTERNAL_MAX);
+                if req.project.is_none() {
+                    req.project.clone_from(&project);
+                }
                 if req.turns.is_empty() {
                     continue;
                 }

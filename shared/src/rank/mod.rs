@@ -75,6 +75,10 @@ pub struct RankRequest<'a> {
     pub require_match: bool,
     /// The caller's uniform draw in `[0, 1)` for exploration.
     pub explore_draw: f32,
+    /// A reset of the session's context not yet in the projection (ms), such
+    /// as the compaction a hook is answering: memories injected before it do
+    /// not count as shown (see [`pool::PoolQuery::context_reset_ms`]).
+    pub context_reset_ms: Option<i64>,
 }
 
 /// A model ready to score, with its version.
@@ -126,6 +130,12 @@ pub struct Ranking {
     pub served: RankingServed,
     /// The FTS5 expression used, if any.
     pub fts_query: Option<String>,
+    /// The query's terms with their IDF, as the pool weighed them.
+    pub query_terms: Vec<text::QueryTerm>,
+    /// Live memories in the store when it was ranked.
+    pub corpus: u64,
+    /// When it was served (ms).
+    pub served_ms: i64,
 }
 
 impl Ranking {
@@ -310,6 +320,9 @@ pub struct Unapplied {
     pub session: Option<SessionKey>,
     /// The memories it injected.
     pub injected: Vec<MemoryId>,
+    /// When it was served (ms): a context reset after it makes its memories
+    /// injectable again.
+    pub served_ms: i64,
 }
 
 impl Unapplied {
@@ -319,6 +332,7 @@ impl Unapplied {
             ranking_id: ranking.ranking_id.clone(),
             session: session.cloned(),
             injected: ranking.injected().map(|i| i.memory.id.clone()).collect(),
+            served_ms: ranking.served_ms,
         }
     }
 }
@@ -381,8 +395,22 @@ fn not_applied<'u>(store: &Store, unapplied: &'u [Unapplied]) -> Result<Vec<&'u 
     Ok(out)
 }
 
-/// Adds the effects of rankings not yet applied to a pool (see [`rank_after`]).
-fn overlay(pool: &mut Pool, pending: &[&Unapplied], session: Option<&SessionKey>) {
+/// The latest reset of `session`'s context (ms): the projection's, or
+/// `pending` when later.
+fn context_reset(store: &Store, session: &SessionKey, pending: Option<i64>) -> Result<i64> {
+    let stored: Option<i64> = store
+        .conn()
+        .prepare_cached("SELECT context_reset_ms FROM sessions WHERE session_key = ?1")
+        .and_then(|mut s| s.query_row([session.as_str()], |r| r.get(0)).optional())
+        .sql("read the session's context reset")?
+        .flatten();
+    Ok(stored.unwrap_or(-1).max(pending.unwrap_or(-1)))
+}
+
+/// Adds the effects of rankings not yet applied to a pool (see [`rank_after`]);
+/// a ranking served before `reset` (the session's last context reset) no
+/// longer makes its memories shown.
+fn overlay(pool: &mut Pool, pending: &[&Unapplied], session: Option<&SessionKey>, reset: i64) {
     if pending.iter().all(|u| u.injected.is_empty()) {
         return;
     }
@@ -393,7 +421,7 @@ fn overlay(pool: &mut Pool, pending: &[&Unapplied], session: Option<&SessionKey>
             rankings += 1;
             if let Some(s) = &u.session {
                 sessions += 1;
-                if session == Some(s) {
+                if session == Some(s) && u.served_ms > reset {
                     m.shown = true;
                 }
             }
@@ -427,8 +455,21 @@ fn rank_inner(
     if let Some(env) = env {
         crate::env::rank::apply(store, &mut pool, env, crate::env::rank::Relevance::Current)?;
     }
+    if let (Some(session), Some(_)) = (req.session, req.context_reset_ms) {
+        // A reset the projection does not know yet: memories injected before
+        // it are back in play.
+        let ids = pool::memory_ids(&pool.memories);
+        let still = pool::shown_in_session(store, Some(session.as_str()), &ids, req.context_reset_ms)?;
+        for m in &mut pool.memories {
+            m.shown &= still.contains(m.id.as_str());
+        }
+    }
     if !unapplied.is_empty() {
-        overlay(&mut pool, &not_applied(store, unapplied)?, req.session);
+        let reset = match req.session {
+            Some(s) => context_reset(store, s, req.context_reset_ms)?,
+            None => -1,
+        };
+        overlay(&mut pool, &not_applied(store, unapplied)?, req.session, reset);
     }
     let state = PredictorState::load(store, &config.predictor)?;
     let session = session_signals(store, req.session, req.project, req.now, req.tz)?;
@@ -535,6 +576,7 @@ fn assemble(
         explored = Some(swap.add);
     }
 
+    let surfaces: foldhash::HashMap<String, String> = text::surface_tokens(req.query).into_iter().rev().collect();
     let mut items: Vec<RankedMemory> = Vec::with_capacity(n);
     let mut memories: Vec<Option<PoolMemory>> = pool.memories.into_iter().map(Some).collect();
     for (pos, &i) in final_order.iter().enumerate() {
@@ -554,7 +596,7 @@ fn assemble(
         if item.explored {
             item.memory.sources.insert(source::EXPLORATION);
         }
-        item.reasons = reasons(&item, alpha);
+        item.reasons = reasons(&item, alpha, &surfaces);
         items.push(item);
     }
 
@@ -582,14 +624,37 @@ fn assemble(
             })
             .collect(),
     };
-    Ranking { ranking_id, items, state, alpha, served, fts_query: pool.fts_query }
+    Ranking {
+        ranking_id,
+        items,
+        state,
+        alpha,
+        served,
+        fts_query: pool.fts_query,
+        query_terms: pool.query_terms,
+        corpus: pool.corpus,
+        served_ms: req.now.0,
+    }
 }
 
-/// Short explanations of why an item ranks where it does.
-fn reasons(item: &RankedMemory, alpha: f32) -> Vec<String> {
+/// Short explanations of why an item ranks where it does, in the query's own
+/// words (`surfaces`: stem → word).
+fn reasons(item: &RankedMemory, alpha: f32, surfaces: &foldhash::HashMap<String, String>) -> Vec<String> {
     let m = &item.memory;
     let s = &m.signals;
     let mut out = Vec::new();
+    let mut words: Vec<&str> = Vec::new();
+    for t in &m.matched {
+        // Pieces of a word cut at an apostrophe ("don", "t") say nothing.
+        if t.chars().count() <= 2 || matches!(t.as_str(), "don" | "doesn" | "didn" | "isn" | "won" | "can") {
+            continue;
+        }
+        let w = surfaces.get(t).map_or(t.as_str(), String::as_str);
+        if !words.contains(&w) {
+            words.push(w);
+        }
+    }
+    let words = words.into_iter().take(6).collect::<Vec<_>>().join(", ");
     if item.explored {
         out.push("exploration: the rankers disagree most on it".to_owned());
     }
@@ -597,16 +662,13 @@ fn reasons(item: &RankedMemory, alpha: f32) -> Vec<String> {
         out.push("pinned".to_owned());
     }
     if let Some(r) = s.bm25_rank {
-        if m.matched.is_empty() {
+        if words.is_empty() {
             out.push(format!("keyword match #{r}"));
         } else {
-            out.push(format!(
-                "keyword match #{r}: {}",
-                m.matched.iter().take(6).cloned().collect::<Vec<_>>().join(", ")
-            ));
+            out.push(format!("keyword match #{r}: {words}"));
         }
-    } else if !m.matched.is_empty() && s.lexical_overlap >= 0.3 {
-        out.push(format!("shares terms: {}", m.matched.iter().take(6).cloned().collect::<Vec<_>>().join(", ")));
+    } else if !words.is_empty() && s.lexical_overlap >= 0.3 {
+        out.push(format!("shares words: {words}"));
     }
     if s.neighbor_score > 0.0 && s.bm25_rank.is_none() {
         out.push("next to a strong match in the same session".to_owned());

@@ -457,7 +457,7 @@ fn finish(
     let bm25: HashMap<i64, (f32, u32)> =
         hits.iter().enumerate().map(|(i, (rowid, s))| (*rowid, (*s, i as u32 + 1))).collect();
     let ids = memory_ids(&memories);
-    let shown = shown_in_session(store, q.session, &ids)?;
+    let shown = shown_in_session(store, q.session, &ids, None)?;
     let history = usage_history(store, &ids)?;
     let query_tag_terms: BTreeSet<&str> = info.query_terms.iter().map(|t| t.text.as_str()).collect();
     // The best and second-best normalised hit per source session, to score
@@ -842,20 +842,29 @@ fn pool_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PoolMemory> {
 }
 
 /// Which of the memories `ids` (a JSON array, [`memory_ids`]) were injected
-/// earlier in `session`: one key seek per pool memory on (session, memory),
-/// rather than reading every memory the session was ever shown (hundreds in
-/// a long session, read row by row through the table for `was_injected`).
-fn shown_in_session(store: &Store, session: Option<&str>, ids: &str) -> Result<BTreeSet<String>> {
+/// earlier in `session` and are still in the agent's context (injected after
+/// the session's last context reset, the projection's or `reset_ms`): one key
+/// seek per pool memory on (session, memory), rather than reading every
+/// memory the session was ever shown (hundreds in a long session, read row
+/// by row through the table for `was_injected`).
+pub(crate) fn shown_in_session(
+    store: &Store,
+    session: Option<&str>,
+    ids: &str,
+    reset_ms: Option<i64>,
+) -> Result<BTreeSet<String>> {
     let Some(session) = session else { return Ok(BTreeSet::new()) };
     let mut stmt = store
         .conn()
         .prepare_cached(
             "SELECT j.value FROM json_each(?2) AS j
              CROSS JOIN session_memories AS s ON s.session_key = ?1 AND s.memory_id = j.value
-             WHERE s.was_injected = 1",
+             WHERE s.was_injected = 1
+               AND COALESCE(s.last_injected_ms, 0) > MAX(
+                   COALESCE((SELECT context_reset_ms FROM sessions WHERE session_key = ?1), -1), ?3)",
         )
         .sql("prepare shown")?;
-    let rows = stmt.query_map(params![session, ids], |r| r.get(0)).sql("shown")?;
+    let rows = stmt.query_map(params![session, ids, reset_ms.unwrap_or(-1)], |r| r.get(0)).sql("shown")?;
     rows.collect::<rusqlite::Result<BTreeSet<String>>>().sql("shown")
 }
 
@@ -882,7 +891,7 @@ fn usage_history(store: &Store, ids: &str) -> Result<HashMap<MemoryId, (u32, f32
 /// The ids of `memories` as a JSON array, for a `json_each` join: one
 /// statement seeks them all (a statement per memory paid a reset, a bind
 /// and a step each).
-fn memory_ids(memories: &[PoolMemory]) -> String {
+pub(crate) fn memory_ids(memories: &[PoolMemory]) -> String {
     let ids: Vec<&str> = memories.iter().map(|m| m.id.as_str()).collect();
     serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into())
 }

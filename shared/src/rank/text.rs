@@ -514,6 +514,33 @@ pub fn query_terms(text: &str) -> Vec<String> {
     out
 }
 
+/// The tokens of `text` in order (the predictor's tokenization, stop words
+/// dropped), each with the lower-case word it came from: the part of a path
+/// or identifier that stems to it, else the whole compound. Explanations show
+/// these words rather than stems (`deploy`, not `deploi`).
+pub fn surface_tokens(text: &str) -> Vec<(String, String)> {
+    const JOINERS: &str = "_-./\\:@#";
+    let mut out = Vec::new();
+    for compound in text.split(|c: char| !(c.is_alphanumeric() || JOINERS.contains(c))) {
+        let compound = compound.trim_matches(|c: char| JOINERS.contains(c));
+        if compound.is_empty() {
+            continue;
+        }
+        let pieces: Vec<&str> = compound.split(|c: char| JOINERS.contains(c)).filter(|p| !p.is_empty()).collect();
+        predictor::tokenizer::for_each_token(compound, |t| {
+            if is_stop_word(t) {
+                return;
+            }
+            let surface = pieces
+                .iter()
+                .find(|p| predictor::tokenizer::tokenize(p).first().is_some_and(|x| x == t))
+                .map_or(compound, |p| *p);
+            out.push((t.to_owned(), surface.to_lowercase()));
+        });
+    }
+    out
+}
+
 /// Inverse document frequency (BM25's, floored at a small positive value).
 pub fn idf(df: u64, n: u64) -> f32 {
     let (df, n) = (df as f32, n.max(1) as f32);

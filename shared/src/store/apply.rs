@@ -501,6 +501,16 @@ impl Projector<'_> {
                         .prepare_cached("UPDATE sessions SET model = ?2 WHERE session_key = ?1")?
                         .execute(params![session.as_str(), m.model])?;
                 }
+                // The agent's context was emptied (trust: injection after a compaction).
+                label if context_reset::resets(label) => {
+                    self.ensure_session(session, event.ts)?;
+                    self.conn
+                        .prepare_cached(
+                            "UPDATE sessions SET context_reset_ms = MAX(COALESCE(context_reset_ms, ?2), ?2)
+                             WHERE session_key = ?1",
+                        )?
+                        .execute(params![session.as_str(), event.ts.0])?;
+                }
                 _ => {}
             }
         }
@@ -885,10 +895,12 @@ impl Projector<'_> {
                     .prepare_cached(
                         "INSERT INTO session_memories (id, session_key, memory_id, source, effective_score,
                             predictor_score, final_score, rank, was_injected, created_at, predictor_rank,
-                            baseline_rank, first_ranking_id)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                            baseline_rank, first_ranking_id, last_injected_ms)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
                          ON CONFLICT(session_key, memory_id) DO UPDATE SET
                             was_injected = MAX(was_injected, excluded.was_injected),
+                            last_injected_ms = CASE WHEN excluded.last_injected_ms IS NULL THEN last_injected_ms
+                                ELSE MAX(COALESCE(last_injected_ms, excluded.last_injected_ms), excluded.last_injected_ms) END,
                             source = CASE WHEN excluded.source = 'exploration' OR source = 'fts_only'
                                           THEN excluded.source ELSE source END,
                             effective_score = COALESCE(effective_score, excluded.effective_score),
@@ -910,7 +922,8 @@ impl Projector<'_> {
                         at,
                         c.predictor_rank,
                         c.baseline_rank,
-                        b.ranking_id
+                        b.ranking_id,
+                        c.injected.then_some(event.ts.0)
                     ])?;
             }
         }

@@ -405,28 +405,16 @@ impl<'w> Session<'w> {
     /// Runs every handler registered for `event` (matcher query `query`)
     /// with the common fields plus `extra`.
     fn hook(&mut self, event: &str, query: Option<&str>, extra: Value) -> Result<Vec<HookCall>> {
-        let handlers = self.world.hooks().handlers(event, query)?;
-        if handlers.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut input = json!({
+        let mut common = json!({
             "session_id": self.id,
             "transcript_path": self.transcript.to_string_lossy(),
             "cwd": self.cwd.to_string_lossy(),
-            "hook_event_name": event,
             "permission_mode": "default",
         });
         if let Some(p) = &self.prompt_id {
-            input["prompt_id"] = Value::String(p.clone());
+            common["prompt_id"] = Value::String(p.clone());
         }
-        if let (Value::Object(into), Value::Object(from)) = (&mut input, extra) {
-            into.extend(from);
-        }
-        let mut calls = Vec::with_capacity(handlers.len());
-        for h in handlers {
-            calls.push(hooks::run(self.world, h, event, &input, &self.cwd)?);
-        }
-        Ok(calls)
+        hooks::run_all(self.world, self.world.hooks(), event, query, common, extra, &self.cwd)
     }
 
     /// The `hook_additional_context` attachments Claude Code records for
@@ -496,10 +484,40 @@ impl<'w> Session<'w> {
     /// A fresh id derived from the session id and a counter (UUID form).
     fn derive(&mut self, what: &str) -> String {
         self.seq += 1;
-        let h = blake3::hash(format!("{}\0{what}\0{}", self.id, self.seq).as_bytes());
-        let b = h.as_bytes();
-        let hex: String = b[..16].iter().map(|x| format!("{x:02x}")).collect();
-        format!("{}-{}-4{}-{}-{}", &hex[..8], &hex[8..12], &hex[13..16], &hex[16..20], &hex[20..32])
+        super::derived_uuid(&self.id, what, self.seq, '4')
+    }
+}
+
+impl super::Player for Session<'_> {
+    fn id(&self) -> &str {
+        Session::id(self)
+    }
+    fn cwd(&self) -> &Path {
+        Session::cwd(self)
+    }
+    fn transcript(&self) -> &Path {
+        Session::transcript(self)
+    }
+    fn start(&mut self, source: &str) -> Result<Vec<HookCall>> {
+        Session::start(self, source)
+    }
+    fn prompt(&mut self, text: &str) -> Result<Vec<HookCall>> {
+        Session::prompt(self, text)
+    }
+    fn say(&mut self, text: &str) -> Result<()> {
+        Session::say(self, text)
+    }
+    fn tool(&mut self, tool: &ToolUse) -> Result<Vec<HookCall>> {
+        Session::tool(self, tool)
+    }
+    fn compact(&mut self, trigger: &str, summary: &str) -> Result<Vec<HookCall>> {
+        Session::compact(self, trigger, summary)
+    }
+    fn stop(&mut self) -> Result<Vec<HookCall>> {
+        Session::stop(self)
+    }
+    fn end(&mut self, reason: &str) -> Result<Vec<HookCall>> {
+        Session::end(self, reason)
     }
 }
 

@@ -141,6 +141,30 @@ pub struct HookCall {
     pub problem: Option<String>,
 }
 
+/// Runs every handler of `set` registered for `event` (matcher query
+/// `query`), one after the other, with `common` (the fields every event
+/// carries) plus `extra` on stdin, in `cwd`.
+pub fn run_all(
+    world: &World,
+    set: &HookSet,
+    event: &str,
+    query: Option<&str>,
+    common: Value,
+    extra: Value,
+    cwd: &Path,
+) -> Result<Vec<HookCall>> {
+    let handlers = set.handlers(event, query)?;
+    if handlers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut input = common;
+    input["hook_event_name"] = Value::String(event.to_owned());
+    if let (Value::Object(into), Value::Object(from)) = (&mut input, extra) {
+        into.extend(from);
+    }
+    handlers.into_iter().map(|h| run(world, h, event, &input, cwd)).collect()
+}
+
 /// Runs one handler for `event` with `input` on stdin, in `cwd`.
 pub fn run(world: &World, handler: &Handler, event: &str, input: &Value, cwd: &Path) -> Result<HookCall> {
     let mut cmd = world.command("sh");

@@ -3,8 +3,8 @@
 //!
 //! A [`World`] is one user's machine in a temporary directory: `HOME`,
 //! `ENGRAM_HOME`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME` and the `XDG_*` folders
-//! all point inside it, and `engram-ingestor install claude` has written the
-//! hooks into its Claude Code settings. [`World::project`] makes project
+//! all point inside it, and `engram-ingestor install claude` and `install
+//! codex` have written the hooks into the harnesses' settings. [`World::project`] makes project
 //! folders with real markers (a `git init`ed repository with its remote,
 //! `package.json` and a lockfile, `Cargo.toml`, ...). A
 //! [`claude::Session`] then plays a Claude Code session in one of them: it
@@ -15,6 +15,10 @@
 //! for tools, whose matcher matches), with `sh -c`, the session's cwd, the
 //! hook JSON on stdin and the handler's timeout ([`hooks`]). What a hook puts
 //! into the agent's context is read from its stdout by Claude Code's rules.
+//!
+//! [`codex::Session`] plays a Codex CLI session the same way (a rollout
+//! under `$CODEX_HOME/sessions/`, the hooks of `install codex`); both are
+//! [`Player`]s.
 //!
 //! Between sessions, [`World::settle`] waits until Engram's detached workers
 //! (ingestion, the read hooks' recorder, anything else holding a lock in the
@@ -51,6 +55,7 @@
 //! ```
 
 pub mod claude;
+pub mod codex;
 pub mod hooks;
 mod project;
 
@@ -133,15 +138,76 @@ pub struct ListedMemory {
     pub memory_type: String,
     /// Its project, if any.
     pub project: Option<String>,
+    /// The session it was learned from (`harness:id`), if any.
+    pub source_session: Option<String>,
+}
+
+/// A harness whose sessions the driver plays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Harness {
+    /// Claude Code.
+    Claude,
+    /// Codex CLI.
+    Codex,
+}
+
+impl Harness {
+    /// Engram's key of a session of this harness (`claude:<id>`).
+    pub fn session_key(self, id: &str) -> String {
+        format!("{}:{id}", self.name())
+    }
+
+    /// The lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Harness::Claude => "claude",
+            Harness::Codex => "codex",
+        }
+    }
+
+    /// From the lower-case name.
+    pub fn from_name(s: &str) -> Option<Harness> {
+        match s {
+            "claude" => Some(Harness::Claude),
+            "codex" => Some(Harness::Codex),
+            _ => None,
+        }
+    }
+}
+
+/// A session being played, whatever the harness: each step writes what the
+/// harness writes and runs the hooks it runs, returning the hook calls.
+pub trait Player {
+    /// The harness's session id.
+    fn id(&self) -> &str;
+    /// Its working directory.
+    fn cwd(&self) -> &Path;
+    /// Its transcript (rollout) file.
+    fn transcript(&self) -> &Path;
+    /// `SessionStart` with `source` (`startup`, `resume`, `compact`, ...).
+    fn start(&mut self, source: &str) -> Result<Vec<HookCall>>;
+    /// The user submits a prompt (an open turn ends first).
+    fn prompt(&mut self, text: &str) -> Result<Vec<HookCall>>;
+    /// The agent says something (no hook).
+    fn say(&mut self, text: &str) -> Result<()>;
+    /// The agent calls a tool.
+    fn tool(&mut self, tool: &claude::ToolUse) -> Result<Vec<HookCall>>;
+    /// The context is compacted (an open turn ends first).
+    fn compact(&mut self, trigger: &str, summary: &str) -> Result<Vec<HookCall>>;
+    /// The agent's turn ends, if one is open.
+    fn stop(&mut self) -> Result<Vec<HookCall>>;
+    /// The session ends.
+    fn end(&mut self, reason: &str) -> Result<Vec<HookCall>>;
 }
 
 /// A user's machine in a temporary directory, with Engram installed into
-/// Claude Code (see the module docs).
+/// Claude Code and Codex (see the module docs).
 #[derive(Debug)]
 pub struct World {
     dir: tempfile::TempDir,
     bins: Binaries,
     hooks: HookSet,
+    codex_hooks: HookSet,
     /// Milliseconds added to the wall clock for the transcripts' times.
     clock_offset: AtomicI64,
 }
@@ -153,13 +219,21 @@ impl World {
     /// A fresh world with `engram-ingestor install claude` done.
     pub fn new(bins: &Binaries) -> Result<World> {
         let dir = tempfile::Builder::new().prefix("engram-world-").tempdir()?;
-        let w = World { dir, bins: bins.clone(), hooks: HookSet::default(), clock_offset: AtomicI64::new(0) };
-        for d in [w.code_dir(), w.claude_dir(), w.root().join("codex"), w.root().join("xdg")] {
+        let w = World {
+            dir,
+            bins: bins.clone(),
+            hooks: HookSet::default(),
+            codex_hooks: HookSet::default(),
+            clock_offset: AtomicI64::new(0),
+        };
+        for d in [w.code_dir(), w.claude_dir(), w.codex_dir(), w.root().join("xdg")] {
             std::fs::create_dir_all(d)?;
         }
         w.run_ok(w.ingestor(&["install", "claude"]))?;
+        w.run_ok(w.ingestor(&["install", "codex"]))?;
         let hooks = HookSet::load(&w.claude_dir().join("settings.json"))?;
-        Ok(World { hooks, ..w })
+        let codex_hooks = HookSet::load(&w.codex_dir().join("hooks.json"))?;
+        Ok(World { hooks, codex_hooks, ..w })
     }
 
     /// The time the transcripts record and every Engram process reads (its
@@ -191,6 +265,11 @@ impl World {
         self.root().join("claude")
     }
 
+    /// Codex's home (`CODEX_HOME`).
+    pub fn codex_dir(&self) -> PathBuf {
+        self.root().join("codex")
+    }
+
     /// Where project folders are made (`~/code`).
     pub fn code_dir(&self) -> PathBuf {
         self.root().join("code")
@@ -201,6 +280,11 @@ impl World {
         &self.hooks
     }
 
+    /// The hooks install wrote into Codex's `hooks.json`.
+    pub fn codex_hooks(&self) -> &HookSet {
+        &self.codex_hooks
+    }
+
     /// The user's environment: what a harness and its hooks inherit.
     pub fn env(&self) -> Vec<(&'static str, OsString)> {
         let root = self.root();
@@ -209,7 +293,7 @@ impl World {
             ("HOME", root.into()),
             ("ENGRAM_HOME", self.engram_home().into()),
             ("CLAUDE_CONFIG_DIR", self.claude_dir().into()),
-            ("CODEX_HOME", root.join("codex").into()),
+            ("CODEX_HOME", self.codex_dir().into()),
             ("GEMINI_DIR", root.join("gemini").into()),
             ("XDG_DATA_HOME", root.join("xdg").into()),
             ("XDG_CONFIG_HOME", root.join("xdg/config").into()),
@@ -271,17 +355,47 @@ impl World {
         claude::Session::new(self, id, cwd)
     }
 
+    /// Starts playing a Codex session with id `id` in `cwd`.
+    pub fn codex_session(&self, id: &str, cwd: &Path) -> codex::Session<'_> {
+        codex::Session::new(self, id, cwd)
+    }
+
+    /// A session of `harness` (boxed, for code that plays either).
+    pub fn session(&self, harness: Harness, id: &str, cwd: &Path) -> Box<dyn Player + '_> {
+        match harness {
+            Harness::Claude => Box::new(self.claude_session(id, cwd)),
+            Harness::Codex => Box::new(self.codex_session(id, cwd)),
+        }
+    }
+
+    /// An ended session of `harness` resumed (same id, same transcript).
+    pub fn resume(&self, harness: Harness, id: &str, cwd: &Path, transcript: &Path) -> Result<Box<dyn Player + '_>> {
+        Ok(match harness {
+            Harness::Claude => Box::new(claude::Session::resume(self, id, cwd)?),
+            Harness::Codex => Box::new(codex::Session::resume(self, id, cwd, transcript)?),
+        })
+    }
+
     /// Waits until Engram's background work is done: no ingestion queued,
-    /// nothing spooled, no lock in the data home's `hooks/` held. `false` if
-    /// still busy after `timeout`.
+    /// nothing in the hooks' spool, no lock in the data home's `hooks/`
+    /// held. `false` if work was still pending after `timeout`, or a lock
+    /// stayed held for [`LOCK_HELD_LONG`] with nothing pending (a holder
+    /// that never lets go, which a real user would not wait for either).
     pub fn settle(&self, timeout: Duration) -> bool {
         let hooks = self.engram_home().join("hooks");
         let start = Instant::now();
+        let mut locked_since: Option<Instant> = None;
         // The workers coalesce for a moment before they take their queue.
         std::thread::sleep(Duration::from_millis(20));
         loop {
-            if idle(&hooks) {
-                return true;
+            match busy(&hooks) {
+                Busy::No => return true,
+                Busy::Pending => locked_since = None,
+                Busy::Locked => {
+                    if locked_since.get_or_insert_with(Instant::now).elapsed() > LOCK_HELD_LONG {
+                        return false;
+                    }
+                }
             }
             if start.elapsed() > timeout {
                 return false;
@@ -304,14 +418,36 @@ impl World {
                 content: field(m, "content").unwrap_or_default(),
                 memory_type: field(m, "type").unwrap_or_default(),
                 project: field(m, "project"),
+                source_session: field(m, "source_session"),
             })
             .collect())
     }
 }
 
-/// Whether nothing in `hooks/` (the data home's) says work is pending.
-fn idle(hooks: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(hooks) else { return true };
+/// A UUID-shaped id of `version` ('4' random-looking, '7' Codex's
+/// time-ordered look) derived from a seed, a purpose and a counter: the
+/// same script always writes the same ids.
+pub(crate) fn derived_uuid(seed: &str, what: &str, n: u64, version: char) -> String {
+    let h = blake3::hash(format!("{seed}\0{what}\0{n}").as_bytes());
+    let hex: String = h.as_bytes()[..16].iter().map(|x| format!("{x:02x}")).collect();
+    format!("{}-{}-{version}{}-8{}-{}", &hex[..8], &hex[8..12], &hex[13..16], &hex[17..20], &hex[20..32])
+}
+
+/// How long [`World::settle`] waits on a lock held with nothing pending.
+pub const LOCK_HELD_LONG: Duration = Duration::from_secs(10);
+
+/// What the data home's `hooks/` says.
+enum Busy {
+    /// Nothing pending, no lock held.
+    No,
+    /// A queue or the spool holds work.
+    Pending,
+    /// Only a lock is held.
+    Locked,
+}
+
+fn busy(hooks: &Path) -> Busy {
+    let Ok(entries) = std::fs::read_dir(hooks) else { return Busy::No };
     let mut locks = Vec::new();
     for e in entries.flatten() {
         let path = e.path();
@@ -319,16 +455,20 @@ fn idle(hooks: &Path) -> bool {
         let Ok(meta) = e.metadata() else { continue };
         if meta.is_dir() {
             // The spool: events waiting for the tape lock.
-            if std::fs::read_dir(&path).is_ok_and(|mut d| d.next().is_some()) {
-                return false;
+            if name == "spool" && std::fs::read_dir(&path).is_ok_and(|mut d| d.next().is_some()) {
+                return Busy::Pending;
             }
         } else if name.ends_with(".lock") {
             locks.push(path);
         } else if name.contains(".queue") && meta.len() > 0 {
-            return false;
+            return Busy::Pending;
         }
     }
     // Only probe the locks once no queue is pending: a worker that releases
     // its lock exits when its queue is empty.
-    locks.iter().all(|l| matches!(shared::fsutil::FileLock::try_exclusive(l), Ok(Some(_))))
+    if locks.iter().all(|l| matches!(shared::fsutil::FileLock::try_exclusive(l), Ok(Some(_)))) {
+        Busy::No
+    } else {
+        Busy::Locked
+    }
 }

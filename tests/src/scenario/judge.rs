@@ -9,11 +9,16 @@
 //!   the share where the lesson was in the context at that event. Also
 //!   counted apart: events in a window that began with a compaction, and
 //!   lessons needed in a project they were never planted in (cross-project).
+//! - **The memories injected** at an event ([`injected_memories`]): each
+//!   memory some listing showed whose id or text the injected text holds,
+//!   whatever its layout, and each `- ` line none of them accounts for.
 //! - **Noise**: of the events labelled `[-]`, the share whose hooks
-//!   injected at least one memory (a `- ` line) that does not state a
-//!   general preference (a lesson with scope `global`).
-//! - **Leaks**: every (event, lesson) where a line stating a lesson reached
-//!   a session of a project outside the lesson's scope, in any session.
+//!   injected at least one memory that does not state a general preference
+//!   (a lesson with scope `global`).
+//! - **Leaks**, at every event of every session: each lesson stated (by a
+//!   line or a memory) in a project outside its scope, and each memory
+//!   learned in another project (`source_session`) that states no lesson in
+//!   full, unless a lesson planted in its session is allowed here.
 //! - **Forget**: a forget is exercised when a listed memory stated the
 //!   lesson, and durable when no later listing holds a memory stating it and
 //!   no later injection states it.
@@ -154,6 +159,78 @@ pub fn memory_lines(text: &str) -> impl Iterator<Item = &str> {
     text.lines().map(str::trim_start).filter(|l| l.starts_with("- "))
 }
 
+/// Characters of a memory's text that identify it in an injected text.
+const TEXT_KEY: usize = 60;
+/// Shorter texts are only recognised by their id.
+const TEXT_KEY_MIN: usize = 16;
+
+fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A memory some `memory list` showed: its id, its text (spaces
+/// collapsed), and the project of the scenario session it was learned from.
+#[derive(Clone, Debug, Default)]
+pub struct Known {
+    id: String,
+    text: String,
+    origin: Option<String>,
+    session: Option<String>,
+}
+
+/// Every memory any listing of the run showed, once.
+pub fn known_memories(t: &Trace) -> Vec<Known> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for m in t.snapshots.iter().flat_map(|s| &s.memories) {
+        if !m.id.is_empty() && seen.insert(m.id.clone()) {
+            let source = m.source_session.as_ref().and_then(|k| t.sessions.get(k));
+            out.push(Known {
+                id: m.id.clone(),
+                text: collapse(&m.content),
+                origin: source.map(|(_, p)| p.clone()),
+                session: source.map(|(name, _)| name.clone()),
+            });
+        }
+    }
+    out
+}
+
+/// One memory found in an injected text: its text, and where it was
+/// learned when a listing said so.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Injected {
+    /// Its text (or the `- ` line, for a memory no listing showed).
+    pub text: String,
+    /// The project it was learned in.
+    pub origin: Option<String>,
+    /// The scenario session it was learned in.
+    pub session: Option<String>,
+}
+
+/// The memories an injected text holds, whatever its layout: each listed
+/// memory whose id, or whose text's first characters, it contains; then
+/// each `- ` line that no listed memory accounts for (its own text).
+pub fn injected_memories(text: &str, known: &[Known]) -> Vec<Injected> {
+    let flat = collapse(text);
+    let key = |k: &Known| k.text.chars().take(TEXT_KEY).collect::<String>();
+    let found: Vec<&Known> = known
+        .iter()
+        .filter(|k| flat.contains(&k.id) || (key(k).chars().count() >= TEXT_KEY_MIN && flat.contains(&key(k))))
+        .collect();
+    let mut out: Vec<Injected> = found
+        .iter()
+        .map(|k| Injected { text: k.text.clone(), origin: k.origin.clone(), session: k.session.clone() })
+        .collect();
+    for line in memory_lines(text) {
+        let line = collapse(line);
+        if !found.iter().any(|k| line.contains(&k.id) || line.contains(&key(k))) {
+            out.push(Injected { text: line, origin: None, session: None });
+        }
+    }
+    out
+}
+
 /// Judges one run (see the module docs).
 pub fn judge(s: &Scenario, t: &Trace) -> Measures {
     let mut m = Measures::default();
@@ -169,27 +246,57 @@ pub fn judge(s: &Scenario, t: &Trace) -> Measures {
         out
     };
     let global: Vec<&super::Lesson> = s.lessons.values().filter(|l| l.scope == Scope::Global).collect();
+    let known = known_memories(t);
     let mut windows: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     for e in &t.events {
-        let window = windows.entry(e.window).or_default();
-        for text in &e.injected {
-            window.extend(text.lines().map(str::to_owned));
-        }
-        // Leaks, at every event.
-        for text in &e.injected {
-            for line in text.lines() {
-                for l in s.lessons.values() {
-                    if !l.scope.allows(&e.project) && l.stated_by(line) {
-                        m.leaks.push(Leak {
-                            line: e.line,
-                            session: e.session.clone(),
-                            project: e.project.clone(),
-                            lesson: l.id.clone(),
-                            text: line.trim().to_owned(),
-                        });
-                    }
-                }
+        // What this event's hooks put into the context: every line, and every
+        // memory recognised in it (so a memory spread over lines still counts).
+        let memories: Vec<Injected> = e.injected.iter().flat_map(|x| injected_memories(x, &known)).collect();
+        let mut here: Vec<String> = e.injected.iter().flat_map(|x| x.lines().map(|l| l.trim().to_owned())).collect();
+        here.extend(memories.iter().map(|x| x.text.clone()));
+        windows.entry(e.window).or_default().extend(here.iter().cloned());
+        let window = &windows[&e.window];
+        // Leaks, at every event: each lesson that reached a project outside
+        // its scope, and each memory learned in another project that states
+        // no lesson allowed here.
+        for l in s.lessons.values() {
+            if l.scope.allows(&e.project) {
+                continue;
             }
+            if let Some(text) = here.iter().find(|x| l.stated_by(x)) {
+                m.leaks.push(Leak {
+                    line: e.line,
+                    session: e.session.clone(),
+                    project: e.project.clone(),
+                    lesson: l.id.clone(),
+                    text: text.clone(),
+                });
+            }
+        }
+        for mem in &memories {
+            let Some(origin) = &mem.origin else { continue };
+            if origin == &e.project || s.lessons.values().any(|l| l.stated_by(&mem.text)) {
+                // Its own project; or it states a lesson, whose scope
+                // decided above.
+                continue;
+            }
+            // A memory that states no lesson in full (half of one, or
+            // something else) may go where the lessons of its session may.
+            let planted_there = t
+                .plants
+                .iter()
+                .filter(|p| mem.session.as_deref() == Some(p.session.as_str()))
+                .filter_map(|p| s.lessons.get(&p.lesson));
+            if planted_there.into_iter().any(|l| l.scope.allows(&e.project)) {
+                continue;
+            }
+            m.leaks.push(Leak {
+                line: e.line,
+                session: e.session.clone(),
+                project: e.project.clone(),
+                lesson: format!("(a memory of {origin})"),
+                text: mem.text.clone(),
+            });
         }
         let Some(needs) = &e.needs else { continue };
         m.events += 1;
@@ -197,12 +304,10 @@ pub fn judge(s: &Scenario, t: &Trace) -> Measures {
         m.injected_chars += chars as u64;
         m.injections += u32::from(chars > 0);
         if needs.is_empty() {
-            let items: Vec<String> = e
-                .injected
+            let items: Vec<String> = memories
                 .iter()
-                .flat_map(|x| memory_lines(x))
-                .filter(|line| !global.iter().any(|g| g.stated_by(line)))
-                .map(str::to_owned)
+                .filter(|x| !global.iter().any(|g| g.stated_by(&x.text)))
+                .map(|x| x.text.clone())
                 .collect();
             m.noise.add(!items.is_empty());
             if !items.is_empty() {
@@ -315,6 +420,7 @@ mod tests {
             summary: String::new(),
             stacks: vec![],
             kinds: vec![],
+            harness: crate::driver::Harness::Claude,
             projects: BTreeMap::new(),
             lessons: [
                 ("pnpm".to_owned(), lesson("pnpm", &["pnpm"], web.clone())),
@@ -354,7 +460,20 @@ mod tests {
     }
 
     fn mem(text: &str) -> ListedMemory {
-        ListedMemory { id: "m".into(), content: text.into(), memory_type: "fact".into(), project: None }
+        // The ids the tests' injected lines use.
+        let id = match text {
+            t if t.starts_with("Use pnpm here") => "mem_1",
+            t if t.contains("concise") => "mem_2",
+            t if t.contains("Redis") => "mem_3",
+            _ => "mem_9",
+        };
+        ListedMemory {
+            id: id.into(),
+            content: text.into(),
+            memory_type: "fact".into(),
+            project: None,
+            source_session: Some("claude:learn".into()),
+        }
     }
 
     fn snap(after: usize, when: &str, mems: &[&str]) -> Snapshot {
@@ -409,6 +528,74 @@ mod tests {
         assert_eq!(m.events, 5);
         assert_eq!(m.injections, 3);
         assert_eq!(m.injected_chars, (ctx.len() + PREF.len() + GOTCHA.len()) as u64);
+    }
+
+    #[test]
+    fn injected_memories_are_found_by_id_or_text_whatever_the_layout() {
+        let known = vec![
+            Known {
+                id: "mem_01AB".into(),
+                text: "Start Redis with docker compose up -d redis before the tests.".into(),
+                origin: Some("api".into()),
+                session: None,
+            },
+            Known { id: "mem_01CD".into(), text: "Use pnpm.".into(), origin: None, session: None },
+        ];
+        let texts = |t: &str| -> Vec<String> { injected_memories(t, &known).into_iter().map(|x| x.text).collect() };
+        // Another layout: the text over two lines, no id, no bullet.
+        let wrapped = "<engram-context>\nRelevant:\n  Start Redis with docker compose\n  up -d redis before the tests.\n</engram-context>";
+        let found = injected_memories(wrapped, &known);
+        assert_eq!(found, [Injected { text: known[0].text.clone(), origin: Some("api".into()), session: None }]);
+        // A short text is only recognised by its id; a bullet no listing
+        // accounts for counts as a memory of its own.
+        let bullets = "- mem_01CD [convention] Use pnpm.\n- mem_zz [fact] Something else entirely.";
+        assert_eq!(texts(bullets), ["Use pnpm.", "- mem_zz [fact] Something else entirely."]);
+        assert!(texts("Use pnpm.").is_empty());
+    }
+
+    #[test]
+    fn a_memory_learned_in_another_project_leaks_unless_a_lesson_allows_it() {
+        let mut s = scenario();
+        let stack: Scope = Scope::Projects(["api".to_owned(), "web".to_owned()].into());
+        s.lessons.insert("vitest".into(), lesson("vitest", &["vitest"], stack));
+        let listed = |id: &str, text: &str| ListedMemory {
+            id: id.into(),
+            content: text.into(),
+            memory_type: "correction".into(),
+            project: None,
+            source_session: Some("claude:a1".into()),
+        };
+        let t = Trace {
+            events: vec![
+                ev(0, "a1", "api", 1, None, &[]),
+                ev(
+                    1,
+                    "w1",
+                    "web",
+                    2,
+                    None,
+                    &["- mem_a [correction] Never pip install here.", "- mem_b [c] Use vitest run."],
+                ),
+            ],
+            snapshots: vec![Snapshot {
+                after_events: 1,
+                when: "end of session a1".into(),
+                memories: vec![listed("mem_a", "Never pip install here."), listed("mem_b", "Use vitest run.")],
+            }],
+            sessions: [("claude:a1".to_owned(), ("a1".to_owned(), "api".to_owned()))].into(),
+            ..Trace::default()
+        };
+        let m = judge(&s, &t);
+        assert_eq!(m.leaks.len(), 1, "{:?}", m.leaks);
+        assert_eq!(
+            (m.leaks[0].lesson.as_str(), m.leaks[0].text.as_str()),
+            ("(a memory of api)", "Never pip install here.")
+        );
+        // When a1 planted the vitest lesson (allowed in web), its other
+        // memories may go to web as well.
+        let mut planted = t.clone();
+        planted.plants.push(PlantTrace { lesson: "vitest".into(), session: "a1".into(), after_events: 1 });
+        assert!(judge(&s, &planted).leaks.is_empty());
     }
 
     #[test]

@@ -151,6 +151,8 @@ pub struct Scenario {
     pub stacks: Vec<String>,
     /// Kinds of case (correction, compaction, forget, cross-project, ...).
     pub kinds: Vec<String>,
+    /// The harness its sessions are played in, unless a session names one.
+    pub harness: crate::driver::Harness,
     /// Projects by name.
     pub projects: BTreeMap<String, Project>,
     /// Lessons by name.
@@ -167,6 +169,7 @@ struct FileDoc {
     summary: String,
     stacks: Vec<String>,
     kinds: Vec<String>,
+    harness: Option<String>,
     projects: BTreeMap<String, ProjectDoc>,
     #[serde(default)]
     lessons: BTreeMap<String, LessonDoc>,
@@ -312,6 +315,12 @@ pub fn parse(name: &str, text: &str, templates: &Templates) -> Result<Scenario> 
             return Err(err!("unknown kind {k:?}; one of {KINDS:?}"));
         }
     }
+    let harness = match doc.harness.as_deref() {
+        None => crate::driver::Harness::Claude,
+        Some(h) => {
+            crate::driver::Harness::from_name(h).ok_or_else(|| err!("unknown harness {h:?}: claude or codex"))?
+        }
+    };
     let mut projects = BTreeMap::new();
     for (pname, p) in doc.projects {
         let mut files = BTreeMap::new();
@@ -362,6 +371,7 @@ pub fn parse(name: &str, text: &str, templates: &Templates) -> Result<Scenario> 
         summary: doc.summary,
         stacks: doc.stacks,
         kinds: doc.kinds,
+        harness,
         projects,
         lessons,
         traps,

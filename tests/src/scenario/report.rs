@@ -337,7 +337,7 @@ impl Summary {
         );
         let _ =
             writeln!(o, "  problems met                        {} ({} scenarios could not run)", t.problems, t.errors);
-        let _ = writeln!(o, "\nHooks (wall time of the installed command, as Claude Code runs it):");
+        let _ = writeln!(o, "\nHooks (wall time of the installed command, run as the harness runs it):");
         for (k, h) in &self.hooks {
             let _ = writeln!(o, "  {k:<20} {:>6} calls  p50 {:>6.1} ms  p95 {:>6.1} ms", h.calls, h.p50_ms, h.p95_ms);
         }

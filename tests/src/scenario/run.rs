@@ -10,8 +10,8 @@ use serde_json::json;
 
 use super::script::{Event, Outcome, Step, ToolStep};
 use super::{Result, Scenario};
-use crate::driver::claude::{Session, ToolUse};
-use crate::driver::{Binaries, HookCall, ListedMemory, SETTLE_TIMEOUT, World, err};
+use crate::driver::claude::ToolUse;
+use crate::driver::{Binaries, Harness, HookCall, ListedMemory, Player, SETTLE_TIMEOUT, World, err};
 
 /// How to play.
 #[derive(Clone, Copy, Debug)]
@@ -115,6 +115,8 @@ pub struct Trace {
     pub plants: Vec<PlantTrace>,
     /// Every hook run.
     pub hooks: Vec<HookTime>,
+    /// Each session's key (`claude:<id>`) → its name and project.
+    pub sessions: BTreeMap<String, (String, String)>,
     /// What went wrong on the way: a hook that failed, blocked or printed
     /// what a harness rejects; background work that did not settle.
     pub problems: Vec<String>,
@@ -123,6 +125,7 @@ pub struct Trace {
 }
 
 struct Played {
+    harness: Harness,
     id: String,
     cwd: PathBuf,
     transcript: PathBuf,
@@ -139,15 +142,16 @@ pub fn run(scenario: &Scenario, bins: &Binaries, opts: Options) -> Result<Trace>
     for (name, p) in &scenario.projects {
         roots.insert(name.clone(), world.project(&p.spec)?);
     }
-    let mut player = Player { world: &world, scenario, opts, trace: Trace::default(), windows: 0 };
+    let mut player = Runner { world: &world, scenario, opts, trace: Trace::default(), windows: 0 };
     player.trace.scenario = scenario.name.clone();
     let mut played: BTreeMap<String, Played> = BTreeMap::new();
     // The open session: its name, the driver's session, whether it started.
-    let mut current: Option<(String, Session<'_>, bool)> = None;
+    let mut current: Option<(String, Box<dyn Player + '_>, bool)> = None;
     for line in &scenario.script {
         let at = line.no;
         match &line.step {
-            Step::Session { name, project, worktree, subdir } => {
+            Step::Session { name, harness, project, worktree, subdir } => {
+                let harness = harness.as_deref().and_then(Harness::from_name).unwrap_or(scenario.harness);
                 let root = match worktree {
                     Some(w) => world.code_dir().join(w),
                     None => roots.get(project).ok_or_else(|| err!("unknown project {project}"))?.clone(),
@@ -158,11 +162,13 @@ pub fn run(scenario: &Scenario, bins: &Binaries, opts: Options) -> Result<Trace>
                 };
                 std::fs::create_dir_all(&cwd)?;
                 let id = session_uuid(&scenario.name, name);
-                let session = world.claude_session(&id, &cwd);
+                player.trace.sessions.insert(harness.session_key(&id), (name.clone(), project.clone()));
+                let session = world.session(harness, &id, &cwd);
                 player.windows += 1;
                 played.insert(
                     name.clone(),
                     Played {
+                        harness,
                         id,
                         cwd,
                         transcript: session.transcript().to_path_buf(),
@@ -175,7 +181,7 @@ pub fn run(scenario: &Scenario, bins: &Binaries, opts: Options) -> Result<Trace>
             }
             Step::Resume(name) => {
                 let p = played.get(name).ok_or_else(|| err!("line {at}: unknown session {name}"))?;
-                current = Some((name.clone(), Session::resume(&world, &p.id, &p.cwd)?, false));
+                current = Some((name.clone(), world.resume(p.harness, &p.id, &p.cwd, &p.transcript)?, false));
             }
             Step::End(reason) => {
                 let (name, mut s, _) = current.take().ok_or_else(|| err!("line {at}: no session"))?;
@@ -187,7 +193,7 @@ pub fn run(scenario: &Scenario, bins: &Binaries, opts: Options) -> Result<Trace>
                 let (name, s, started) = current.as_mut().ok_or_else(|| err!("line {at}: no session"))?;
                 if !*started {
                     let p = played.get_mut(name.as_str()).ok_or_else(|| err!("line {at}: unknown session"))?;
-                    player.event(s, p, name, at, &None, &Event::Start("startup".into()))?;
+                    player.event(s.as_mut(), p, name, at, &None, &Event::Start("startup".into()))?;
                     *started = true;
                 }
                 s.say(text)?;
@@ -241,10 +247,10 @@ pub fn run(scenario: &Scenario, bins: &Binaries, opts: Options) -> Result<Trace>
                 let (name, s, started) = current.as_mut().ok_or_else(|| err!("line {at}: no session"))?;
                 let p = played.get_mut(name.as_str()).ok_or_else(|| err!("line {at}: unknown session"))?;
                 if !*started && !matches!(event, Event::Start(_) | Event::Resume) {
-                    player.event(s, p, name, at, &None, &Event::Start("startup".into()))?;
+                    player.event(s.as_mut(), p, name, at, &None, &Event::Start("startup".into()))?;
                 }
                 *started = true;
-                player.event(s, p, name, at, needs, event)?;
+                player.event(s.as_mut(), p, name, at, needs, event)?;
             }
         }
     }
@@ -257,7 +263,7 @@ pub fn run(scenario: &Scenario, bins: &Binaries, opts: Options) -> Result<Trace>
     Ok(player.trace)
 }
 
-struct Player<'a> {
+struct Runner<'a> {
     world: &'a World,
     scenario: &'a Scenario,
     opts: Options,
@@ -265,11 +271,11 @@ struct Player<'a> {
     windows: usize,
 }
 
-impl Player<'_> {
+impl Runner<'_> {
     /// Plays one event and records it.
     fn event(
         &mut self,
-        s: &mut Session<'_>,
+        s: &mut dyn Player,
         p: &mut Played,
         session: &str,
         line: usize,
@@ -363,9 +369,7 @@ fn first_line(s: &str) -> String {
 
 /// A session's id: a UUID derived from the scenario and the session name.
 fn session_uuid(scenario: &str, session: &str) -> String {
-    let h = blake3::hash(format!("{scenario}\0{session}").as_bytes());
-    let hex: String = h.as_bytes()[..16].iter().map(|b| format!("{b:02x}")).collect();
-    format!("{}-{}-4{}-a{}-{}", &hex[..8], &hex[8..12], &hex[13..16], &hex[17..20], &hex[20..32])
+    crate::driver::derived_uuid(scenario, session, 0, '4')
 }
 
 /// The driver's tool call for a script's, paths made absolute from `cwd`.

@@ -58,11 +58,14 @@ impl Event {
 /// One step of a script.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
-    /// `session NAME PROJECT[@WORKTREE][/SUBDIR]`: a new session in a
-    /// project's folder (or one of its git worktrees).
+    /// `session NAME PROJECT[@WORKTREE][/SUBDIR] [HARNESS]`: a new session
+    /// in a project's folder (or one of its git worktrees), of the
+    /// scenario's harness or the one named.
     Session {
         /// The session's name in the script.
         name: String,
+        /// `claude` or `codex`, when named.
+        harness: Option<String>,
         /// The project.
         project: String,
         /// One of the project's worktrees (its folder) to start in.
@@ -216,7 +219,11 @@ fn parse_step(no: usize, line: &str) -> Result<Step> {
     match word {
         "session" => {
             let parts: Vec<&str> = rest.split_whitespace().collect();
-            let [name, place] = parts[..] else { return Err(bad(no, "session NAME PROJECT[@WORKTREE][/SUBDIR]")) };
+            let (name, place, harness) = match parts[..] {
+                [name, place] => (name, place, None),
+                [name, place, h @ ("claude" | "codex")] => (name, place, Some(h.to_owned())),
+                _ => return Err(bad(no, "session NAME PROJECT[@WORKTREE][/SUBDIR] [claude|codex]")),
+            };
             let (place, subdir) = match place.split_once('/') {
                 Some((p, s)) => (p, Some(s.to_owned())),
                 None => (place, None),
@@ -225,7 +232,7 @@ fn parse_step(no: usize, line: &str) -> Result<Step> {
                 Some((p, w)) => (p.to_owned(), Some(w.to_owned())),
                 None => (place.to_owned(), None),
             };
-            Ok(Step::Session { name: name.to_owned(), project, worktree, subdir })
+            Ok(Step::Session { name: name.to_owned(), harness, project, worktree, subdir })
         }
         "resume" => Ok(Step::Resume(one("session name")?)),
         "end" => Ok(Step::End(if rest.is_empty() { "prompt_input_exit".into() } else { one("reason")? })),
@@ -320,7 +327,7 @@ mod tests {
     #[test]
     fn a_script_reads_as_its_steps() {
         let s = parse(
-            "session one web@web-wt/src\n\
+            "session one web@web-wt/src codex\n\
              [-] start\n\
              > install it\n\
              | and test\n\
@@ -343,6 +350,7 @@ mod tests {
             steps[0],
             Step::Session {
                 name: "one".into(),
+                harness: Some("codex".into()),
                 project: "web".into(),
                 worktree: Some("web-wt".into()),
                 subdir: Some("src".into())

@@ -332,6 +332,7 @@ impl World {
             budget_chars: config.injection.budget_chars,
             require_match,
             explore_draw: 0.99,
+            context_reset_ms: None,
         };
         let r = rank::rank(
             self.journal.store(),
@@ -536,6 +537,7 @@ impl World {
             budget_chars: config.injection.budget_chars,
             require_match: false,
             explore_draw: 0.99,
+            context_reset_ms: None,
         };
         let r = rank::rank(self.journal.store(), &config, Some(ServingModel { model: &model, version }), &req).unwrap();
         let mean = |group: &str| {

@@ -36,6 +36,10 @@ use crate::rank::{self, RankRequest, RankedMemory, Ranking, ServingModel};
 use crate::store::Store;
 use crate::time::Ts;
 
+pub mod evidence;
+pub mod gate;
+pub mod stack;
+
 /// Previous-session prompts put into the session-start query.
 const PREVIOUS_PROMPTS: usize = 3;
 /// Previous-session files put into the session-start query.
@@ -46,7 +50,7 @@ const PROMPT_CHARS: usize = 300;
 const TOOL_ARG_CHARS: usize = 300;
 /// Tool input fields that say what a tool is pointed at.
 const SALIENT_ARGS: &[&str] =
-    &["file_path", "path", "filePath", "notebook_path", "command", "cmd", "pattern", "query", "url", "description"];
+    &["file_path", "path", "filePath", "notebook_path", "command", "cmd", "pattern", "query", "url"];
 
 /// What is known before the first prompt of a session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -96,6 +100,28 @@ impl SessionContext {
         Ok(SessionContext { project, name: None, tags: Vec::new(), cwd, branch, previous })
     }
 
+    /// What is known when `session` starts again on an emptied context (a
+    /// compaction, a clear): its own last prompts and files take the place
+    /// of the previous session's.
+    pub fn load_restart(
+        store: &Store,
+        project: Option<String>,
+        cwd: Option<String>,
+        branch: Option<String>,
+        session: &SessionKey,
+    ) -> Result<SessionContext> {
+        let last: Option<i64> = store
+            .conn()
+            .prepare_cached("SELECT last_event_ms FROM sessions WHERE session_key = ?1")
+            .and_then(|mut s| s.query_row([session.as_str()], |r| r.get(0)).optional())
+            .sql("read the session")?;
+        let previous = match last {
+            Some(ms) => Some(session_digest(store, session.as_str().to_owned(), ms)?),
+            None => None,
+        };
+        Ok(SessionContext { project, name: None, tags: Vec::new(), cwd, branch, previous })
+    }
+
     /// The query text (see the module docs).
     pub fn query(&self) -> String {
         let mut head: Vec<&str> = Vec::new();
@@ -138,6 +164,12 @@ fn previous_session(store: &Store, project: &str, current: Option<&SessionKey>) 
         })
         .sql("find the previous session")?;
     let Some((key, last_event_ms)) = row else { return Ok(None) };
+    session_digest(store, key, last_event_ms).map(Some)
+}
+
+/// A session's last prompts and files.
+fn session_digest(store: &Store, key: String, last_event_ms: i64) -> Result<PreviousSession> {
+    let conn = store.conn();
     let prompts: Vec<String> = conn
         .prepare_cached(
             "SELECT text FROM session_events
@@ -169,7 +201,36 @@ fn previous_session(store: &Store, project: &str, current: Option<&SessionKey>) 
             files.push(f);
         }
     }
-    Ok(Some(PreviousSession { key, last_event_ms, prompts, files }))
+    Ok(PreviousSession { key, last_event_ms, prompts, files })
+}
+
+/// Whether the predictor's status line is news for the agent at this session
+/// start: a model serves (warming, active or retraining after drift), and
+/// its state changed (a promotion, the end of cold start, a drift reset)
+/// after the last activity of any other session. Collecting and disabled
+/// are never news; `engram-scorer context` and the report always show it.
+pub fn status_is_news(store: &Store, state: &rank::PredictorState, current: Option<&SessionKey>) -> Result<bool> {
+    if !state.enabled || state.model_version.is_none() {
+        return Ok(false);
+    }
+    let conn = store.conn();
+    let changed: Option<i64> = conn
+        .prepare_cached(
+            "SELECT MAX(t) FROM (
+                SELECT MAX(promoted_ms) AS t FROM models
+                UNION ALL SELECT MAX(created_ms) FROM drift_resets
+                UNION ALL SELECT MIN(created_ms) FROM predictor_comparisons
+                    WHERE cold_start_exited = 1
+                      AND created_ms > COALESCE((SELECT MAX(created_ms) FROM drift_resets), -1))",
+        )
+        .and_then(|mut s| s.query_row([], |r| r.get(0)))
+        .sql("read when the predictor changed")?;
+    let Some(changed) = changed else { return Ok(false) };
+    let seen: Option<i64> = conn
+        .prepare_cached("SELECT MAX(last_event_ms) FROM sessions WHERE session_key != ?1")
+        .and_then(|mut s| s.query_row([current.map_or("", SessionKey::as_str)], |r| r.get(0)))
+        .sql("read the last session")?;
+    Ok(seen.is_none_or(|seen| changed > seen))
 }
 
 /// The query before a tool runs: its name and the salient fields of its input.
@@ -201,6 +262,50 @@ pub fn tool_query(tool: &str, input: &Value) -> String {
         _ => {}
     }
     out
+}
+
+/// Tools that only look (read, search, list, fetch): a shell tool whose
+/// command only looks ([`crate::shell::is_read_only`]) too.
+pub fn read_only_tool(tool: &str, input: &Value) -> bool {
+    if matches!(
+        tool,
+        "Read"
+            | "Grep"
+            | "Glob"
+            | "LS"
+            | "NotebookRead"
+            | "BashOutput"
+            | "TaskOutput"
+            | "WebSearch"
+            | "WebFetch"
+            | "ListMcpResourcesTool"
+            | "ReadMcpResourceTool"
+            | "read_file"
+            | "read_many_files"
+            | "list_directory"
+            | "glob"
+            | "grep"
+            | "search_file_content"
+            | "web_fetch"
+            | "google_web_search"
+            | "read"
+            | "list"
+            | "view_image"
+    ) {
+        return true;
+    }
+    let command = match input.get("command").or_else(|| input.get("cmd")) {
+        Some(Value::String(c)) => c.clone(),
+        Some(Value::Array(a)) => {
+            let words: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
+            match words.as_slice() {
+                [sh, flag, script, ..] if sh.ends_with("sh") && flag.starts_with('-') => (*script).to_owned(),
+                _ => words.join(" "),
+            }
+        }
+        _ => return false,
+    };
+    crate::shell::is_read_only(&command)
 }
 
 fn one_line(s: &str) -> String {
@@ -267,9 +372,11 @@ pub struct ServeRequest<'a> {
     pub session: Option<&'a SessionKey>,
     /// The session's project.
     pub project: Option<&'a str>,
+    /// The project's stack as detected now (`None`: the projection's).
+    pub stack: Option<&'a [String]>,
     /// Now.
     pub now: Ts,
-    /// Put the predictor's status line in the text (session start).
+    /// Put the predictor's status line in the text.
     pub status_line: bool,
     /// Uniform draw in `[0, 1)` for exploration.
     pub explore_draw: f32,
@@ -279,6 +386,36 @@ pub struct ServeRequest<'a> {
     /// The session's environment, when known (`shared::env`): prerequisites,
     /// tag relevance and affinity, memories of the same stack.
     pub env: Option<&'a crate::event::EnvDetected>,
+    /// The latest reset of the session's context the projection may not know
+    /// yet (ms): memories injected before it may be injected again.
+    pub context_reset_ms: Option<i64>,
+    /// A session start on an emptied context (after a compaction or a
+    /// clear): what was injected before the reset comes back first.
+    pub restart: bool,
+    /// Before a tool that only looks (reads, searches, lists): reading needs
+    /// no warning, so the floor is higher.
+    pub read_only: bool,
+}
+
+impl<'a> ServeRequest<'a> {
+    /// A request for `trigger` with `query` at `now`, outside any session.
+    pub fn new(trigger: &'a str, query: &'a str, now: Ts) -> ServeRequest<'a> {
+        ServeRequest {
+            trigger,
+            query,
+            session: None,
+            project: None,
+            stack: None,
+            now,
+            status_line: false,
+            explore_draw: 1.0,
+            unapplied: &[],
+            env: None,
+            context_reset_ms: None,
+            restart: false,
+            read_only: false,
+        }
+    }
 }
 
 /// A ranking and the text to inject.
@@ -291,6 +428,8 @@ pub struct Served {
     pub context: Option<String>,
     /// The injected memories, in order.
     pub injected: Vec<MemoryId>,
+    /// For each ranked item (same order), why it is not injected, when it is not.
+    pub verdicts: Vec<Option<String>>,
 }
 
 /// Most memories injected for `trigger` by the configuration.
@@ -303,7 +442,8 @@ pub fn k_for(config: &Config, trigger_: &str) -> usize {
     }
 }
 
-/// Ranks for the moment and builds the injected text (see the module docs).
+/// Ranks for the moment, keeps what clears the moment's floor (see
+/// [`gate`]), and builds the injected text (see the module docs).
 pub fn serve(
     store: &Store,
     config: &Config,
@@ -317,6 +457,7 @@ pub fn serve(
     let status_room = if req.status_line { 110 } else { 0 };
     let frame = format_context(&[], req.session, req.trigger, None).chars().count() + status_room;
     let budget = inj.budget_chars.min(inj.max_chars.saturating_sub(frame));
+    let k = k_for(config, req.trigger);
     let rank_req = RankRequest {
         query: req.query,
         query_embedding: None,
@@ -325,17 +466,47 @@ pub fn serve(
         trigger: req.trigger,
         now: req.now,
         tz,
-        k: k_for(config, req.trigger),
+        k,
         budget_chars: budget,
         require_match: req.trigger != trigger::SESSION_START,
         explore_draw: req.explore_draw,
+        context_reset_ms: req.context_reset_ms,
     };
     let mut ranking = rank::rank_after_in(store, config, model, &rank_req, req.env, req.unapplied)?;
     let status = req.status_line.then(|| ranking.state.status_line());
-    let mut chosen: Vec<usize> =
-        ranking.items.iter().enumerate().filter(|(_, it)| it.injected).map(|(i, _)| i).collect();
-    if req.trigger == trigger::SESSION_START {
-        scope_to_project(&ranking.items, &mut chosen, req.project, budget, rank_req.k);
+    let before_reset = match (req.restart, req.session) {
+        (true, Some(s)) => rank::shown_in_session(store, s)?,
+        _ => Default::default(),
+    };
+    let moment = gate::Moment::of(req.trigger, req.restart, req.read_only);
+    let others = ranking.items.iter().filter_map(|it| it.memory.project.as_deref());
+    let stacks = stack::Stacks::load(store, req.project, req.stack, others, moment == gate::Moment::SessionStart)?;
+    let gate = gate::Gate::new(&inj.floors, moment, req.project, &before_reset, &stacks, req.query, &ranking);
+    let verdicts: Vec<Result<(), String>> = ranking.items.iter().map(|it| gate.verdict(it)).collect();
+    let mut chosen: Vec<usize> = Vec::new();
+    let mut used = 0usize;
+    for (i, it) in ranking.items.iter().enumerate() {
+        if chosen.len() >= k {
+            break;
+        }
+        if verdicts[i].is_err() {
+            continue;
+        }
+        let cost = it.memory.content.chars().count() + ITEM_OVERHEAD;
+        if used + cost <= budget {
+            used += cost;
+            chosen.push(i);
+        }
+    }
+    // What exploration put in stays in, when it clears the floor.
+    if let Some(x) = ranking.items.iter().position(|it| it.explored && it.injected)
+        && verdicts[x].is_ok()
+        && !chosen.contains(&x)
+        && let Some(last) = chosen.pop()
+    {
+        let _ = last;
+        chosen.push(x);
+        chosen.sort_unstable();
     }
     // Safety net: drop from the end until the whole text fits.
     loop {
@@ -348,6 +519,7 @@ pub fn serve(
     }
     for (i, it) in ranking.items.iter_mut().enumerate() {
         it.injected = chosen.contains(&i);
+        it.explored &= it.injected;
     }
     for c in &mut ranking.served.candidates {
         c.injected = ranking.items.iter().any(|it| it.injected && it.memory.id == c.memory_id);
@@ -355,53 +527,21 @@ pub fn serve(
     let items: Vec<&RankedMemory> = chosen.iter().map(|&i| &ranking.items[i]).collect();
     let injected: Vec<MemoryId> = items.iter().map(|it| it.memory.id.clone()).collect();
     let context = (!items.is_empty()).then(|| format_context(&items, req.session, req.trigger, status.as_deref()));
-    Ok(Served { ranking, context, injected })
+    let verdicts = ranking
+        .items
+        .iter()
+        .zip(verdicts)
+        .map(|(it, v)| match v {
+            _ if it.injected => None,
+            Ok(()) => Some("below the cut (most memories per moment, or the character budget)".to_owned()),
+            Err(why) => Some(why),
+        })
+        .collect();
+    Ok(Served { ranking, context, injected, verdicts })
 }
 
 /// Per-memory cost in the budget (what [`rank`] counts: bullet, id, type).
 const ITEM_OVERHEAD: usize = 48;
-
-/// Evidence that a memory concerns the query (what [`rank`] requires at prompts).
-fn has_evidence(it: &RankedMemory) -> bool {
-    let s = &it.memory.signals;
-    s.bm25_score.is_some()
-        || s.neighbor_score > 0.0
-        || s.lexical_overlap >= 0.3
-        || it.memory.vector_similarity.is_some_and(|v| v >= 0.5)
-}
-
-/// At session start nothing points at a memory but the project: one learned
-/// in another project ("we use pnpm in this repo") is only injected when the
-/// session's context text matches it. Memories without a project and pinned
-/// ones stay eligible. Freed slots go to the next eligible memories, in
-/// order, within `k` and `budget`.
-fn scope_to_project(items: &[RankedMemory], chosen: &mut Vec<usize>, project: Option<&str>, budget: usize, k: usize) {
-    let here = |it: &RankedMemory| {
-        let m = &it.memory;
-        m.pinned || m.project.is_none() || m.project.as_deref() == project || m.signals.stack_match || has_evidence(it)
-    };
-    let before = chosen.len();
-    chosen.retain(|&i| here(&items[i]));
-    if chosen.len() == before {
-        return;
-    }
-    let cost = |it: &RankedMemory| it.memory.content.chars().count() + ITEM_OVERHEAD;
-    let mut used: usize = chosen.iter().map(|&i| cost(&items[i])).sum();
-    for (i, it) in items.iter().enumerate() {
-        if chosen.len() >= k {
-            break;
-        }
-        let m = &it.memory;
-        if chosen.contains(&i) || m.shown || m.superseded || m.content.is_empty() || !here(it) {
-            continue;
-        }
-        if used + cost(it) <= budget {
-            used += cost(it);
-            chosen.push(i);
-        }
-    }
-    chosen.sort_unstable();
-}
 
 /// The memory text as one line, without anything that could close the frame.
 fn clean(text: &str) -> String {
@@ -444,25 +584,6 @@ pub fn format_context(
     out
 }
 
-/// Why a candidate was not injected, for people.
-pub fn why_not(item: &RankedMemory, require_match: bool, project: Option<&String>) -> &'static str {
-    let m = &item.memory;
-    if let Some(why) = m.excluded {
-        why
-    } else if m.shown {
-        "already shown in this session"
-    } else if m.superseded {
-        "superseded or deprecated"
-    } else if require_match && !m.pinned && !has_evidence(item) {
-        "no evidence of relevance to the query"
-    } else if !require_match && !m.pinned && m.project.is_some() && !has_evidence(item) && m.project.as_ref() != project
-    {
-        "learned in another project, and the session context does not match it"
-    } else {
-        "below the cut (k or character budget)"
-    }
-}
-
 /// One candidate of a preview, for `--json` output.
 #[derive(Clone, Debug, Serialize)]
 pub struct PreviewItem {
@@ -481,7 +602,7 @@ pub struct PreviewItem {
     pub reasons: Vec<String>,
     /// Why it is not injected, when it is not.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub not_injected: Option<&'static str>,
+    pub not_injected: Option<String>,
     /// Fused score.
     pub score: f32,
     /// Baseline rank.
@@ -517,28 +638,27 @@ impl Preview {
     /// The preview of `served`, listing the injected memories and up to
     /// `extra` of the next best.
     pub fn new(served: &Served, trigger_: &str, query: &str, ctx: Option<SessionContext>, extra: usize) -> Preview {
-        let require_match = trigger_ != trigger::SESSION_START;
-        let project = ctx.as_ref().and_then(|c| c.project.clone());
         let mut shown_extra = 0;
         let items = served
             .ranking
             .items
             .iter()
-            .filter(|it| {
+            .zip(&served.verdicts)
+            .filter(|(it, _)| {
                 if it.injected {
                     return true;
                 }
                 shown_extra += 1;
                 shown_extra <= extra
             })
-            .map(|it| PreviewItem {
+            .map(|(it, verdict)| PreviewItem {
                 rank: it.rank,
                 id: it.memory.id.0.clone(),
                 memory_type: it.memory.memory_type.clone(),
                 text: it.memory.content.clone(),
                 injected: it.injected,
                 reasons: it.reasons.clone(),
-                not_injected: (!it.injected).then(|| why_not(it, require_match, project.as_ref())),
+                not_injected: verdict.clone(),
                 score: it.final_score,
                 baseline_rank: it.baseline_rank,
                 predictor_rank: it.predictor_rank,
@@ -580,7 +700,7 @@ impl Preview {
             if !it.reasons.is_empty() {
                 let _ = writeln!(out, "        why: {}", it.reasons.join("; "));
             }
-            if let Some(n) = it.not_injected {
+            if let Some(n) = &it.not_injected {
                 let _ = writeln!(out, "        not injected: {n}");
             }
         }
@@ -622,15 +742,11 @@ pub fn preview_session_start(
         model,
         &tz,
         &ServeRequest {
-            trigger: trigger::SESSION_START,
-            query: &query,
-            session: None,
             project: project.as_deref(),
-            now,
+            stack: Some(&env.stack),
             status_line: true,
-            explore_draw: 1.0,
-            unapplied: &[],
             env: Some(&env),
+            ..ServeRequest::new(trigger::SESSION_START, &query, now)
         },
     )?;
     Ok(Preview::new(&served, trigger::SESSION_START, &query, Some(ctx), extra))
@@ -722,6 +838,8 @@ mod tests {
         let mut config = Config::default();
         config.injection.budget_chars = 10_000;
         config.injection.prompt_k = 40;
+        // Every memory says the same: no floor, this is about the size cap.
+        config.injection.floors.prompt = 0.0;
         let session = SessionKey::new("claude", "s");
         let served = serve(
             j.store(),
@@ -729,22 +847,17 @@ mod tests {
             None,
             &jiff::tz::TimeZone::UTC,
             &ServeRequest {
-                trigger: trigger::PROMPT,
-                query: "how do we warm the cache",
                 session: Some(&session),
                 project: Some("web"),
-                now: Ts(100_000),
                 status_line: true,
-                explore_draw: 1.0,
-                unapplied: &[],
-                env: None,
+                ..ServeRequest::new(trigger::PROMPT, "how do we warm the cache", Ts(100_000))
             },
         )
         .unwrap();
         let text = served.context.unwrap();
         assert!(text.chars().count() <= 10_000, "{}", text.chars().count());
         assert!(text.starts_with(INJECTION_OPEN) && text.ends_with(INJECTION_CLOSE));
-        assert!(text.contains("[predictor: collecting"));
+        assert!(text.contains("[predictor: collecting"), "when asked for");
         assert!(text.contains("session claude:s"));
         assert!(served.injected.len() >= 5);
         let flagged: Vec<&MemoryId> =
@@ -764,17 +877,7 @@ mod tests {
             &Config::default(),
             None,
             &jiff::tz::TimeZone::UTC,
-            &ServeRequest {
-                trigger: trigger::PROMPT,
-                query: "tokens",
-                session: None,
-                project: None,
-                now: Ts(5_000),
-                status_line: false,
-                explore_draw: 1.0,
-                unapplied: &[],
-                env: None,
-            },
+            &ServeRequest { project: Some("web"), ..ServeRequest::new(trigger::PROMPT, "evil tokens", Ts(5_000)) },
         )
         .unwrap();
         let text = served.context.unwrap();

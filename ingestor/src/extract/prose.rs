@@ -1,0 +1,873 @@
+//! Reading what a person typed: sentences with their true boundaries, and
+//! what each one does (states a rule, asks for a task, asks a question,
+//! explains the sentence before it).
+//!
+//! A **rule** is how work should be done from now on ("Always run pnpm lint
+//! before committing", "We use pnpm here", "Tests must run serially",
+//! "Use uv, not pip"). A **request** is the task at hand ("Add a /health
+//! endpoint that always returns 200"): it opens with a task verb, or its
+//! "always"/"never" describes the thing to build (after "that", "which",
+//! "so it"…), and it is never stored as a convention.
+
+/// Words that open a request for the task at hand.
+const TASK_VERBS: &[&str] = &[
+    "add",
+    "create",
+    "implement",
+    "fix",
+    "write",
+    "build",
+    "refactor",
+    "update",
+    "remove",
+    "delete",
+    "rename",
+    "move",
+    "change",
+    "make",
+    "set",
+    "setup",
+    "investigate",
+    "look",
+    "check",
+    "find",
+    "show",
+    "explain",
+    "help",
+    "debug",
+    "generate",
+    "convert",
+    "port",
+    "improve",
+    "optimize",
+    "optimise",
+    "clean",
+    "document",
+    "review",
+    "bump",
+    "upgrade",
+    "install",
+    "deploy",
+    "migrate",
+    "replace",
+    "split",
+    "merge",
+    "extract",
+    "wire",
+    "hook",
+    "let's",
+    "lets",
+    "can",
+    "could",
+    "would",
+    "will",
+    "try",
+    "go",
+    "continue",
+    "start",
+    "finish",
+    "test",
+    "open",
+    "read",
+    "tell",
+    "give",
+    "list",
+    "summarize",
+    "summarise",
+    "draft",
+    "prepare",
+    "support",
+    "handle",
+    "introduce",
+    "integrate",
+    "include",
+    "get",
+];
+
+/// Sentence openers that state a rule (after discourse words are removed).
+const RULE_OPENERS: &[&str] = &[
+    "always ",
+    "never ",
+    "don't ",
+    "dont ",
+    "do not ",
+    "don't ever",
+    "avoid ",
+    "make sure ",
+    "ensure ",
+    "be sure ",
+    "remember to ",
+    "prefer ",
+    "stop ",
+    "no more ",
+    "from now on",
+    "going forward",
+    "in this repo",
+    "in this project",
+    "in this codebase",
+    "in this team",
+    "here we ",
+    "only use ",
+    "only run ",
+    "stick to ",
+    "stick with ",
+    "keep using ",
+    "you must ",
+    "you should ",
+    "you need to ",
+    "you have to ",
+    "you can't ",
+    "you cannot ",
+    "never ever",
+];
+
+/// `we …` openers that state how the project works.
+const WE_VERBS: &[&str] = &[
+    "use", "always", "never", "don't", "dont", "do", "prefer", "keep", "run", "must", "only", "avoid", "deploy", "pin",
+    "build", "test", "write", "put", "follow", "target", "ship", "stick", "rely", "release", "require", "can't",
+    "cannot", "lint", "format", "validate", "style", "squash", "rebase", "review", "generate", "store", "log",
+];
+
+/// Modal words that make a statement about the project a rule by themselves
+/// ("Tests must run serially").
+const MODALS: &[&str] = &["must", "mustn't", "shall"];
+
+/// Modal words that make a statement a rule only with a word of habit or a
+/// general subject ("should", "needs to"): "the logout handler should also
+/// clear the cookie" is the task at hand.
+const WEAK_MODALS: &[&str] = &["should", "shouldn't", "need", "needs", "has", "have", "requires", "require"];
+
+/// Words that make what is asked a one-off ("this time"): never a rule.
+const ONE_OFF: &[&str] = &["this time", "this once", "just once", "for this one", "today", "tomorrow", "right now"];
+
+/// Words after which "always"/"never" describe a thing rather than a habit.
+const DESCRIBING: &[&str] = &["that", "which", "who", "it", "so", "they", "to", "will", "would", "can"];
+
+/// Discourse words removed before a sentence is classified.
+const DISCOURSE: &[&str] = &[
+    "please",
+    "also",
+    "and",
+    "but",
+    "so",
+    "oh",
+    "ok",
+    "okay",
+    "by the way",
+    "one more thing",
+    "just",
+    "hey",
+    "plus",
+    "again",
+    "and please",
+    "now",
+    "then",
+    "ps",
+    "p.s.",
+];
+
+/// Openers that flag what follows as worth keeping ("FYI, the staging
+/// database is read-only"): a statement after one is a rule unless it asks
+/// for something.
+const FLAGS: &[&str] = &[
+    "fyi",
+    "btw",
+    "note:",
+    "note that",
+    "notice that",
+    "heads up",
+    "heads-up",
+    "keep in mind",
+    "remember:",
+    "remember that",
+    "important:",
+    "reminder:",
+    "be aware",
+    "be careful",
+    "careful",
+    "watch out",
+    "beware",
+    "gotcha:",
+    "caveat:",
+    "two things",
+    "two rules",
+    "three things",
+    "three rules",
+    "a few things",
+    "a couple of things",
+    "some rules",
+    "ground rules",
+];
+
+/// Correction openers of a user message that follows the agent's work.
+const CORRECTION_OPENERS: &[&str] = &[
+    "no",
+    "nope",
+    "nah",
+    "wrong",
+    "stop",
+    "wait",
+    "hold on",
+    "actually",
+    "that's wrong",
+    "that is wrong",
+    "that's not",
+    "that is not",
+    "thats not",
+    "not like that",
+    "not that",
+    "undo",
+    "revert",
+    "instead",
+    "don't",
+    "dont",
+    "do not",
+];
+
+/// Phrases that make a message a correction wherever they appear.
+const CORRECTION_ANYWHERE: &[&str] = &[
+    "i said",
+    "i told you",
+    "instead of",
+    "rather than",
+    "not what i",
+    "why did you",
+    "you shouldn't",
+    "you should not",
+];
+
+/// What a sentence does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// States how work should be done from now on.
+    Rule,
+    /// Asks for the task at hand.
+    Request,
+    /// Asks something.
+    Question,
+    /// Explains or elaborates the sentence before it.
+    Reason,
+    /// Thanks, acknowledgements, fragments, anything else.
+    Other,
+}
+
+/// Abbreviations whose final dot does not end a sentence.
+const ABBREVIATIONS: &[&str] = &["e.g.", "i.e.", "etc.", "vs.", "cf.", "approx.", "incl.", "no.", "fig.", "eg.", "ie."];
+
+/// Splits text into sentences: fenced code, quoted lines and tables are
+/// dropped, each line (a bullet, a paragraph) is split at `.`, `!` or `?`
+/// followed by a space, but not after an abbreviation, and `;` separates two
+/// sentences when both halves have four words or more.
+pub fn sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_code = false;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            in_code = !in_code;
+            continue;
+        }
+        if in_code || trimmed.starts_with('>') || trimmed.starts_with('|') || line.starts_with("    ") {
+            continue;
+        }
+        let body = strip_bullet(trimmed);
+        for s in split_line(body) {
+            out.extend(split_semicolon(&s));
+        }
+    }
+    out
+}
+
+/// The line without list markers ("- ", "* ", "> "); a marker must be followed
+/// by a space, so a leading flag (`--reuse-db`) stays.
+pub fn without_markers(line: &str) -> &str {
+    let mut l = line.trim_start();
+    while let Some(rest) = l.strip_prefix(['-', '*', '•', '+', '>'])
+        && (rest.is_empty() || rest.starts_with(char::is_whitespace))
+    {
+        l = rest.trim_start();
+    }
+    l
+}
+
+fn strip_bullet(line: &str) -> &str {
+    let l = without_markers(line);
+    // "1." / "2)" numbering.
+    let digits = l.chars().take_while(char::is_ascii_digit).count();
+    if digits > 0 && digits <= 3 {
+        let rest = &l[digits..];
+        if let Some(r) = rest.strip_prefix(". ").or_else(|| rest.strip_prefix(") ")) {
+            return r.trim_start();
+        }
+    }
+    l
+}
+
+fn split_line(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_tick = false;
+    let chars: Vec<char> = line.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        cur.push(c);
+        if c == '`' {
+            in_tick = !in_tick;
+        }
+        if in_tick || !matches!(c, '.' | '!' | '?') {
+            continue;
+        }
+        if !chars.get(i + 1).is_none_or(|n| n.is_whitespace()) {
+            continue;
+        }
+        let last_word = cur.rsplit(char::is_whitespace).next().unwrap_or("").to_lowercase();
+        // `./...` (Go's every package) and `e.g.` end no sentence.
+        let path_dots = last_word.ends_with("...") && last_word.contains('/');
+        if c == '.' && (ABBREVIATIONS.contains(&last_word.as_str()) || last_word.chars().count() == 2 || path_dots) {
+            continue;
+        }
+        let s = cur.trim().to_owned();
+        if !s.is_empty() {
+            out.push(s);
+        }
+        cur.clear();
+    }
+    let s = cur.trim().to_owned();
+    if !s.is_empty() {
+        out.push(s);
+    }
+    out
+}
+
+fn split_semicolon(s: &str) -> Vec<String> {
+    let parts: Vec<&str> = s.split("; ").collect();
+    if parts.len() < 2 || parts.iter().any(|p| word_count(p) < 4) {
+        return vec![s.to_owned()];
+    }
+    // "…; it breaks the lockfile": the second half explains the first.
+    if parts[1..].iter().any(|p| role(p) == Role::Reason) {
+        return vec![s.to_owned()];
+    }
+    // "We use pnpm; always run pnpm install first": one subject, one statement.
+    let subjects: Vec<std::collections::BTreeSet<String>> = parts.iter().map(|p| subject_words(p)).collect();
+    if subjects.iter().enumerate().any(|(i, a)| subjects[i + 1..].iter().any(|b| !a.is_disjoint(b))) {
+        return vec![s.to_owned()];
+    }
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let p = p.trim();
+            if i + 1 < parts.len() { format!("{}.", p.trim_end_matches(['.', ','])) } else { p.to_owned() }
+        })
+        .collect()
+}
+
+/// The words that say what a clause is about (four letters or more, or with
+/// a dot, slash or underscore), minus rule words.
+fn subject_words(s: &str) -> std::collections::BTreeSet<String> {
+    normalize(s)
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | ':' | '(' | ')' | '`' | '"'))
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned())
+        .filter(|w| {
+            (w.chars().count() >= 4 || w.contains(['.', '/', '_']))
+                && !matches!(
+                    w.as_str(),
+                    "always"
+                        | "never"
+                        | "must"
+                        | "should"
+                        | "before"
+                        | "after"
+                        | "first"
+                        | "with"
+                        | "this"
+                        | "that"
+                        | "here"
+                        | "when"
+                        | "make"
+                        | "sure"
+                        | "don't"
+                        | "dont"
+                        | "into"
+                        | "from"
+                        | "them"
+                        | "they"
+                )
+        })
+        .collect()
+}
+
+/// Number of words.
+pub fn word_count(s: &str) -> usize {
+    s.split_whitespace().count()
+}
+
+/// Lower case with typographic apostrophes made plain.
+pub fn normalize(s: &str) -> String {
+    s.to_lowercase().replace(['’', '‘'], "'")
+}
+
+/// The sentence without leading discourse words ("please", "also", "btw, "…),
+/// in lower case.
+pub fn core(s: &str) -> String {
+    let mut l = normalize(s.trim());
+    loop {
+        let before = l.len();
+        for d in DISCOURSE {
+            if let Some(rest) = l.strip_prefix(d)
+                && (rest.is_empty() || rest.starts_with([' ', ',', ':', '!', '-']))
+            {
+                l = rest.trim_start_matches([' ', ',', ':', '!', '-']).to_owned();
+            }
+        }
+        if l.len() == before {
+            break;
+        }
+    }
+    l
+}
+
+fn words(l: &str) -> Vec<&str> {
+    l.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')).collect()
+}
+
+/// What a sentence does (see the module docs).
+pub fn role(sentence: &str) -> Role {
+    let s = sentence.trim();
+    let plain = normalize(s);
+    if let Some(flag) = FLAGS.iter().find(|f| plain.starts_with(**f)) {
+        let rest = s.get(flag.len()..).unwrap_or("").trim_start_matches([' ', ',', ':', '-', '!']);
+        if word_count(rest) >= 3 {
+            return match role_of(rest) {
+                r @ (Role::Request | Role::Question) => r,
+                _ => Role::Rule,
+            };
+        }
+    }
+    role_of(s)
+}
+
+fn role_of(s: &str) -> Role {
+    if s.ends_with('?') {
+        return Role::Question;
+    }
+    let l = core(s);
+    let w = words(&l);
+    if w.len() < 3 {
+        return Role::Other;
+    }
+    if ONE_OFF.iter().any(|p| format!(" {l} ").contains(&format!(" {p}"))) {
+        return Role::Request;
+    }
+    let first = w[0];
+    if matches!(first, "because" | "since" | "otherwise" | "as" | "it" | "this" | "that" | "they" | "these" | "those")
+        || l.starts_with("that's why")
+        || l.starts_with("the reason")
+        || l.starts_with("that is why")
+    {
+        // "It breaks the lockfile" explains; "It must …" states a rule about it.
+        return if w.iter().take(4).any(|x| MODALS.contains(x) || matches!(*x, "always" | "never")) {
+            Role::Rule
+        } else {
+            Role::Reason
+        };
+    }
+    if matches!(first, "thanks" | "thank" | "great" | "perfect" | "nice" | "cool" | "good" | "lgtm" | "sure" | "yes") {
+        return Role::Other;
+    }
+    if RULE_OPENERS.iter().any(|p| l.starts_with(p)) {
+        return Role::Rule;
+    }
+    if first == "we" && w.get(1).is_some_and(|v| WE_VERBS.contains(v)) {
+        return Role::Rule;
+    }
+    if first == "our" && (l.contains(" is ") || l.contains(" are ") || l.contains(" convention")) {
+        return Role::Rule;
+    }
+    if matches!(first, "use" | "run" | "put" | "keep" | "name" | "call" | "style" | "write" | "place") {
+        return if contrast(&l) || habit(&l) || strong_habit(&l) { Role::Rule } else { Role::Request };
+    }
+    if TASK_VERBS.contains(&first) {
+        // "Add the index concurrently, never with a plain CREATE INDEX": an
+        // alternative named in its own clause makes the request a rule.
+        let alternative = [" instead of ", " rather than ", ", not ", ", never ", " - never ", " — never "]
+            .iter()
+            .any(|p| l.contains(p));
+        return if alternative && !describes(&w) { Role::Rule } else { Role::Request };
+    }
+    // A statement about the project with a modal: "Tests must run serially";
+    // a weak one ("should", "needs to") only with a word of habit.
+    let subject_ok = |p: usize| p > 0 && !w[..p].iter().any(|x| DESCRIBING.contains(x) && *x != "it");
+    if let Some(p) = w.iter().take(6).position(|x| MODALS.contains(x))
+        && subject_ok(p)
+    {
+        return Role::Rule;
+    }
+    if let Some(p) = w.iter().take(6).position(|x| WEAK_MODALS.contains(x))
+        && subject_ok(p)
+        && (strong_habit(&l) || matches!(w[0], "you" | "all" | "every" | "each" | "any"))
+        && (!matches!(w[p], "need" | "needs" | "has" | "have") || w.get(p + 1) == Some(&"to"))
+    {
+        return Role::Rule;
+    }
+    // "Handlers go in internal/http, not main.go": where things belong.
+    if [" go in ", " goes in ", " live in ", " lives in ", " belong in ", " belongs in ", " go into ", " go under "]
+        .iter()
+        .any(|p| l.contains(p))
+    {
+        return Role::Rule;
+    }
+    if strong_habit(&l) && !describes(&w) {
+        return Role::Rule;
+    }
+    if quirk(&l) {
+        return Role::Rule;
+    }
+    Role::Other
+}
+
+/// Words that make any statement a standing rule.
+fn strong_habit(l: &str) -> bool {
+    [
+        " always",
+        " never",
+        " every time",
+        " each time",
+        " whenever",
+        " from now on",
+        " going forward",
+        " in this repo",
+        " in this project",
+        " in this codebase",
+        " in our ",
+        " on this machine",
+        " anywhere",
+        " everywhere",
+        // A rule carried over from elsewhere: "same as in the docs portal:".
+        " same as in",
+        " same as the",
+        " same rule",
+        " like in the",
+        " like in our",
+    ]
+    .iter()
+    .any(|p| format!(" {l}").contains(p))
+}
+
+/// "instead of", "not X", "rather than", "over": a choice between two ways.
+fn contrast(l: &str) -> bool {
+    [" instead", " not ", ", not", " rather than", " over ", " never ", " only ", "n't ", " no "]
+        .iter()
+        .any(|p| l.contains(p))
+        || l.ends_with(" not")
+}
+
+/// Words that make an instruction a standing habit.
+fn habit(l: &str) -> bool {
+    [
+        " always",
+        " never",
+        " before ",
+        " after every",
+        " every time",
+        " each time",
+        " whenever",
+        " first",
+        " from now on",
+        " going forward",
+        " in this repo",
+        " in this project",
+        " here",
+        " for all ",
+        " for every ",
+        " everywhere",
+        " must ",
+    ]
+    .iter()
+    .any(|p| format!(" {l}").contains(p))
+}
+
+/// Whether the first "always"/"never" follows a word that makes it describe
+/// the thing asked for ("… that always returns 200").
+fn describes(w: &[&str]) -> bool {
+    match w.iter().position(|x| matches!(*x, "always" | "never")) {
+        Some(p) if p > 0 => {
+            DESCRIBING.contains(&w[p - 1]) || w[..p].iter().rev().take(3).any(|x| DESCRIBING.contains(x))
+        }
+        _ => false,
+    }
+}
+
+/// Environment quirks a user states: "X only works with Y", "X requires Y".
+fn quirk(l: &str) -> bool {
+    [
+        " only works",
+        " doesn't work",
+        " does not work",
+        " won't work",
+        " is broken",
+        " requires ",
+        " is required",
+        " needs to be",
+        " has to be",
+        " must be",
+        " is not allowed",
+        " isn't allowed",
+        " is read-only",
+        " is read only",
+        " runs on port",
+        " listens on",
+    ]
+    .iter()
+    .any(|p| l.contains(p))
+}
+
+/// Whether a user message following the agent's work corrects it, judging
+/// by its first sentence (openers) or anywhere ("I said", "instead of").
+pub fn is_correction(first_sentence: &str, whole: &str) -> bool {
+    let l = core(first_sentence);
+    let opens = CORRECTION_OPENERS.iter().any(|p| {
+        l.strip_prefix(p).is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', ',', '.', '!', ':', '-', '—']))
+    });
+    let w = normalize(whole);
+    opens || CORRECTION_ANYWHERE.iter().any(|p| w.contains(p))
+}
+
+/// The sentence without its correction opener ("No, " "Actually, " "Wrong: ").
+pub fn strip_correction_opener(s: &str) -> &str {
+    let lower = normalize(s);
+    for p in [
+        "no no",
+        "nope",
+        "nah",
+        "no",
+        "wrong",
+        "actually",
+        "wait",
+        "hold on",
+        "stop",
+        "not like that",
+        "not that",
+        "that's wrong",
+        "that is wrong",
+    ] {
+        if let Some(rest) = lower.strip_prefix(p)
+            && rest.starts_with([',', '.', '!', ':', '-', '—', ' '])
+        {
+            let cut = s.len() - rest.len();
+            if s.is_char_boundary(cut) {
+                return s[cut..].trim_start_matches([',', '.', '!', ':', '-', '—', ' ']);
+            }
+        }
+    }
+    s
+}
+
+/// Openers that add nothing to a statement kept as a memory.
+const FILLER: &[&str] = &[
+    "and",
+    "also",
+    "but",
+    "so",
+    "plus",
+    "oh",
+    "ok",
+    "okay",
+    "right",
+    "well",
+    "again",
+    "btw",
+    "by the way",
+    "fyi",
+    "please",
+    "just",
+    "now",
+    "as i said",
+    "like i said",
+    "i said",
+    "i told you",
+    "remember",
+    "reminder",
+    "note",
+    "important",
+    "heads up",
+    "two things",
+    "two rules",
+    "three things",
+    "three rules",
+    "a few things",
+    "some rules",
+    "ground rules",
+];
+
+/// The statement without openers that add nothing ("And", "Again:", "I
+/// told you,", "Two rules here:"), in its own case.
+pub fn without_filler(s: &str) -> &str {
+    let mut rest = s.trim();
+    // "Same as in the docs portal: components with hooks need …".
+    let lower = normalize(rest);
+    if (lower.starts_with("same as") || lower.starts_with("like in"))
+        && let Some(colon) = rest.find(':')
+        && word_count(&rest[..colon]) <= 8
+        && word_count(&rest[colon + 1..]) >= 3
+    {
+        rest = rest[colon + 1..].trim_start();
+    }
+    loop {
+        let lower = normalize(rest);
+        let before = rest.len();
+        for f in FILLER {
+            let Some(after) = lower.strip_prefix(f) else { continue };
+            let after = after.strip_prefix(" here").unwrap_or(after);
+            if after.is_empty() || !after.starts_with([' ', ',', ':', '!', '-', '—']) {
+                continue;
+            }
+            let cut = rest.len() - after.len();
+            if let Some(r) = rest.get(cut..) {
+                let r = r.trim_start_matches([' ', ',', ':', '!', '-', '—']);
+                if word_count(r) >= 3 {
+                    rest = r;
+                }
+            }
+            break;
+        }
+        if rest.len() == before {
+            return rest;
+        }
+    }
+}
+
+/// Whether the sentence opens with a negation ("Don't…", "Never…", "Not…").
+pub fn is_negative(s: &str) -> bool {
+    let l = core(s);
+    let l = l.strip_prefix("we ").or_else(|| l.strip_prefix("you ")).unwrap_or(&l);
+    ["don't", "dont", "do not", "never", "not ", "no ", "stop ", "avoid ", "can't", "cannot", "shouldn't", "mustn't"]
+        .iter()
+        .any(|p| l.starts_with(p))
+}
+
+/// Whether a rule is the user's own way of working, for every project: it
+/// speaks of "I"/"me"/"my" and names no project, path or command ("Don't end
+/// with a summary of what you changed, I read the diff").
+pub fn is_personal(s: &str) -> bool {
+    let l = normalize(s);
+    let w = words(&l);
+    let personal = w.iter().any(|x| matches!(*x, "i" | "me" | "my" | "i'm" | "i've" | "i'll" | "myself"));
+    let local = ["here", "this repo", "this project", "this codebase", "this service", "this app", "in our"]
+        .iter()
+        .any(|p| format!(" {l} ").contains(&format!(" {p}")))
+        || w.iter().any(|x| matches!(*x, "here" | "repo" | "project" | "codebase"));
+    // "in my rust projects", "in my go services": a rule of a kind of project.
+    let scoped = w.iter().any(|x| {
+        matches!(*x, "projects" | "repos" | "repositories" | "services" | "apps" | "crates" | "packages" | "modules")
+    });
+    personal
+        && !local
+        && !scoped
+        && !s.contains('`')
+        && !s.split_whitespace().any(|x| x.contains(['/', '_', '=']) || x.contains("::"))
+}
+
+/// Whether the sentence names the alternative ("we use X", "use X", "X instead").
+pub fn is_alternative(s: &str) -> bool {
+    let l = core(s);
+    l.starts_with("we use") || l.starts_with("use ") || l.starts_with("run ") || l.contains("instead")
+}
+
+/// Whether the sentence refers back without naming what it is about.
+pub fn leans_on_context(s: &str) -> bool {
+    let l = core(s);
+    let w = words(&l);
+    // "Same rule in all my rust projects."
+    (w.first() == Some(&"same") && w.get(1).is_some_and(|x| matches!(*x, "rule" | "for" | "here" | "goes")))
+        || w.iter().take(4).any(|x| matches!(*x, "it" | "that" | "this" | "them" | "those" | "there"))
+            && !s.contains('`')
+            && !w.iter().any(|x| x.contains(['.', '_', '/']) || x.contains("::"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentence_boundaries() {
+        assert_eq!(
+            sentences("No, use pnpm. We never use npm here!\n```\nnpm i\n```\nok?"),
+            vec!["No, use pnpm.", "We never use npm here!", "ok?"]
+        );
+        assert_eq!(sentences("Use e.g. `pnpm i` here. Done."), vec!["Use e.g. `pnpm i` here.", "Done."]);
+        assert_eq!(sentences("- always run lint\n- never push to main"), vec!["always run lint", "never push to main"]);
+        assert_eq!(
+            sentences("Always run pnpm lint before committing; tests go in the tests/unit folder."),
+            vec!["Always run pnpm lint before committing.", "tests go in the tests/unit folder."]
+        );
+        assert_eq!(
+            sentences("Use pnpm, not npm; it breaks the lockfile otherwise."),
+            vec!["Use pnpm, not npm; it breaks the lockfile otherwise."]
+        );
+        assert_eq!(sentences("Run `make gen. then` twice."), vec!["Run `make gen. then` twice."]);
+    }
+
+    #[test]
+    fn rules_requests_and_the_rest() {
+        for rule in [
+            "Always run pnpm lint before committing.",
+            "Never edit the generated files in src/gen.",
+            "We use pnpm in this repo.",
+            "Please don't touch the migrations folder.",
+            "Use uv, not pip.",
+            "Use pnpm instead of npm.",
+            "Tests must run serially because they share one database.",
+            "Also, make sure the server is running before the e2e tests.",
+            "Run docker compose up -d redis before the tests.",
+            "The staging database is read-only.",
+            "In this repo the API listens on 8080.",
+        ] {
+            assert_eq!(role(rule), Role::Rule, "{rule}");
+        }
+        for request in [
+            "Add a /health endpoint that always returns 200.",
+            "Please fix the flaky login test.",
+            "Create a script that never exits on error.",
+            "Use the new client in the handler.",
+            "Run the tests.",
+            "Can you make the build faster.",
+        ] {
+            assert_eq!(role(request), Role::Request, "{request}");
+        }
+        assert_eq!(role("Why is the build slow?"), Role::Question);
+        assert_eq!(role("It breaks the lockfile."), Role::Reason);
+        assert_eq!(role("Thanks, that works."), Role::Other);
+    }
+
+    #[test]
+    fn corrections() {
+        assert!(is_correction("No, use pnpm.", "No, use pnpm."));
+        assert!(is_correction("Actually, the port is 5173.", ""));
+        assert!(is_correction("I said to use pnpm.", "I said to use pnpm."));
+        assert!(!is_correction("Nothing else to do.", "Nothing else to do."));
+        assert!(!is_correction("Notice the spacing.", "Notice the spacing."));
+        assert_eq!(strip_correction_opener("No, don't use npm here."), "don't use npm here.");
+        assert_eq!(strip_correction_opener("Nope. Use pnpm."), "Use pnpm.");
+        assert_eq!(strip_correction_opener("Nothing to add."), "Nothing to add.");
+        assert!(leans_on_context("Run it with --runInBand."));
+        assert!(is_personal("Don't end with a summary of what you changed, I read the diff."));
+        assert!(!is_personal("I told you, we use pnpm here."));
+        assert!(!is_personal("Run `cargo nextest run` in my projects."));
+        assert!(!is_personal("Cargo nextest run in my rust projects, not cargo test."));
+        assert!(is_negative("We don't use an ORM here."));
+        assert_eq!(without_filler("And don't log it twice."), "don't log it twice.");
+        assert_eq!(without_filler("Again: never latest in our Dockerfiles."), "never latest in our Dockerfiles.");
+        assert_eq!(without_filler("I told you, cargo nextest run here."), "cargo nextest run here.");
+        assert_eq!(without_filler("Two rules here: never raise the MSRV."), "never raise the MSRV.");
+        assert_eq!(without_filler("Andrew owns the build."), "Andrew owns the build.");
+        assert_eq!(
+            without_filler("same as in the docs portal: components with hooks need \"use client\" as the first line."),
+            "components with hooks need \"use client\" as the first line."
+        );
+        assert!(leans_on_context("same rule in all my rust projects."));
+        assert_eq!(without_markers("- * always lint"), "always lint");
+        assert_eq!(without_markers("--reuse-db, like in the crm."), "--reuse-db, like in the crm.");
+        assert!(!leans_on_context("Run `pnpm test` with --runInBand."));
+    }
+}
