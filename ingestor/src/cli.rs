@@ -17,9 +17,10 @@ use shared::time::Ts;
 use crate::adapter::WRITER;
 use crate::adapters::Harness;
 use crate::error::{EngramContext, Error};
-use crate::memories::{self, MemoryChange, NewMemory};
+use crate::memories::{self, MemoryChange, NewMemory, Saved};
 use crate::scan::{self, ScanOptions};
 use crate::{render, tapes};
+use shared::env::ops as env_ops;
 
 /// `engram-ingestor`: records agent sessions as tapes, keeps memories.
 #[derive(Debug, Parser)]
@@ -61,6 +62,18 @@ pub enum Command {
     Install(InstallArgs),
     /// Remove exactly what install added.
     Uninstall(InstallArgs),
+    /// Merge conceptual duplicates (seed 000's dedup pipeline; an LLM judge only if configured).
+    Dedup {
+        /// Report what would be merged; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// At most this many passes (default: knowledge.dedup.max_passes).
+        #[arg(long)]
+        max_passes: Option<u32>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Record a session no adapter covers: run a command (`record -- CMD ARGS…`) or read a transcript (`--stdin`).
     Record {
         /// Read a transcript from stdin (seed 003 tape lines, or plain text).
@@ -157,6 +170,9 @@ pub struct InstallArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Claude Code: do not add the plugin with the /remember, /recall, /stash… skills.
+    #[arg(long)]
+    pub no_plugin: bool,
     /// Also run engram-trainer every 30 minutes: a systemd user timer, or a
     /// crontab line (default: systemd when `systemctl --user` answers). `uninstall` removes it.
     #[arg(long, value_name = "KIND", num_args = 0..=1, default_missing_value = "auto")]
@@ -203,7 +219,7 @@ pub enum MemoryCommand {
     Add {
         /// The text.
         text: String,
-        /// Type: fact, decision, preference, pattern, issue, context, correction, convention, gotcha, struggle.
+        /// Type: fact, decision, preference, pattern, issue, context, discovery, correction, convention, gotcha, struggle.
         #[arg(long = "type", default_value = "fact")]
         memory_type: String,
         /// 0..=1.
@@ -218,6 +234,12 @@ pub enum MemoryCommand {
         /// Pin it: always a candidate.
         #[arg(long)]
         pin: bool,
+        /// A memory it derives from (a `derives_from` edge); repeatable.
+        #[arg(long = "source", value_name = "ID")]
+        sources: Vec<String>,
+        /// Save it as given: no duplicate or conflict check, no graph edges.
+        #[arg(long)]
+        no_check: bool,
     },
     /// Change a memory's text, type, importance, tags or project.
     Update {
@@ -238,11 +260,32 @@ pub enum MemoryCommand {
         /// New project.
         #[arg(long)]
         project: Option<String>,
+        /// Its only category from now on (a path such as development/frontend/react).
+        #[arg(long)]
+        category: Option<String>,
+        /// Its prerequisites, whole, as JSON: {"os": [...], "repos": [...], "paths": [...],
+        /// "mcp_servers": [...], "tags": [...]} ("{}" clears them).
+        #[arg(long, value_name = "JSON")]
+        prerequisites: Option<String>,
+    },
+    /// Add a memory to categories or remove it from them.
+    Categorize {
+        /// Memory id.
+        id: String,
+        /// A category path to join; repeatable.
+        #[arg(long = "add", value_name = "PATH")]
+        add: Vec<String>,
+        /// A category path to leave; repeatable.
+        #[arg(long = "remove", value_name = "PATH")]
+        remove: Vec<String>,
     },
     /// Pin a memory.
     Pin {
         /// Memory id.
         id: String,
+        /// Pin it only where these prerequisites hold (JSON, as for `update`).
+        #[arg(long, value_name = "JSON")]
+        prerequisites: Option<String>,
     },
     /// Unpin a memory.
     Unpin {
@@ -286,6 +329,9 @@ pub enum MemoryCommand {
         /// Only this project.
         #[arg(long)]
         project: Option<String>,
+        /// Only memories in this category or below it.
+        #[arg(long)]
+        category: Option<String>,
         /// Only this type.
         #[arg(long = "type")]
         memory_type: Option<String>,
@@ -303,6 +349,65 @@ pub enum MemoryCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    // Seed 004's memory model (`shared::knowledge`).
+    /// The observation buffer: memories staged as conflicts or awaiting curation.
+    Staging {
+        /// Only this status: needs_clarification, pending, persisted, discarded.
+        #[arg(long)]
+        status: Option<String>,
+        /// Only this project.
+        #[arg(long)]
+        project: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Resolve a staged conflict: merge, keep_both, replace or skip.
+    Resolve {
+        /// The staged memory (obs_…).
+        id: String,
+        /// merge, keep_both, replace or skip.
+        #[arg(long)]
+        action: String,
+        /// Resolve against this memory instead of the one it was flagged against.
+        #[arg(long, value_name = "ID")]
+        existing: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The knowledge graph around a memory (breadth-first, both directions).
+    Graph {
+        /// Memory id.
+        id: String,
+        /// Edges away from it at most (1..=10).
+        #[arg(long, default_value_t = 5)]
+        depth: u32,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add an edge: FROM derives_from|leads_to|supports|contradicts|refines|supersedes TO.
+    Link {
+        /// Source memory.
+        from: String,
+        /// Target memory.
+        to: String,
+        /// The relation.
+        #[arg(long)]
+        relation: String,
+        /// Confidence, 0..=1.
+        #[arg(long, default_value_t = 1.0)]
+        strength: f32,
+    },
+    /// Remove an edge by id (see `memory graph`).
+    Unlink {
+        /// Edge id (edge_…).
+        id: String,
     },
 }
 
@@ -334,8 +439,29 @@ pub enum TapesCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Check every checksum; print each problem as file:offset: what.
-    Verify,
+    /// Check every checksum; print each problem as file:offset: what. With
+    /// DIR, check the other homes' folders of a shared directory instead.
+    Verify {
+        /// A shared directory (a repository, its `.engram/`, or a tape folder).
+        dir: Option<PathBuf>,
+    },
+    /// Team sharing: seal, then mirror this home's sealed segments into
+    /// `DIR/.engram/tapes/<home id>/` (or `DIR/tapes/<home id>/` when DIR has
+    /// no `.engram/`), to commit with git.
+    Export {
+        /// A repository (its `.engram/` is used when it exists) or a shared directory.
+        dir: PathBuf,
+    },
+    /// Team sharing: add the sessions and memories of every other home's
+    /// folder in DIR (after a `git pull`), or of a tape folder copied from
+    /// another data home. Importing again adds nothing.
+    Import {
+        /// A repository, its `.engram/`, or a tape folder.
+        dir: PathBuf,
+    },
+    /// Make a damaged log usable again: each unreadable frame becomes a
+    /// `tape.lost` event; the damaged bytes are kept in `tapes/quarantine/`.
+    Repair,
 }
 
 fn parse_harness(s: &str) -> Result<Harness, String> {
@@ -483,7 +609,29 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
                 }
                 Ok(0)
             }
-            Some(TapesCommand::Verify) => {
+            Some(TapesCommand::Verify { dir: Some(dir) }) => {
+                let reports = shared::share::verify(&env.paths, &dir).context("verify the shared tapes")?;
+                shared_report(env, &reports, "verified")
+            }
+            Some(TapesCommand::Export { dir }) => {
+                std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+                let mut journal = shared::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
+                let r = shared::share::export(&mut journal, &dir).context("export the tapes")?;
+                env.line(&format!(
+                    "{}: {} segment(s), {} copied, {} removed; commit it with git",
+                    r.folder.display(),
+                    r.segments,
+                    r.copied,
+                    r.removed
+                ))?;
+                Ok(0)
+            }
+            Some(TapesCommand::Import { dir }) => {
+                let mut journal = shared::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
+                let reports = shared::share::import(&mut journal, &dir).context("import the tapes")?;
+                shared_report(env, &reports, "imported")
+            }
+            Some(TapesCommand::Verify { dir: None }) => {
                 let report = tapes::verify(&env.paths)?;
                 for p in &report.problems {
                     env.line(&format!("{}:{}: {}", p.file.display(), p.offset, p.what))?;
@@ -495,6 +643,40 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
                     "ok: {} segment(s), {} frame(s), every checksum verified",
                     report.segments, report.frames
                 ))?;
+                for q in &report.quarantined {
+                    env.line(&format!("kept in quarantine (bytes recovery or repair cut): {}", q.display()))?;
+                }
+                Ok(0)
+            }
+            Some(TapesCommand::Repair) => {
+                let report = tapes::repair(&env.paths, env.now)?;
+                for r in &report.lost {
+                    let what = if r.last_lsn < r.first_lsn {
+                        "no whole frame".to_owned()
+                    } else {
+                        format!("lsn {}..={} replaced by tape.lost events", r.first_lsn, r.last_lsn)
+                    };
+                    env.line(&format!(
+                        "{}: {}: {what}; bytes kept in {}",
+                        r.file.display(),
+                        r.reason,
+                        r.quarantine.display()
+                    ))?;
+                }
+                for u in &report.unrepaired {
+                    env.line(&format!("not repaired: {u}"))?;
+                }
+                if !report.unrepaired.is_empty() {
+                    return Err(Error::Damaged { problems: report.unrepaired.len() });
+                }
+                if report.lost.is_empty() {
+                    env.line("nothing to repair")?;
+                } else {
+                    env.line(&format!(
+                        "repaired: {} frame(s) lost; `engram-ingestor tapes verify` should now pass",
+                        report.frames_lost()
+                    ))?;
+                }
                 Ok(0)
             }
         },
@@ -536,6 +718,18 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
             }
             Ok(0)
         }
+        Command::Dedup { dry_run, max_passes, json } => {
+            let config = Config::load(&env.paths.config()).context("read the configuration")?;
+            let mut journal = shared::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
+            let opts = crate::dedup_run::DedupOptions { dry_run, max_passes };
+            let report = crate::dedup_run::run(&mut journal, &config, &opts, env.now)?;
+            if json {
+                env.json(&report)?;
+            } else {
+                env.write(&crate::dedup_run::render(&report))?;
+            }
+            Ok(0)
+        }
         Command::Install(args) => install(args, env, true),
         Command::Uninstall(args) => install(args, env, false),
         Command::Hook { event: HookTarget::Ingest, .. } => {
@@ -568,6 +762,7 @@ fn install(args: InstallArgs, env: &mut Env<'_>, add: bool) -> Result<u8, Error>
         bin_dir: bin_dir(args.bin_dir)?,
         engram_home: std::env::var_os("ENGRAM_HOME").filter(|v| !v.is_empty()).map(PathBuf::from),
         dirs: crate::install::HarnessDirs::from_env()?,
+        plugin: !args.no_plugin,
     };
     let mut report =
         if add { crate::install::install(&env.paths, &opts)? } else { crate::install::uninstall(&env.paths, &opts)? };
@@ -642,6 +837,12 @@ fn scan(args: ScanArgs, env: &mut Env<'_>, shutdown: &Shutdown) -> Result<u8, Er
     Ok(if summary.interrupted { 130 } else { 0 })
 }
 
+fn parse_prerequisites(json: &str) -> Result<shared::env::prereq::Prerequisites, Error> {
+    let v: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| Error::InvalidArgument(format!("--prerequisites is not JSON: {e}")))?;
+    Ok(env_ops::parse_prerequisites(&v)?)
+}
+
 fn session_arg(session: Option<String>) -> Result<Option<shared::ids::SessionKey>, Error> {
     session
         .map(|s| shared::memory_ops::parse_session(&s).map_err(|e| Error::InvalidArgument(format!("--session: {e}"))))
@@ -669,17 +870,63 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
     let mut journal = shared::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
     let j = &mut journal;
     match command {
-        MemoryCommand::Add { text, memory_type, importance, project, tags, pin } => {
-            let id = memories::add(j, NewMemory { text, memory_type, importance, project, tags, pinned: pin }, now)?;
-            env.line(id.as_str())?;
+        MemoryCommand::Add { text, memory_type, importance, project, tags, pin, sources, no_check } => {
+            let new = NewMemory { text, memory_type, importance, project, tags, pinned: pin };
+            if no_check {
+                let id = memories::add(j, new, now)?;
+                env.line(id.as_str())?;
+                return Ok(0);
+            }
+            let config = Config::load(&env.paths.config()).context("read the configuration")?;
+            match memories::save(j, &config, new, &sources, now)? {
+                Saved::Added { id, .. } => env.line(id.as_str())?,
+                Saved::Duplicate { of } => env.line(&format!(
+                    "not saved: a duplicate of {} ({:.0}% alike): {}",
+                    of.id,
+                    of.similarity * 100.0,
+                    render::short(&of.content, 90)
+                ))?,
+                Saved::Staged { stage_id, with, .. } => env.line(&format!(
+                    "staged as {stage_id}: {:.0}% alike to {} ({})\nresolve it with `engram-ingestor memory resolve {stage_id} --action merge|keep_both|replace|skip`",
+                    with.similarity * 100.0,
+                    with.id,
+                    render::short(&with.content, 90)
+                ))?,
+            }
         }
-        MemoryCommand::Update { id, text, memory_type, importance, tags, project } => {
+        MemoryCommand::Update { id, text, memory_type, importance, tags, project, category, prerequisites } => {
             let tags = (!tags.is_empty()).then_some(tags);
-            memories::update(j, &id, MemoryChange { text, memory_type, importance, tags, project }, now)?;
+            let change = MemoryChange { text, memory_type, importance, tags, project };
+            let env_only = change == MemoryChange::default() && (category.is_some() || prerequisites.is_some());
+            // Every argument is checked before anything is written.
+            let prerequisites = prerequisites.as_deref().map(parse_prerequisites).transpose()?;
+            if let Some(c) = &category {
+                shared::env::categories::normalize(c).map_err(Error::InvalidArgument)?;
+            }
+            if !env_only {
+                memories::update(j, &id, change, now)?;
+            }
+            if let Some(c) = category {
+                env_ops::categorize(j, &id, &[c], &[], true, now)?;
+            }
+            if let Some(p) = prerequisites {
+                env_ops::set_prerequisites(j, &id, p, now)?;
+            }
             env.line(&format!("updated {id}"))?;
         }
-        MemoryCommand::Pin { id } => {
+        MemoryCommand::Categorize { id, add, remove } => {
+            let now_in = env_ops::categorize(j, &id, &add, &remove, false, now)?;
+            env.line(&format!(
+                "{id} is in: {}",
+                if now_in.is_empty() { "no category".into() } else { now_in.join(", ") }
+            ))?;
+        }
+        MemoryCommand::Pin { id, prerequisites } => {
+            let prerequisites = prerequisites.as_deref().map(parse_prerequisites).transpose()?;
             memories::set_pinned(j, &id, true, now)?;
+            if let Some(p) = prerequisites {
+                env_ops::set_prerequisites(j, &id, p, now)?;
+            }
             env.line(&format!("pinned {id}"))?;
         }
         MemoryCommand::Unpin { id } => {
@@ -701,9 +948,22 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
             memories::feedback(j, &id, relevance, reason, session, now)?;
             env.line(&format!("recorded feedback {relevance} on {id}"))?;
         }
-        MemoryCommand::List { project, memory_type, limit, json } => {
-            let filter = MemoryFilter { project, memory_type, limit, include_forgotten: false };
-            let list = memories::list(j.store(), &filter)?;
+        MemoryCommand::List { project, category, memory_type, limit, json } => {
+            let in_category = match &category {
+                Some(c) => Some(shared::env::categories::members(j.store().conn(), c).map_err(|e| {
+                    Error::engram("read the categories", shared::error::Error::sqlite("categories", e))
+                })?),
+                None => None,
+            };
+            let all = if in_category.is_some() { 0 } else { limit };
+            let filter = MemoryFilter { project, memory_type, limit: all, include_forgotten: false };
+            let mut list = memories::list(j.store(), &filter)?;
+            if let Some(ids) = &in_category {
+                list.retain(|m| ids.contains(m.id.as_str()));
+                if limit > 0 {
+                    list.truncate(limit);
+                }
+            }
             if json {
                 env.json(&list)?;
             } else {
@@ -720,6 +980,80 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
                 env.write(&render::memory_details(&d))?;
             }
         }
+        MemoryCommand::Staging { status, project, limit, json } => {
+            let filter = shared::knowledge::buffer::StagedFilter { status, project, limit };
+            let list = memories::staging(j.store(), &filter)?;
+            if json {
+                env.json(&list)?;
+            } else if list.is_empty() {
+                env.line("nothing staged")?;
+            } else {
+                for s in &list {
+                    env.line(&render::staged_line(s))?;
+                }
+            }
+        }
+        MemoryCommand::Resolve { id, action, existing, json } => {
+            let config = Config::load(&env.paths.config()).context("read the configuration")?;
+            let r = memories::resolve(j, &config, &id, &action, existing.as_deref(), now)?;
+            if json {
+                env.json(&r)?;
+            } else {
+                let into = r.memory_id.as_ref().map(|m| format!(" into {m}")).unwrap_or_default();
+                let sup = r.superseded.as_ref().map(|m| format!("; {m} is superseded")).unwrap_or_default();
+                env.line(&format!("{}: {}{into}{sup}", r.conflict_id, r.action))?;
+            }
+        }
+        MemoryCommand::Graph { id, depth, json } => {
+            let g = memories::graph(j.store(), &id, depth)?;
+            if json {
+                env.json(&g)?;
+            } else {
+                env.write(&render::graph(&g))?;
+            }
+        }
+        MemoryCommand::Link { from, to, relation, strength } => {
+            let edge = memories::link(j, &from, &to, &relation, strength, now)?;
+            env.line(&format!("linked {from} {relation} {to} ({edge})"))?;
+        }
+        MemoryCommand::Unlink { id } => {
+            memories::unlink(j, &id, now)?;
+            env.line(&format!("removed {id}"))?;
+        }
+    }
+    Ok(0)
+}
+
+/// Prints what `tapes import` or `tapes verify DIR` found per folder; exits
+/// non-zero when a folder is damaged (it was not imported).
+fn shared_report(env: &mut Env<'_>, reports: &[shared::share::FolderReport], verb: &str) -> Result<u8, Error> {
+    let mut problems = 0;
+    for r in reports {
+        for p in &r.problems {
+            env.line(&format!("{}:{}: {}", p.file.display(), p.offset, p.what))?;
+        }
+        problems += r.problems.len();
+        if !r.problems.is_empty() {
+            env.line(&format!("{}: damaged, not {verb}", r.folder.display()))?;
+        } else if verb == "imported" {
+            env.line(&format!(
+                "{}: {} segment(s), {} event(s): {} added, {} already here{}",
+                r.folder.display(),
+                r.segments,
+                r.events,
+                r.added,
+                r.known,
+                if r.forgotten > 0 { format!(", {} forgotten here and left out", r.forgotten) } else { String::new() }
+            ))?;
+        } else {
+            env.line(&format!("{}: ok: {} segment(s), {} frame(s)", r.folder.display(), r.segments, r.events))?;
+        }
+    }
+    if reports.is_empty() {
+        env.line("no other home's tapes found")?;
+    }
+    if problems > 0 {
+        return Err(Error::Damaged { problems });
     }
     Ok(0)
 }

@@ -237,7 +237,11 @@ pub fn run(
             config,
             serving,
             &tz,
-            &ServeRequest { project: Some(&env.project), ..ServeRequest::new(trigger::PROMPT, prompt, now) },
+            &ServeRequest {
+                project: Some(&env.project),
+                env: Some(&env),
+                ..ServeRequest::new(trigger::PROMPT, prompt, now)
+            },
         )
         .context("preview a prompt")?;
         o.line("")?;
@@ -393,7 +397,8 @@ fn key(s: &DemoSession) -> SessionKey {
 /// The project a demo session's folder is to the hooks: its detected key
 /// (which the scan gives its memories) and name (which its query names).
 fn demo_env(cwd: &str) -> shared::event::EnvDetected {
-    shared::env::detect(Path::new(cwd), shared::env::home_dir().as_deref(), &shared::env::Patterns::builtin())
+    let options = shared::env::DetectOptions::from_env(&shared::env::EnvConfig::default(), false);
+    shared::env::detect(Path::new(cwd), &options)
 }
 
 /// Ingests the demo sessions in time order, each preceded by the rankings
@@ -439,6 +444,7 @@ fn ingest_demo(
                         &ServeRequest {
                             session: Some(&session),
                             project: Some(&env.project),
+                            env: Some(&env),
                             ..ServeRequest::new(trig, &query, at)
                         },
                     )

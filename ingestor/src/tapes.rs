@@ -6,7 +6,7 @@ use shared::event::Event;
 use shared::ids::SessionKey;
 use shared::journal::{self, CompactReport, Journal, ReplayProgress, ReplayReport, decode};
 use shared::paths::Paths;
-use shared::tape::{Lsn, Problem, SegmentInfo, TapeLog, TapeOptions, VerifyReport};
+use shared::tape::{Lsn, Problem, RepairReport, SegmentInfo, TapeLog, TapeOptions, VerifyReport};
 
 use crate::adapter::WRITER;
 use crate::error::{EngramContext, Error};
@@ -106,13 +106,20 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 /// Checks every segment. A log too damaged to list (a broken segment header)
 /// is reported as one problem rather than an error.
 pub fn verify(paths: &Paths) -> Result<VerifyReport, Error> {
-    match open(paths)?.verify() {
+    // Frames the projection applied were acknowledged: a log that lacks them is damaged.
+    match open(paths)?.verify_keeping(journal::projection_position(paths)) {
         Ok(report) => Ok(report),
         Err(shared::error::Error::Corrupt { file, offset, reason }) => {
             Ok(VerifyReport { problems: vec![Problem { file, offset, what: reason }], ..VerifyReport::default() })
         }
         Err(e) => Err(Error::engram("verify the tape log", e)),
     }
+}
+
+/// Repairs a damaged log: unreadable frames become `tape.lost` events, their
+/// bytes kept in the tape directory's `quarantine/`.
+pub fn repair(paths: &Paths, now: shared::time::Ts) -> Result<RepairReport, Error> {
+    journal::repair(paths, WRITER, now).map_err(|e| Error::engram("repair the tape log", e))
 }
 
 /// Rebuilds the projection from the tapes; a damaged log is refused and

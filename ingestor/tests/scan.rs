@@ -181,6 +181,9 @@ fn a_batch_torn_by_a_crash_is_completed_without_loss_or_duplicates() {
         }
     }
     std::fs::write(&tape, &bytes[..pos + 5]).expect("tear the tape");
+    // The batch was never acknowledged: the lock hint (written after an
+    // append's fsync) still names what came before it, here nothing.
+    std::fs::write(home.paths().tapes().join("LOCK"), b"").expect("clear the hint");
     std::fs::remove_file(home.paths().db()).expect("remove the projection link");
     std::fs::remove_dir_all(home.paths().home().join("db")).expect("remove the projection");
 

@@ -46,6 +46,10 @@
 //! | 32 | `states_time` | clamped to `[0, 1]` |
 //! | 33 | `first_person` | clamped to `[0, 1]` |
 //! | 34 | `date_match` | clamped to `[0, 1]` |
+//! | 35 | `graph_score` | clamped to `[0, 1]` |
+//! | 36 | `tag_affinity` | clamped to `[-1, 1]` (0: neutral or unknown) |
+//! | 37 | `tag_relevance` | clamped to `[-1, 1]` |
+//! | 38 | `stack_match` | 0/1 |
 //!
 //! Features are only ever appended: a checkpoint written with fewer features
 //! loads with zero weights on the new ones (see [`crate::checkpoint::decode`]).
@@ -78,7 +82,7 @@ use crate::error::{Error, check_finite};
 use crate::tokenizer::fnv1a64;
 
 /// Number of encoded per-candidate features.
-pub const NUM_FEATURES: usize = 35;
+pub const NUM_FEATURES: usize = 39;
 
 /// Names of the encoded per-candidate features, in matrix row order.
 pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
@@ -117,6 +121,10 @@ pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
     "states_time",
     "first_person",
     "date_match",
+    "graph_score",
+    "tag_affinity",
+    "tag_relevance",
+    "stack_match",
 ];
 
 /// Row index of a named feature, for callers and tests that need one.
@@ -217,6 +225,19 @@ pub struct CandidateSignals {
     /// The query names a date (a day, a month, a year) and the memory was
     /// created then, in `[0, 1]` (see `shared::rank::text::date_fit`).
     pub date_match: f32,
+    /// Best normalised BM25 of a strong hit the memory is linked to in the
+    /// knowledge graph, times the edge's strength, in `[0, 1]` (0 when unlinked).
+    pub graph_score: f32,
+    /// How the memory's tags fit the session's environment: the tag affinity
+    /// multiplier minus one, in `[-0.7, 0.7]` (0 when either has no tags; see
+    /// `shared::env::rank`).
+    pub tag_affinity: f32,
+    /// The memory's tag relevance in the session's environment: the average
+    /// EMA score over its tags divided by 3, in `[-1, 1]` (0 without evidence).
+    pub tag_relevance: f32,
+    /// The memory was learned in two or more projects and the session's
+    /// environment has every tag those shared.
+    pub stack_match: bool,
 }
 
 /// Signals of the session a list is ranked for; equal for every candidate of the list.
@@ -274,6 +295,9 @@ fn check_signals(i: usize, s: &CandidateSignals) -> Result<(), Error> {
     check_finite(name("states_time"), s.states_time)?;
     check_finite(name("first_person"), s.first_person)?;
     check_finite(name("date_match"), s.date_match)?;
+    check_finite(name("graph_score"), s.graph_score)?;
+    check_finite(name("tag_affinity"), s.tag_affinity)?;
+    check_finite(name("tag_relevance"), s.tag_relevance)?;
     if let Some(b) = s.bm25_score {
         check_finite(name("bm25_score"), b)?;
     }
@@ -351,6 +375,10 @@ pub fn encode_candidates(signals: &[CandidateSignals]) -> Result<DMatrix<f32>, E
             s.states_time.clamp(0.0, 1.0),
             s.first_person.clamp(0.0, 1.0),
             s.date_match.clamp(0.0, 1.0),
+            s.graph_score.clamp(0.0, 1.0),
+            s.tag_affinity.clamp(-1.0, 1.0),
+            s.tag_relevance.clamp(-1.0, 1.0),
+            flag(s.stack_match),
         ];
         m.column_mut(j).copy_from_slice(&col);
     }

@@ -3,6 +3,36 @@
 /// Default RRF constant `k` (seed 002, tuned for ~50 candidates).
 pub const DEFAULT_K: f32 = 12.0;
 
+/// Engrammar's RRF constant for its hybrid search (seed 000 "Reciprocal Rank
+/// Fusion"): `k = max(1, n / 5)` for `n` items ranked, so that a small corpus
+/// keeps about a 2× spread between ranks 0 and 9 where k = 60 would squeeze
+/// it to ~15%. Only the hybrid relevance (BM25 + vector) uses it; the fusion
+/// of the baseline with the predictor keeps seed 002's [`DEFAULT_K`].
+pub fn dynamic_k(n: usize) -> f32 {
+    (n / 5).max(1) as f32
+}
+
+/// Engrammar's hybrid fusion: for each item, `Σ 1/(k + rank)` over the
+/// lists that rank it (0-based ranks as in the seed; an item a list does not
+/// rank gets nothing from it), `k` = [`dynamic_k`] of `n`.
+pub fn hybrid(lists: &[Vec<Option<u32>>], n: usize) -> Vec<f32> {
+    let k = dynamic_k(n);
+    (0..n)
+        .map(|i| lists.iter().filter_map(|l| l.get(i).copied().flatten()).map(|r| 1.0 / (k + r as f32)).sum())
+        .collect()
+}
+
+/// 0-based ranks by descending value of the items that have one (ties by index).
+pub fn ranks_of_present(values: &[Option<f32>]) -> Vec<Option<u32>> {
+    let mut order: Vec<usize> = (0..values.len()).filter(|&i| values[i].is_some_and(f32::is_finite)).collect();
+    order.sort_by(|&a, &b| values[b].unwrap_or(0.0).total_cmp(&values[a].unwrap_or(0.0)).then(a.cmp(&b)));
+    let mut ranks = vec![None; values.len()];
+    for (pos, &i) in order.iter().enumerate() {
+        ranks[i] = Some(u32::try_from(pos).unwrap_or(u32::MAX));
+    }
+    ranks
+}
+
 /// `α/(k + r_b) + (1 − α)/(k + r_p)`; a missing rank counts as `pool_size + 1`. Ranks are 1-based.
 pub fn rrf(alpha: f32, k: f32, rank_baseline: Option<u32>, rank_predictor: Option<u32>, pool_size: u32) -> f32 {
     let missing = pool_size as f32 + 1.0;
@@ -64,6 +94,21 @@ pub fn fuse(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dynamic_k_and_the_hybrid_fusion() {
+        assert_eq!(dynamic_k(0), 1.0);
+        assert_eq!(dynamic_k(9), 1.0);
+        assert_eq!(dynamic_k(50), 10.0);
+        // The seed's point: about 2x between ranks 0 and 9 of a 50-item corpus.
+        let k = dynamic_k(50);
+        assert!(((1.0 / k) / (1.0 / (k + 9.0)) - 1.9).abs() < 1e-6);
+        let bm25 = ranks_of_present(&[Some(3.0), None, Some(5.0), Some(f32::NAN)]);
+        assert_eq!(bm25, [Some(1), None, Some(0), None]);
+        let vector = ranks_of_present(&[Some(0.9), Some(0.8), None, None]);
+        let h = hybrid(&[bm25, vector], 4);
+        assert_eq!(h, [1.0 / 2.0 + 1.0, 1.0 / 2.0, 1.0, 0.0]);
+    }
 
     #[test]
     fn rrf_formula() {

@@ -77,26 +77,43 @@ pub fn context(
         None => std::env::current_dir().map_err(|e| Error::io("read the current directory", Path::new("."), e))?,
     };
     let now = Ts::now();
+    let env = shared::env::detect(&cwd, &shared::env::DetectOptions::from_env(&config.env, true));
     let preview: Preview = match prompt {
         None => injection::preview_session_start(&store, &config, serving, &cwd, now, NEXT_BEST)?,
         Some(prompt) => {
-            let env = shared::env::detect(&cwd, shared::env::home_dir().as_deref(), &shared::env::Patterns::builtin());
-            let project = Some(env.project);
+            let project = Some(env.project.clone());
             let tz = config.time.zone();
             let served = injection::serve(
                 &store,
                 &config,
                 serving,
                 &tz,
-                &ServeRequest { project: project.as_deref(), ..ServeRequest::new(trigger::PROMPT, &prompt, now) },
+                &ServeRequest {
+                    project: project.as_deref(),
+                    env: Some(&env),
+                    ..ServeRequest::new(trigger::PROMPT, &prompt, now)
+                },
             )?;
             Preview::new(&served, trigger::PROMPT, &prompt, None, NEXT_BEST)
         }
     };
     if json {
-        let text = serde_json::to_string_pretty(&preview).unwrap_or_default();
+        let mut value = serde_json::to_value(&preview).unwrap_or_default();
+        value["environment"] = serde_json::to_value(&env).unwrap_or_default();
+        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
         write_out(out, &format!("{text}\n"))
     } else {
-        write_out(out, &format!("directory: {}\n{}", cwd.display(), preview.render()))
+        write_out(out, &format!("directory: {}\n{}{}", cwd.display(), environment_lines(&env), preview.render()))
     }
+}
+
+/// The detected environment, for people: project, stack, tags.
+fn environment_lines(env: &shared::event::EnvDetected) -> String {
+    let list = |v: &[String]| if v.is_empty() { "(none)".to_owned() } else { v.join(", ") };
+    let mut s =
+        format!("project: {} ({})\nstack: {}\ntags: {}\n", env.name, env.project, list(&env.stack), list(&env.tags));
+    if !env.mcp_servers.is_empty() {
+        s.push_str(&format!("mcp servers: {}\n", env.mcp_servers.join(", ")));
+    }
+    s
 }

@@ -121,7 +121,7 @@ pub fn run(
     // The project is detected from the working directory at every call (a
     // few system calls): the session may have moved, and the projection may
     // not hold this session's start yet.
-    let env = input.env(&shared::env::Patterns::builtin());
+    let env = input.env(&shared::env::DetectOptions::from_env(&config.env, event == HookEvent::SessionStart));
     let project = env.as_ref().map(|e| e.project.clone());
     // A session start on an emptied context: a compaction, or a clear.
     let restart = event == HookEvent::SessionStart && matches!(input.source.as_deref(), Some("compact" | "clear"));
@@ -132,7 +132,7 @@ pub fn run(
             _ => return Ok(HookOutcome::default()),
         },
         HookEvent::PreToolUse => match input.tool_name.as_deref() {
-            Some(t) if !skipped_tool(t) => (
+            Some(t) if !skipped_tool(t) && !config.env.skips_tool(t) => (
                 trigger::TOOL,
                 Some(injection::tool_query(t, &input.tool_input)),
                 None,
@@ -167,6 +167,7 @@ pub fn run(
                 }
             };
             ctx.name = env.as_ref().map(|e| e.name.clone());
+            ctx.tags = env.as_ref().map(|e| e.tags.clone()).unwrap_or_default();
             ctx.query()
         }
     };
@@ -185,6 +186,24 @@ pub fn run(
         injection::status_is_news(&store, &state, session.as_ref())?
     };
     phases.lap("query+model");
+    // Seed 004's memory model: what it adds is counted against the budget.
+    let extra = shared::knowledge::prompt::for_hook(
+        &store,
+        &config,
+        event.name(),
+        session.as_ref(),
+        project.as_deref(),
+        &query,
+        input.tool_name.as_deref().unwrap_or_default(),
+        &input.tool_input,
+        now,
+    )
+    .unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "seed 004 additions failed; serving memories only");
+        shared::knowledge::prompt::Notes::default()
+    });
+    let config = extra.within_budget(config);
+    phases.lap("knowledge");
     let served = injection::serve(
         &store,
         &config,
@@ -200,6 +219,7 @@ pub fn run(
             status_line,
             explore_draw: rand::random::<f32>(),
             unapplied: &pending.rankings,
+            env: env.as_ref(),
             context_reset_ms,
             restart,
             read_only,
@@ -243,6 +263,7 @@ pub fn run(
             }),
         ));
     }
+    events.extend(extra.events.iter().map(|b| Event::new(now, &writer, session.clone(), b.clone())));
     let ranking_id = served.ranking.ranking_id.clone();
     let fts: Vec<_> = served
         .ranking
@@ -287,7 +308,8 @@ pub fn run(
     drop(store);
     phases.lap("close");
     tracing::debug!(event = event.name(), injected = served.injected.len(), phases_ms = ?phases.laps, "hook served");
-    let context = match (note.map(|(_, text)| text), served.context) {
+    let context = shared::knowledge::prompt::join_context(&extra.text, served.context);
+    let context = match (note.map(|(_, text)| text), context) {
         (Some(n), Some(c)) => Some(format!("{n}\n{c}")),
         (n, c) => n.or(c),
     };

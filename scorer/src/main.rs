@@ -57,6 +57,9 @@ enum Command {
         /// Only memories with this tag; repeatable.
         #[arg(long = "tag")]
         tags: Vec<String>,
+        /// Only memories in this category or below it.
+        #[arg(long)]
+        category: Option<String>,
         /// Record the search within this session (harness:id).
         #[arg(long, value_name = "KEY")]
         session: Option<String>,
@@ -178,15 +181,18 @@ fn main() -> ExitCode {
             scorer::run(opts, shutdown)
         }
         Command::Mcp => scorer::mcp::run(&shutdown),
-        Command::Search { query, limit, project, memory_type, tags, session, json } => paths().and_then(|p| {
-            let session = session
-                .as_deref()
-                .map(shared::memory_ops::parse_session)
-                .transpose()
-                .map_err(|e| scorer::Error::params("--session", e.to_string()))?;
-            let params = SearchParams { query, memory_type, project, tags, from: None, to: None, limit, session };
-            scorer::cli::search(&p, params, json, &mut stdout.lock())
-        }),
+        Command::Search { query, limit, project, memory_type, tags, category, session, json } => {
+            paths().and_then(|p| {
+                let session = session
+                    .as_deref()
+                    .map(shared::memory_ops::parse_session)
+                    .transpose()
+                    .map_err(|e| scorer::Error::params("--session", e.to_string()))?;
+                let params =
+                    SearchParams { query, memory_type, project, tags, from: None, to: None, limit, session, category };
+                scorer::cli::search(&p, params, json, &mut stdout.lock())
+            })
+        }
         Command::Explain { target, pretty, before, after, brief, min_confidence, all, expand_until, limit } => paths()
             .and_then(|p| {
                 let opts = shared::provenance::explain::ExplainOptions {

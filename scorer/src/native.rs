@@ -23,6 +23,12 @@ use crate::protocol::{RankParams, RankResult, RankedItem};
 use crate::recorder::Recorder;
 use crate::serving::Serving;
 
+/// The earliest `now_ms` a `rank` request may give: 2000-01-01T00:00:00Z.
+pub const EARLIEST_NOW_MS: i64 = 946_684_800_000;
+/// How far past the scorer's clock a `rank` request's `now_ms` may lie (a
+/// client's clock a little ahead): one day.
+pub const NOW_AHEAD_MS: i64 = 86_400_000;
+
 /// The name stamped on the events this process writes.
 pub fn writer_name() -> String {
     format!("engram-scorer/{}", env!("CARGO_PKG_VERSION"))
@@ -120,6 +126,9 @@ impl Native {
     }
 
     /// `rank` (see `docs/protocol.md`).
+    ///
+    /// `now_ms`, when given, must lie between [`EARLIEST_NOW_MS`] and
+    /// [`NOW_AHEAD_MS`] after the scorer's clock.
     pub fn rank(&mut self, p: RankParams, serving: &Serving) -> Result<RankResult> {
         let trigger = p.trigger.unwrap_or_else(|| trigger::RPC.to_owned());
         if trigger.is_empty() {
@@ -147,7 +156,23 @@ impl Native {
         let budget =
             p.budget_chars.map_or(inj.budget_chars, |b| usize::try_from(b).unwrap_or(usize::MAX)).min(inj.max_chars);
         let require_match = p.require_match.unwrap_or(trigger != trigger::SESSION_START);
-        let now = p.now_ms.map_or_else(Ts::now, Ts);
+        let clock = Ts::now();
+        let now = match p.now_ms {
+            None => clock,
+            // It becomes the recorded event's time: an absurd one would
+            // stretch the time span of a tape segment over millennia.
+            Some(ms) if (EARLIEST_NOW_MS..=clock.0.saturating_add(NOW_AHEAD_MS)).contains(&ms) => Ts(ms),
+            Some(ms) => {
+                return Err(Error::params(
+                    "now_ms",
+                    format!(
+                        "{ms} is out of range: between {EARLIEST_NOW_MS} (2000-01-01) and a day after the scorer's \
+                         clock ({})",
+                        clock.0.saturating_add(NOW_AHEAD_MS)
+                    ),
+                ));
+            }
+        };
         // Signet's weights score Signet's lists only: the pipeline then ranks with the baseline.
         let model =
             serving.engram().filter(|_| serving.trained).map(|model| ServingModel { model, version: serving.version });

@@ -15,8 +15,12 @@
 //!   every ranking answered before is committed before the process exits
 //!   ([`Recorder::finish`], also run on drop).
 //! * **Crash.** A SIGKILL, a power loss, or a second SIGTERM (which exits at
-//!   once) can lose the rankings served in the last few milliseconds, those
-//!   still queued or in the batch being synced. They are telemetry for
+//!   once) can lose the rankings answered since the last completed sync:
+//!   those still queued or in the batch being synced, at most
+//!   [`QUEUE`] + [`MAX_BATCH`] (a full queue makes `rank` wait). Idle, that is
+//!   the last few milliseconds; under a sustained stream of requests, up to
+//!   one batch's sync, about 0.2 s. The loss is always a suffix: the tape
+//!   keeps the rankings served first, in order. They are telemetry for
 //!   training, not user data: nothing a user asked to remember goes through
 //!   here, memory writes stay synchronous, and a lost ranking only means one
 //!   fewer training example. `recorded: true` in a `rank` answer means
@@ -49,7 +53,7 @@ use crate::training::panic_message;
 /// Rankings the channel holds before `rank` waits for the recorder.
 pub const QUEUE: usize = 256;
 /// Most events committed in one append.
-const MAX_BATCH: usize = 256;
+pub const MAX_BATCH: usize = 256;
 
 /// One served ranking to record.
 #[derive(Debug)]

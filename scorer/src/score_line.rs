@@ -432,7 +432,7 @@ pub fn read(line: &[u8]) -> Option<Message<Request>> {
     c.ws();
     c.object(|c, key| match key {
         "jsonrpc" => once(&mut jsonrpc, c.string()),
-        "id" => once(&mut id, c.by_serde_value::<Id>()),
+        "id" => once(&mut id, c.skip().and_then(|raw| Id::from_raw(raw).ok())),
         "method" => {
             once(&mut method, c.string())?;
             (method.as_deref() == Some("score")).then_some(())

@@ -7,6 +7,8 @@
 //! `fts.hits` event naming the memories full-text search matched (what the
 //! agent looked for is a behavioural signal for the trainer).
 
+use std::collections::BTreeSet;
+
 use serde::Serialize;
 use shared::config::Config;
 use shared::event::{Body, Event, FtsHits, trigger};
@@ -40,6 +42,8 @@ pub struct SearchParams {
     pub limit: usize,
     /// The session searching, if known.
     pub session: Option<SessionKey>,
+    /// Only memories in this category or below it (`shared::env::categories`).
+    pub category: Option<String>,
 }
 
 /// One result.
@@ -90,9 +94,10 @@ fn evidence(it: &RankedMemory) -> bool {
         || m.vector_similarity.is_some_and(|v| v >= 0.5)
 }
 
-fn keep(it: &RankedMemory, p: &SearchParams) -> bool {
+fn keep(it: &RankedMemory, p: &SearchParams, in_category: Option<&BTreeSet<String>>) -> bool {
     let m = &it.memory;
-    !m.superseded
+    in_category.is_none_or(|ids| ids.contains(m.id.as_str()))
+        && !m.superseded
         && !m.content.is_empty()
         && evidence(it)
         && p.memory_type.as_deref().is_none_or(|t| m.memory_type == t)
@@ -142,9 +147,22 @@ pub fn search(
         explore_draw: 1.0,
         context_reset_ms: None,
     };
+    let in_category = match &p.category {
+        Some(c) => Some(
+            shared::env::categories::members(store.conn(), c)
+                .map_err(|e| shared::error::Error::sqlite("read categories", e))?,
+        ),
+        None => None,
+    };
     let mut ranking = rank::rank(store, config, model, &req)?;
-    let chosen: Vec<usize> =
-        ranking.items.iter().enumerate().filter(|(_, it)| keep(it, p)).map(|(i, _)| i).take(limit).collect();
+    let chosen: Vec<usize> = ranking
+        .items
+        .iter()
+        .enumerate()
+        .filter(|(_, it)| keep(it, p, in_category.as_ref()))
+        .map(|(i, _)| i)
+        .take(limit)
+        .collect();
     for (i, it) in ranking.items.iter_mut().enumerate() {
         it.injected = chosen.contains(&i);
     }

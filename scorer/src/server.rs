@@ -340,7 +340,9 @@ impl Server {
             }
         };
         if probs.iter().any(|p| !p.is_finite()) {
-            return Err(Error::Panicked("the model produced non-finite scores".into()));
+            // Inputs within range keep every sum finite; if some still do
+            // not, it is these inputs that the model cannot score.
+            return Err(Error::params("params", "these inputs give non-finite scores"));
         }
         let mut ids: Vec<Option<String>> = p.candidate_ids.into_iter().map(Some).collect();
         let scores = order_desc(&probs)
@@ -370,6 +372,13 @@ impl Server {
     fn save_checkpoint(&mut self, id: Id, p: SaveCheckpointParams) {
         if p.path.is_empty() {
             self.send(encode_error(&id, &Error::params("path", "must not be empty").to_rpc()));
+            return;
+        }
+        // Only a checkpoint is ever replaced: not a database, a symlink, a
+        // directory or any other file the client names.
+        let magics: [&[u8]; 2] = [&predictor::checkpoint::MAGIC, b"SGPT"];
+        if let Err(why) = shared::fsutil::check_replaceable(std::path::Path::new(&p.path), &magics) {
+            self.send(encode_error(&id, &Error::params("path", why).to_rpc()));
             return;
         }
         let slot = Arc::clone(&self.slot);

@@ -155,8 +155,17 @@ fn check_len(field: &str, got: usize, n: usize) -> Result<()> {
     Ok(())
 }
 
+/// The largest magnitude a client's embedding or feature value may have.
+/// Embeddings are unit-scale and features logarithms or fractions; values
+/// near `f32::MAX` made the model's sums overflow to infinity.
+pub const MAX_INPUT: f32 = 1e6;
+
 fn check_finite(field: impl Fn() -> String, values: &[f32]) -> Result<()> {
-    match values.iter().position(|v| !v.is_finite()) {
+    match values.iter().position(|v| !v.is_finite() || v.abs() > MAX_INPUT) {
+        Some(i) if values[i].is_finite() => Err(Error::params(
+            field(),
+            format!("value {i} ({}) is out of range (at most {MAX_INPUT:e} in magnitude)", values[i]),
+        )),
         Some(i) => Err(Error::params(field(), format!("value {i} is not a finite number"))),
         None => Ok(()),
     }

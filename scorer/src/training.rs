@@ -213,6 +213,10 @@ fn starting_point(ctx: &TrainingContext, serving: &Serving) -> Result<(Serving, 
     }
 }
 
+/// The ListNet temperatures a client may ask for: divided into every logit,
+/// a smaller one overflowed (1e-300 became 0 as an f32).
+pub const TEMPERATURES: std::ops::RangeInclusive<f64> = 1e-3..=1e3;
+
 fn fresh_start(ctx: &TrainingContext) -> Result<(Serving, Model)> {
     let fresh = Serving::fresh(ctx.native_dim)?;
     let model = fresh.engram().cloned().unwrap_or_else(|| unreachable!("fresh weights are Engram's"));
@@ -221,8 +225,11 @@ fn fresh_start(ctx: &TrainingContext) -> Result<(Serving, Model)> {
 
 fn temperature(t: Option<f64>) -> Result<f32> {
     let t = t.unwrap_or(0.5);
-    if !(t.is_finite() && t > 0.0) {
-        return Err(Error::params("temperature", format!("must be finite and > 0, got {t}")));
+    if !TEMPERATURES.contains(&t) {
+        return Err(Error::params(
+            "temperature",
+            format!("must be between {:e} and {:e}, got {t:e}", TEMPERATURES.start(), TEMPERATURES.end()),
+        ));
     }
     Ok(t as f32)
 }
@@ -239,8 +246,11 @@ pub fn train(ctx: &TrainingContext, p: TrainParams) -> Result<TrainResult> {
     if p.labels.len() != n {
         return Err(Error::params("labels", format!("{} labels for {n} candidates", p.labels.len())));
     }
-    if let Some(i) = p.labels.iter().position(|l| !l.is_finite()) {
-        return Err(Error::params(format!("labels[{i}]"), "not a finite number"));
+    if let Some(i) = p.labels.iter().position(|l| !l.is_finite() || l.abs() > crate::signet::MAX_INPUT) {
+        return Err(Error::params(
+            format!("labels[{i}]"),
+            format!("not a finite number of magnitude at most {:e}", crate::signet::MAX_INPUT),
+        ));
     }
     let t = temperature(p.temperature)?;
     let serving = ctx.slot.load();

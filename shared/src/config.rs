@@ -40,6 +40,10 @@ pub struct Config {
     pub judge: CommandConfig,
     /// Time zone for session-level signals.
     pub time: TimeConfig,
+    /// The environment model: tag pattern tables, tools to skip.
+    pub env: crate::env::EnvConfig,
+    /// Seed 004's memory model: graph, conflicts, checkpoints, topic shifts, dedup.
+    pub knowledge: crate::knowledge::config::KnowledgeConfig,
 }
 
 /// Seed 002's exposed predictor parameters, plus training limits.
@@ -293,7 +297,7 @@ impl Config {
                 return Err(format!("injection.floors.{name} must be a number of at least 0, not {v}"));
             }
         }
-        Ok(())
+        self.knowledge.validate()
     }
 }
 
@@ -325,6 +329,17 @@ mod tests {
         assert!(err.contains("exploration_rate"), "{err}");
         let err = Config::parse("[injection]\nbudget_chars = 20000\n").unwrap_err();
         assert!(err.contains("max_chars"), "{err}");
+    }
+
+    #[test]
+    fn env_tables_extend_the_builtin_ones() {
+        let c = Config::parse("[env]\nskip_tools = ['Glob']\n[env.file_markers]\nTiltfile = ['tilt']\n").unwrap();
+        assert_eq!(c.env.skip_tools, ["Glob"]);
+        let p = crate::env::Patterns::with(&c.env);
+        assert_eq!(p.file_markers["Tiltfile"], ["tilt"]);
+        assert_eq!(p.file_markers["Cargo.toml"], ["rust"]);
+        let err = Config::parse("[env]\nskip_tool = ['x']\n").unwrap_err();
+        assert!(err.contains("skip_tool"), "{err}");
     }
 
     #[test]

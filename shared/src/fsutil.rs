@@ -37,6 +37,49 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
+/// Whether a new file may replace `path`: it must not exist yet, or be a
+/// regular file (not a symlink, a directory or a device) whose first bytes
+/// are one of `magics` (a file of the kind about to be written). Its
+/// directory may be missing (the writer creates it) but not something else.
+/// `Err` says why not. Nothing is changed.
+pub fn check_replaceable(path: &Path, magics: &[&[u8]]) -> Result<(), String> {
+    let dir = parent_dir(path);
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!("{} is not a directory", dir.display()));
+    }
+    let meta = match fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("cannot inspect {}: {e}", path.display())),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(format!("{} is a symbolic link; it is not replaced", path.display()));
+    }
+    if !meta.is_file() {
+        return Err(format!("{} exists and is not a regular file; it is not replaced", path.display()));
+    }
+    let longest = magics.iter().map(|m| m.len()).max().unwrap_or(0);
+    let mut head = vec![0u8; longest];
+    let n = File::open(path)
+        .and_then(|mut f| {
+            use std::io::Read;
+            let mut n = 0;
+            while n < head.len() {
+                match f.read(&mut head[n..])? {
+                    0 => break,
+                    k => n += k,
+                }
+            }
+            Ok(n)
+        })
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if magics.iter().any(|m| head[..n].starts_with(m)) {
+        Ok(())
+    } else {
+        Err(format!("{} exists and is not a file of this kind; it is not replaced", path.display()))
+    }
+}
+
 /// The directory containing `path` (`.` for a bare file name).
 pub fn parent_dir(path: &Path) -> PathBuf {
     match path.parent() {

@@ -230,9 +230,9 @@ impl HookInput {
 
     /// The environment of the session's working directory, detected now
     /// ([`crate::env::detect`]): its project key, name and stack.
-    pub fn env(&self, patterns: &crate::env::Patterns) -> Option<crate::event::EnvDetected> {
+    pub fn env(&self, opts: &crate::env::DetectOptions) -> Option<crate::event::EnvDetected> {
         let cwd = self.cwd.as_deref()?;
-        Some(crate::env::detect(Path::new(cwd), crate::env::home_dir().as_deref(), patterns))
+        Some(crate::env::detect(Path::new(cwd), opts))
     }
 }
 
@@ -423,8 +423,9 @@ fn write_spool(paths: &Paths, events: &[Event], durable: bool) -> Result<PathBuf
     let dir = spool_dir(paths);
     fs::create_dir_all(&dir).ctx("create directory", &dir)?;
     let mut bytes = Vec::new();
-    for e in events {
-        bytes.extend_from_slice(&e.to_json());
+    // Redacted as the journal would: the spool is on disk too.
+    for payload in crate::journal::encode(events) {
+        bytes.extend_from_slice(&payload);
         bytes.push(b'\n');
     }
     // Named by the first event's id (time-sortable): drained in that order.
@@ -640,7 +641,7 @@ mod tests {
         assert_eq!(i.harness(None), harness::CODEX, "turn_id means Codex");
         assert_eq!(i.harness(Some("claude")), harness::CLAUDE);
         assert_eq!(i.session_key("codex").unwrap().as_str(), "codex:abc");
-        let env = i.env(&crate::env::Patterns::builtin()).unwrap();
+        let env = i.env(&crate::env::DetectOptions::default()).unwrap();
         assert_eq!((env.name.as_str(), env.project.as_str()), ("web", "/home/me/web"));
         assert!(HookInput::parse(b"[1]").is_err());
         assert!(HookInput::parse(b"{").is_err());

@@ -14,11 +14,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 
 use crate::error::{Error, IoContext, Result};
-use crate::event::{Body, Event, UnknownBody};
+use crate::event::{Body, Event, TapeLost, UnknownBody};
+use crate::forget;
 use crate::ids::{EventId, MemoryId, SessionKey};
 use crate::paths::Paths;
+use crate::redact;
 use crate::store::{self, ApplyStats, Store, Tuning};
-use crate::tape::{Lsn, Snapshot, TapeLog, TapeOptions, TapeWriter};
+use crate::tape::{Lsn, RepairReport, Snapshot, TapeLog, TapeOptions, TapeWriter};
 use crate::time::Ts;
 
 /// Events applied per SQLite transaction when catching up or replaying.
@@ -57,6 +59,9 @@ pub struct Receipt {
     /// Whether the projection was updated (the events are durable either way;
     /// the next open catches up).
     pub applied: bool,
+    /// Memory writes left out because their text was forgotten
+    /// ([`crate::forget::Guard`]); the LSNs count only what was appended.
+    pub forgotten: u64,
 }
 
 impl Journal {
@@ -108,11 +113,11 @@ impl Journal {
     /// Appends events durably and applies them. See the module docs.
     pub fn append(&mut self, events: &[Event]) -> Result<Receipt> {
         if events.is_empty() {
-            let last = self.tape.lock()?.last_lsn();
-            return Ok(Receipt { first_lsn: last + 1, last_lsn: last, applied: true });
+            let last = self.lock_tape()?.last_lsn();
+            return Ok(Receipt { first_lsn: last + 1, last_lsn: last, applied: true, forgotten: 0 });
         }
         // Encoded before the lock is taken: other writers wait less.
-        let payloads: Vec<Vec<u8>> = events.iter().map(Event::to_json).collect();
+        let payloads = encode_marked(events);
         self.locked()?.append_encoded(events, &payloads)
     }
 
@@ -121,23 +126,29 @@ impl Journal {
     /// what the caller reads or removes meanwhile is consistent with what it
     /// appends (the hooks' spool is drained this way).
     pub fn locked(&mut self) -> Result<Locked<'_>> {
-        let writer = self.tape.lock()?;
+        let writer = lock_tape(&self.tape, &mut self.store, &self.paths)?;
         reopen_if_replaced(&mut self.store, &self.paths)?;
         catch_up_locked(&mut self.store, &writer)?;
-        Ok(Locked { writer, store: &mut self.store })
+        Ok(Locked { writer, store: &mut self.store, paths: &self.paths })
     }
 
     /// Applies whatever the log holds beyond the projection's position.
     pub fn catch_up(&mut self) -> Result<ApplyStats> {
-        let writer = self.tape.lock()?;
+        let writer = lock_tape(&self.tape, &mut self.store, &self.paths)?;
         reopen_if_replaced(&mut self.store, &self.paths)?;
         catch_up_locked(&mut self.store, &writer)
     }
 
     /// Seals the active segment (sealing is otherwise automatic).
     pub fn seal(&mut self) -> Result<()> {
-        self.tape.lock()?.seal()?;
+        self.lock_tape()?.seal()?;
         Ok(())
+    }
+
+    /// Takes the tape lock, telling recovery that every frame the projection
+    /// applied was acknowledged: none of them may be cut as a torn tail.
+    fn lock_tape(&mut self) -> Result<TapeWriter<'_>> {
+        lock_tape(&self.tape, &mut self.store, &self.paths)
     }
 
     /// Reopens the projection if a replay swapped in a new generation.
@@ -170,7 +181,11 @@ impl Journal {
 
     /// Physically removes the text of every forgotten memory from the tapes
     /// (segments holding it are rewritten as new content-addressed files),
-    /// then rebuilds the projection so no copy remains there either.
+    /// then rebuilds the projection so no copy remains there either. The text
+    /// goes from the memory's own events and from every other event that
+    /// holds it as it was typed (the session content it was extracted from,
+    /// prompts that repeated it): see [`forget::Scrub`]. First, each of its
+    /// texts gets a keyed fingerprint, so that none is ever learned again.
     pub fn compact(&mut self) -> Result<CompactReport> {
         let forgotten: BTreeSet<MemoryId> = {
             let mut stmt = self
@@ -206,15 +221,50 @@ impl Journal {
                 }
             }
         }
-        let needles: Vec<String> = texts.values().flatten().filter(|t| t.len() >= 16).cloned().collect();
-        let mut writer = self.tape.lock()?;
-        let stats = writer.rewrite(|_, payload| scrub(payload, &forgotten, &needles))?;
+        self.fingerprint_forgotten(&texts)?;
+        let scrub = forget::Scrub::new(texts.values().flatten().map(String::as_str));
+        let prefilter = scrub_prefilter(texts.values().flatten());
+        let mut writer = self.lock_tape()?;
+        let stats = writer.rewrite(|_, payload| scrub_event(payload, &forgotten, &scrub, prefilter.as_ref()))?;
         drop(writer);
         report.segments_rewritten = stats.segments_rewritten;
         report.events_scrubbed = stats.frames_changed;
         replay(&self.paths, &mut |_| {})?;
         self.reopen_if_replaced()?;
         Ok(report)
+    }
+
+    /// Records a fingerprint for each forgotten text that has none yet (a
+    /// memory forgotten before fingerprints existed, an older version of its
+    /// text), before compaction removes the texts.
+    fn fingerprint_forgotten(&mut self, texts: &BTreeMap<MemoryId, Vec<String>>) -> Result<()> {
+        let key = forget::Key::load_or_create(&self.paths)?;
+        let mut events = Vec::new();
+        for (id, versions) in texts {
+            let mut missing = Vec::new();
+            for fp in versions.iter().filter_map(|t| key.fingerprint(t)) {
+                let known: bool = self
+                    .store
+                    .conn()
+                    .prepare_cached("SELECT EXISTS (SELECT 1 FROM forgotten_fingerprints WHERE fingerprint = ?1)")
+                    .and_then(|mut s| s.query_row([&fp], |r| r.get(0)))
+                    .map_err(|e| Error::sqlite("look up a forgotten fingerprint", e))?;
+                if !known && !missing.contains(&fp) {
+                    missing.push(fp);
+                }
+            }
+            if !missing.is_empty() {
+                let body = Body::ForgetFingerprints(crate::event::ForgetFingerprints {
+                    memory_id: id.clone(),
+                    fingerprints: missing,
+                });
+                events.push(self.event(Ts(0), None, body));
+            }
+        }
+        if !events.is_empty() {
+            self.append(&events)?;
+        }
+        Ok(())
     }
 }
 
@@ -224,6 +274,7 @@ impl Journal {
 pub struct Locked<'j> {
     writer: TapeWriter<'j>,
     store: &'j mut Store,
+    paths: &'j Paths,
 }
 
 impl Locked<'_> {
@@ -234,31 +285,55 @@ impl Locked<'_> {
 
     /// Appends events durably and applies them, in one batch.
     pub fn append(&mut self, events: &[Event]) -> Result<Receipt> {
-        let payloads: Vec<Vec<u8>> = events.iter().map(Event::to_json).collect();
+        let payloads = encode_marked(events);
         self.append_encoded(events, &payloads)
     }
 
-    /// [`Locked::append`] with the events' encodings (`Event::to_json`).
-    fn append_encoded(&mut self, events: &[Event], payloads: &[Vec<u8>]) -> Result<Receipt> {
-        let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+    /// [`Locked::append`] with the events' encodings ([`encode`]).
+    fn append_encoded(&mut self, events: &[Event], payloads: &[(Vec<u8>, bool)]) -> Result<Receipt> {
+        // The memory-write boundary: every memory text, whatever produced it,
+        // is checked here, under the lock, against what was forgotten.
+        let mut forgotten = 0u64;
+        let kept: Vec<(&Event, &(Vec<u8>, bool))>;
+        let (events, payloads): (Vec<&Event>, Vec<&(Vec<u8>, bool)>) = if events.iter().any(writes_memory_text) {
+            let guard = forget::Guard::open(self.paths)?;
+            let mut out = Vec::with_capacity(events.len());
+            for (e, p) in events.iter().zip(payloads) {
+                if guard.allows(self.store, &e.body)? {
+                    out.push((e, p));
+                } else {
+                    forgotten += 1;
+                    tracing::info!(id = %e.id, kind = e.kind(), "not writing a memory whose text was forgotten");
+                }
+            }
+            kept = out;
+            kept.iter().copied().unzip()
+        } else {
+            (events.iter().collect(), payloads.iter().collect())
+        };
+        let refs: Vec<&[u8]> = payloads.iter().map(|(p, _)| p.as_slice()).collect();
         if events.is_empty() {
             let last = self.writer.last_lsn();
-            return Ok(Receipt { first_lsn: last + 1, last_lsn: last, applied: true });
+            return Ok(Receipt { first_lsn: last + 1, last_lsn: last, applied: true, forgotten });
         }
         let first = self.writer.append(&refs)?;
         let last = first + events.len() as u64 - 1;
-        // Apply exactly what the log holds: an event this build cannot read is
-        // applied in its decoded form, as replay will see it.
+        // Apply exactly what the log holds: an event this build cannot read,
+        // or one whose encoding redaction changed, is applied in its decoded
+        // form, as replay will see it.
         let decoded: Vec<Option<Event>> = events
             .iter()
-            .zip(payloads)
-            .map(|(e, p)| matches!(e.body, Body::Unknown(_)).then(|| Event::from_json(p).ok()).flatten())
+            .zip(&payloads)
+            .map(|(e, (p, redacted))| {
+                let differs = *redacted || matches!(e.body, Body::Unknown(_));
+                differs.then(|| Event::from_json(p).ok()).flatten()
+            })
             .collect();
         let batch: Vec<(Lsn, &Event)> = events
             .iter()
             .zip(&decoded)
             .enumerate()
-            .map(|(i, (e, d))| (first + i as u64, d.as_ref().unwrap_or(e)))
+            .map(|(i, (e, d))| (first + i as u64, d.as_ref().unwrap_or(*e)))
             .collect();
         let applied = match self.store.apply(&batch) {
             Ok(_) => true,
@@ -267,8 +342,37 @@ impl Locked<'_> {
                 false
             }
         };
-        Ok(Receipt { first_lsn: first, last_lsn: last, applied })
+        Ok(Receipt { first_lsn: first, last_lsn: last, applied, forgotten })
     }
+}
+
+/// Whether an event writes a memory's text (what [`forget::Guard`] checks).
+fn writes_memory_text(e: &Event) -> bool {
+    matches!(&e.body, Body::MemoryAdded(_)) || matches!(&e.body, Body::MemoryUpdated(b) if b.content.is_some())
+}
+
+/// Encodes events for the log. Every encoding passes
+/// [`redact::redact_json`] first: a secret any writer left in any field (a
+/// query, a path, a reason) is replaced before a byte is written.
+pub fn encode(events: &[Event]) -> Vec<Vec<u8>> {
+    encode_marked(events).into_iter().map(|(p, _)| p).collect()
+}
+
+/// [`encode`], marking the encodings redaction changed.
+fn encode_marked(events: &[Event]) -> Vec<(Vec<u8>, bool)> {
+    events
+        .iter()
+        .map(|e| {
+            let json = e.to_json();
+            match redact::redact_json(&json) {
+                Some(clean) => {
+                    tracing::debug!(kind = e.kind(), id = %e.id, "redacted a secret left in an event");
+                    (clean, true)
+                }
+                None => (json, false),
+            }
+        })
+        .collect()
 }
 
 /// What [`Journal::compact`] did.
@@ -300,6 +404,12 @@ pub fn decode(lsn: Lsn, payload: &[u8]) -> Event {
             }),
         },
     }
+}
+
+/// [`Journal::lock_tape`], for callers that keep borrowing the store.
+fn lock_tape<'t>(tape: &'t TapeLog, store: &mut Store, paths: &Paths) -> Result<TapeWriter<'t>> {
+    reopen_if_replaced(store, paths)?;
+    tape.lock_keeping(store.applied_lsn()?)
 }
 
 fn reopen_if_replaced(store: &mut Store, paths: &Paths) -> Result<()> {
@@ -380,7 +490,21 @@ pub struct ReplayReport {
 /// naming it and changes nothing.
 pub fn replay(paths: &Paths, progress: &mut dyn FnMut(ReplayProgress)) -> Result<ReplayReport> {
     let tape = TapeLog::open(&paths.tapes(), TapeOptions::default())?;
-    let snapshot = tape.snapshot()?;
+    // The projection being replaced applied every frame up to its position:
+    // a log that ends before it has lost a segment, and a replay would lose
+    // those events for good.
+    let applied = previous_position(paths);
+    let snapshot = tape.lock_keeping(applied).and_then(|w| w.snapshot()).map_err(|e| match e {
+        Error::Corrupt { file, offset, reason } => Error::Corrupt {
+            file,
+            offset,
+            reason: format!(
+                "{reason}; replay refused and changed nothing (if those events are lost for good, remove \
+                 engram.db and db/ to rebuild from what remains)"
+            ),
+        },
+        e => e,
+    })?;
     let total = snapshot.last_lsn();
     let link = paths.db();
     let dir = store::generations_dir(&link);
@@ -429,19 +553,71 @@ pub fn replay(paths: &Paths, progress: &mut dyn FnMut(ReplayProgress)) -> Result
     Ok(ReplayReport { events: total, stats, generation })
 }
 
-/// Removes forgotten memories' text from one encoded event, if present.
-fn scrub(payload: &[u8], forgotten: &BTreeSet<MemoryId>, needles: &[String]) -> Option<Vec<u8>> {
+/// The position of the projection (0 when there is none or it cannot be
+/// read): every frame up to it was acknowledged.
+pub fn projection_position(paths: &Paths) -> Lsn {
+    previous_position(paths)
+}
+
+/// Repairs a damaged tape log ([`TapeLog::repair`]): each frame that damage
+/// made unreadable becomes a `tape.lost` event written by `writer` at `now`,
+/// its bytes kept in quarantine. Frames the projection applied count as
+/// acknowledged. The projection is left as it is (it may hold what was lost;
+/// a replay would not).
+pub fn repair(paths: &Paths, writer: &str, now: Ts) -> Result<RepairReport> {
+    let tape = TapeLog::open(&paths.tapes(), TapeOptions::default())?;
+    let name = |p: &std::path::Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    tape.repair(previous_position(paths), &mut |range, lsn| {
+        let segment = name(&range.file);
+        let body = Body::TapeLost(TapeLost {
+            segment: segment.clone(),
+            first_lsn: range.first_lsn,
+            last_lsn: range.last_lsn,
+            quarantine: name(&range.quarantine),
+            reason: range.reason.clone(),
+        });
+        let mut event = Event::new(now, writer, None, body);
+        event.id = EventId::derived(&["tape.lost", &segment, &lsn.to_string()]);
+        event.to_json()
+    })
+}
+
+/// The position of the projection a replay replaces (0 when there is none
+/// or it cannot be read).
+fn previous_position(paths: &Paths) -> Lsn {
+    if !paths.db().exists() {
+        return 0;
+    }
+    match Store::open(&paths.db()).and_then(|s| s.applied_lsn()) {
+        Ok(lsn) => lsn,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the position of the projection being replaced");
+            0
+        }
+    }
+}
+
+/// A quick test of a raw event for the forgotten texts: one of each text's
+/// longest words (ASCII case-insensitively).
+fn scrub_prefilter<'a>(texts: impl Iterator<Item = &'a String>) -> Option<aho_corasick::AhoCorasick> {
+    let words: Vec<String> =
+        texts.filter_map(|t| forget::normal_words(t).into_iter().max_by_key(String::len)).collect();
+    aho_corasick::AhoCorasick::builder().ascii_case_insensitive(true).build(&words).ok()
+}
+
+/// Removes forgotten memories' text from one encoded event, if present: the
+/// memory's own events lose their text and tags; any other string loses
+/// each forgotten text it holds.
+fn scrub_event(
+    payload: &[u8],
+    forgotten: &BTreeSet<MemoryId>,
+    scrub: &forget::Scrub,
+    prefilter: Option<&aho_corasick::AhoCorasick>,
+) -> Option<Vec<u8>> {
     let raw = std::str::from_utf8(payload).ok()?;
     let mentions_id = forgotten.iter().any(|id| raw.contains(id.as_str()));
-    let escaped: Vec<(String, &str)> = needles
-        .iter()
-        .filter_map(|n| {
-            let json = serde_json::to_string(n).ok()?;
-            let inner = json[1..json.len() - 1].to_owned();
-            raw.contains(&inner).then_some((inner, n.as_str()))
-        })
-        .collect();
-    if !mentions_id && escaped.is_empty() {
+    let mentions_text = !scrub.is_empty() && prefilter.is_none_or(|ac| ac.is_match(payload));
+    if !mentions_id && !mentions_text {
         return None;
     }
     let mut event = Event::from_json(payload).ok()?;
@@ -459,30 +635,12 @@ fn scrub(payload: &[u8], forgotten: &BTreeSet<MemoryId>, needles: &[String]) -> 
         }
         _ => {}
     }
-    if !escaped.is_empty() {
+    if mentions_text {
         let mut value = serde_json::to_value(&event).ok()?;
-        let mut replaced = false;
-        replace_strings(&mut value, &escaped, &mut replaced);
-        if replaced {
+        if scrub.value(&mut value) {
             event = Event::from_json(&serde_json::to_vec(&value).ok()?).ok()?;
             changed = true;
         }
     }
     changed.then(|| event.to_json())
-}
-
-fn replace_strings(value: &mut serde_json::Value, needles: &[(String, &str)], replaced: &mut bool) {
-    match value {
-        serde_json::Value::String(s) => {
-            for (_, needle) in needles {
-                if s.contains(needle) {
-                    *s = s.replace(needle, "[forgotten]");
-                    *replaced = true;
-                }
-            }
-        }
-        serde_json::Value::Array(items) => items.iter_mut().for_each(|v| replace_strings(v, needles, replaced)),
-        serde_json::Value::Object(map) => map.values_mut().for_each(|v| replace_strings(v, needles, replaced)),
-        _ => {}
-    }
 }

@@ -3,16 +3,19 @@
 
 pub mod autotrain;
 pub mod base64;
+pub mod command;
 pub mod config;
 pub mod env;
 pub mod error;
 pub mod event;
+pub mod forget;
 pub mod fsutil;
 pub mod hook;
 pub mod ids;
 pub mod injection;
 pub mod journal;
 mod json_scan;
+pub mod knowledge;
 pub mod logging;
 pub mod memory_ops;
 pub mod models;
@@ -21,6 +24,7 @@ pub mod provenance;
 pub mod rank;
 pub mod redact;
 pub mod rpc;
+pub mod share;
 pub mod shell;
 pub mod shutdown;
 pub mod store;

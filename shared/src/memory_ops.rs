@@ -10,8 +10,10 @@ use serde::Serialize;
 
 use crate::error::Error;
 use crate::event::{
-    Body, MemoryAdded, MemoryDeprecated, MemoryFeedback, MemoryForgotten, MemoryRef, MemoryUpdated, memory_type,
+    Body, ForgetFingerprints, MemoryAdded, MemoryDeprecated, MemoryFeedback, MemoryForgotten, MemoryRef, MemoryUpdated,
+    memory_type,
 };
+use crate::forget;
 use crate::ids::{MemoryId, SessionKey};
 use crate::journal::Journal;
 use crate::redact;
@@ -31,6 +33,7 @@ pub const TYPES: &[&str] = &[
     memory_type::CONVENTION,
     memory_type::GOTCHA,
     memory_type::STRUGGLE,
+    memory_type::DISCOVERY,
 ];
 
 /// Longest memory text accepted, in characters.
@@ -210,6 +213,7 @@ fn append(journal: &mut Journal, now: Ts, session: Option<SessionKey>, body: Bod
 /// Adds a memory; returns its new id.
 pub fn add(journal: &mut Journal, m: NewMemory, origin: &Origin, now: Ts) -> OpResult<MemoryId> {
     let content = check_text(&m.text)?;
+    refuse_forgotten(journal, &content)?;
     let memory_type = check_type(&m.memory_type)?;
     let importance = check_unit("importance", m.importance)?;
     let tags = check_tags(&m.tags)?;
@@ -232,6 +236,17 @@ pub fn add(journal: &mut Journal, m: NewMemory, origin: &Origin, now: Ts) -> OpR
     });
     append(journal, now, origin.session.clone(), body)?;
     Ok(id)
+}
+
+/// Refuses a text that was forgotten (the journal would leave it out).
+fn refuse_forgotten(journal: &Journal, text: &str) -> OpResult<()> {
+    let guard = forget::Guard::open(journal.paths()).map_err(store_err("read the forget key"))?;
+    match guard.forgotten(journal.store(), text).map_err(store_err("look up forgotten texts"))? {
+        Some(_) => Err(OpError::Invalid(
+            "this text was forgotten (`memory forget`), and a forgotten memory is never learned again".into(),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Changes a memory's text, type, importance, tags or project.
@@ -257,6 +272,9 @@ pub fn update(journal: &mut Journal, id: &str, change: MemoryChange, now: Ts) ->
         ));
     }
     require_live(journal.store(), id)?;
+    if let Some(text) = &body.content {
+        refuse_forgotten(journal, text)?;
+    }
     append(journal, now, None, Body::MemoryUpdated(body))
 }
 
@@ -285,19 +303,40 @@ pub fn deprecate(
     let body = Body::MemoryDeprecated(MemoryDeprecated {
         memory_id: MemoryId::from(id),
         reason: reason.map(|r| redact::redact_text(&r).into_owned()).unwrap_or_default(),
-        superseded_by: superseded_by.map(MemoryId),
+        superseded_by: superseded_by.clone().map(MemoryId),
     });
-    append(journal, now, None, body)
+    // The knowledge graph's `supersedes` edge goes with the deprecation, in one append.
+    let edge = superseded_by.map(|by| {
+        let r = crate::knowledge::graph::Relation::Supersedes;
+        crate::knowledge::graph::edge_body(&MemoryId(by), &MemoryId::from(id), r, 1.0, "user", "deprecated")
+    });
+    let events: Vec<_> = std::iter::once(body).chain(edge).map(|b| journal.event(now, None, b)).collect();
+    let receipt = journal.append(&events).map_err(store_err("append to the tape log"))?;
+    if !receipt.applied {
+        tracing::warn!(lsn = receipt.first_lsn, "the events are on tape but not yet projected");
+    }
+    Ok(())
 }
 
 /// Forgets a memory: hidden at once, its text removed from the tapes by the
 /// next `compact`. `false` when it was already forgotten (nothing appended).
 pub fn forget(journal: &mut Journal, id: &str, reason: Option<String>, now: Ts) -> OpResult<bool> {
-    if require(journal.store(), id)?.is_deleted {
+    let memory = require(journal.store(), id)?;
+    if memory.is_deleted {
         return Ok(false);
     }
     let reason = reason.map(|r| redact::redact_text(&r).into_owned()).unwrap_or_default();
-    append(journal, now, None, Body::MemoryForgotten(MemoryForgotten { memory_id: MemoryId::from(id), reason }))?;
+    // Its text is never learned again: a keyed fingerprint of it is kept
+    // (the text itself goes with the next `compact`).
+    let key = forget::Key::load_or_create(journal.paths()).map_err(store_err("create the forget key"))?;
+    let fingerprints: Vec<String> = key.fingerprint(&memory.content).into_iter().collect();
+    let memory_id = MemoryId::from(id);
+    let mut events =
+        vec![journal.event(now, None, Body::MemoryForgotten(MemoryForgotten { memory_id: memory_id.clone(), reason }))];
+    if !fingerprints.is_empty() {
+        events.push(journal.event(now, None, Body::ForgetFingerprints(ForgetFingerprints { memory_id, fingerprints })));
+    }
+    journal.append(&events).map_err(store_err("append to the tape log"))?;
     Ok(true)
 }
 

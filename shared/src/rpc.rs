@@ -55,21 +55,42 @@ const LINE_HINT_CAP: usize = 4 << 20;
 const TOO_LONG_HEAD: usize = 4096;
 
 /// A request id: a string, a number, or null.
+///
+/// A number is kept as the text it was written as, and written back as that
+/// text: `18446744073709551616` or `1e2` come back exactly as sent (a number
+/// parsed into an f64 or a u64 would not).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Id {
     /// `null` (used in replies to unparseable requests).
     Null,
-    /// A number, kept as written.
-    Number(serde_json::Number),
+    /// A number, as written (a valid JSON number).
+    Number(String),
     /// A string.
     String(String),
+}
+
+impl Id {
+    /// The id whose JSON text is `raw` (surrounding whitespace allowed), or
+    /// why it is not one.
+    pub fn from_raw(raw: &[u8]) -> Result<Id, String> {
+        let text = std::str::from_utf8(raw).map_err(|_| "an id must be valid UTF-8".to_owned())?.trim();
+        match text.as_bytes().first() {
+            Some(b'"') => serde_json::from_str::<String>(text).map(Id::String).map_err(|e| e.to_string()),
+            Some(b'n') if text == "null" => Ok(Id::Null),
+            Some(c) if *c == b'-' || c.is_ascii_digit() => match serde_json::from_str::<serde_json::Number>(text) {
+                Ok(_) => Ok(Id::Number(text.to_owned())),
+                Err(e) => Err(format!("an id must be a string, a number or null: {e}")),
+            },
+            _ => Err(format!("an id must be a string, a number or null, not {text:.40}")),
+        }
+    }
 }
 
 impl fmt::Display for Id {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Id::Null => f.write_str("null"),
-            Id::Number(n) => write!(f, "{n}"),
+            Id::Number(n) => f.write_str(n),
             Id::String(s) => write!(f, "{s:?}"),
         }
     }
@@ -79,20 +100,21 @@ impl Serialize for Id {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             Id::Null => s.serialize_unit(),
-            Id::Number(n) => n.serialize(s),
+            Id::Number(n) => match serde_json::value::RawValue::from_string(n.clone()) {
+                Ok(raw) => raw.serialize(s),
+                Err(e) => Err(serde::ser::Error::custom(e)),
+            },
             Id::String(v) => s.serialize_str(v),
         }
     }
 }
 
 impl<'de> Deserialize<'de> for Id {
+    /// From serde_json: the exact text of a number is kept (from JSON text;
+    /// from an already-parsed `Value`, as exact as that value).
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Id, D::Error> {
-        match Value::deserialize(d)? {
-            Value::Null => Ok(Id::Null),
-            Value::Number(n) => Ok(Id::Number(n)),
-            Value::String(s) => Ok(Id::String(s)),
-            other => Err(de::Error::custom(format!("an id must be a string, a number or null, not {}", kind(&other)))),
-        }
+        let raw = <Box<serde_json::value::RawValue>>::deserialize(d)?;
+        Id::from_raw(raw.get().as_bytes()).map_err(de::Error::custom)
     }
 }
 
@@ -104,7 +126,7 @@ impl From<&str> for Id {
 
 impl From<i64> for Id {
     fn from(n: i64) -> Id {
-        Id::Number(n.into())
+        Id::Number(n.to_string())
     }
 }
 
@@ -345,7 +367,8 @@ fn slow_path<P: Params>(line: &[u8]) -> Message<P> {
     };
     let id = match obj.remove("id") {
         None => None,
-        Some(v) => match Id::deserialize(v) {
+        // The id as written: parsing into a value rounded big numbers.
+        Some(v) => match sniff_id(line).map_or_else(|| Id::deserialize(v).map_err(|e| e.to_string()), Ok) {
             Ok(id) => Some(id),
             Err(e) => return Message::Invalid { id: Some(Id::Null), error: RpcError::invalid_request(e) },
         },
@@ -392,7 +415,7 @@ pub fn sniff_id(head: &[u8]) -> Option<Id> {
         i = skip_ws(head, i + 1);
         let value_end = skip_value(head, i)?;
         if key == b"id" {
-            return serde_json::from_slice(&head[i..value_end]).ok();
+            return Id::from_raw(&head[i..value_end]).ok();
         }
         i = skip_ws(head, value_end);
         if head.get(i) != Some(&b',') {

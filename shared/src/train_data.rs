@@ -265,6 +265,15 @@ pub fn build_list(
         m.signals.times_injected = h.injected_sessions;
         m.signals.times_useful = h.useful;
     }
+    // The session's environment, with tag relevance as of before it (a list
+    // never sees its own outcome): see `shared::env::rank`.
+    if let Some(session) = spec.session
+        && let Some(env) = crate::env::store::session_env_detected(store.conn(), session.as_str())
+            .sql("read a session's environment")?
+    {
+        let relevance = crate::env::rank::Relevance::AsOf { before_ms: spec.at.0, session: Some(session.as_str()) };
+        crate::env::rank::apply(store, &mut pool, &env, relevance)?;
+    }
     let embeddings = if opts.native_dim > 0 && pool.memories.iter().any(|m| m.signals.has_embedding) {
         rank::pool_embeddings(store, &pool)?
     } else {

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
+use shared::env::prereq::Prerequisites;
 use shared::event::*;
 use shared::ids::{EventId, MemoryId, SessionKey};
 use shared::journal::{Journal, replay};
@@ -87,6 +88,63 @@ fn added(i: usize, session: &str, id: &str, project: Option<&str>) -> Event {
             source: "extracted".into(),
             source_session: Some(session.into()),
             ..Default::default()
+        }),
+    )
+}
+
+fn ranking(i: usize, session: &str, injected: &[&str]) -> Event {
+    let candidates = injected
+        .iter()
+        .enumerate()
+        .map(|(r, m)| ServedCandidate {
+            memory_id: (*m).into(),
+            sources: vec![source::PINNED.into()],
+            baseline_score: 1.0,
+            baseline_rank: r as u32 + 1,
+            final_score: 1.0,
+            rank: r as u32 + 1,
+            injected: true,
+            ..Default::default()
+        })
+        .collect();
+    event(
+        i,
+        Some(session),
+        Body::RankingServed(RankingServed {
+            ranking_id: format!("rk_{i}"),
+            trigger: trigger::SESSION_START.into(),
+            query: "start".into(),
+            alpha: 1.0,
+            cold_start: true,
+            candidates,
+            ..Default::default()
+        }),
+    )
+}
+
+fn scored(i: usize, session: &str, labels: &[(&str, f32)], confidence: f32) -> Event {
+    event(
+        i,
+        Some(session),
+        Body::SessionScored(SessionScored {
+            score: 0.7,
+            confidence,
+            labels: labels.iter().map(|(m, l)| (MemoryId::from(*m), *l)).collect(),
+            scorer: "test".into(),
+            ..Default::default()
+        }),
+    )
+}
+
+fn feedback(i: usize, session: &str, memory: &str, relevance: f32) -> Event {
+    event(
+        i,
+        Some(session),
+        Body::MemoryFeedback(MemoryFeedback {
+            memory_id: memory.into(),
+            relevance,
+            reason: "x".into(),
+            by: "agent".into(),
         }),
     )
 }
@@ -216,6 +274,144 @@ fn a_memory_seen_in_two_projects_keeps_the_tags_they_share() {
     assert_eq!(env(&j), (r#"["frontend","nodejs","npm","react"]"#.to_owned(), 2));
 }
 
+/// A session of `tags` that was shown `memory` and scored it `label`.
+fn scored_session(i: usize, session: &str, project: usize, tags: &[&str], memory: &str, label: f32) -> Vec<Event> {
+    vec![
+        detected(i, Some(session), project, "/work", tags),
+        ranking(i + 1, session, &[memory]),
+        scored(i + 2, session, &[(memory, label)], 0.9),
+    ]
+}
+
+#[test]
+fn a_used_memory_counts_a_match_per_repository_and_tag_set_and_moves_its_tag_relevance() {
+    let (_d, paths) = home();
+    let mut j = Journal::open(&paths, "test").unwrap();
+    j.append(&[added(1, "claude:s9", "mem_x", None)]).unwrap();
+    j.append(&scored_session(10, "claude:s0", 0, &["nodejs", "react"], "mem_x", 0.8)).unwrap();
+    let store = j.store();
+    assert_eq!(one::<i64>(store, "SELECT times_matched FROM memories WHERE id = ?1", "mem_x"), 1);
+    assert_eq!(one::<i64>(store, "SELECT times_matched FROM engram_repo_stats WHERE repo = ?1", "/work/Demo"), 1);
+    assert_eq!(
+        one::<i64>(store, "SELECT times_matched FROM engram_tag_stats WHERE tag_set = ?1", r#"["nodejs","react"]"#),
+        1
+    );
+    let score = one::<f64>(store, "SELECT score FROM engram_tag_relevance WHERE tag = ?1", "react");
+    assert!((score - 0.24).abs() < 1e-6, "0.3 × 0.8 = {score}");
+    // Scored again: nothing counts twice. Low confidence: nothing counts.
+    j.append(&[scored(20, "claude:s0", &[("mem_x", 0.8)], 0.9)]).unwrap();
+    j.append(&scored_session(30, "claude:s1", 0, &["nodejs", "react"], "mem_x", 0.9)[..2]).unwrap();
+    j.append(&[scored(40, "claude:s1", &[("mem_x", 0.9)], 0.3)]).unwrap();
+    assert_eq!(one::<i64>(j.store(), "SELECT times_matched FROM memories WHERE id = ?1", "mem_x"), 1);
+    // Shown and not used (label 0): a negative evaluation, no match.
+    j.append(&scored_session(50, "claude:s2", 2, &["rust"], "mem_x", 0.0)).unwrap();
+    let (score, neg): (f64, i64) = j
+        .store()
+        .conn()
+        .query_row("SELECT score, negative_evals FROM engram_tag_relevance WHERE tag = 'rust'", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert!((score + 0.15).abs() < 1e-6 && neg == 1, "0.3 × (0 − 0.5) = {score}");
+    // Explicit feedback counts at twice the weight, every time.
+    j.append(&[feedback(60, "claude:s2", "mem_x", 1.0), feedback(61, "claude:s2", "mem_x", 1.0)]).unwrap();
+    let score = one::<f64>(j.store(), "SELECT score FROM engram_tag_relevance WHERE tag = ?1", "rust");
+    let want = (-0.15 * 0.7 + 0.6) * 0.7 + 0.6;
+    assert!((score - want).abs() < 1e-6, "{score} != {want}");
+}
+
+/// Seed 000's worked example, through the projection: 6 matches in
+/// [frontend, acme, typescript], 5 in [frontend, acme, react], 4 in
+/// [frontend, personal, typescript] pin the memory with {"tags": ["frontend"]}.
+#[test]
+fn the_seed_example_auto_pins_on_the_fifteenth_match() {
+    let (_d, paths) = home();
+    let mut j = Journal::open(&paths, "test").unwrap();
+    j.append(&[added(1, "claude:s9", "mem_x", None)]).unwrap();
+    let sets: [(&[&str], usize); 3] = [
+        (&["frontend", "acme", "typescript"], 6),
+        (&["frontend", "acme", "react"], 5),
+        (&["frontend", "personal", "typescript"], 4),
+    ];
+    let mut i = 10;
+    let mut n = 0;
+    for (tags, times) in sets {
+        for _ in 0..times {
+            let pinned = one::<bool>(j.store(), "SELECT pinned FROM memories WHERE id = ?1", "mem_x");
+            assert!(!pinned, "pinned after {n} matches");
+            // A fresh session for each match (a session counts once); a
+            // modest label (used, 0.4) keeps the tag relevance below the
+            // relevance rule's 0.6, so the match counts alone decide.
+            let session = format!("claude:m{n}");
+            j.append(&scored_session(i, &session, 0, tags, "mem_x", 0.4)).unwrap();
+            i += 3;
+            n += 1;
+        }
+    }
+    let (pinned, auto, prereq): (bool, bool, String) = j
+        .store()
+        .conn()
+        .query_row("SELECT pinned, auto_pinned, prerequisites FROM memories WHERE id = 'mem_x'", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap();
+    assert!(pinned && auto);
+    assert_eq!(prereq, r#"{"tags":["frontend"]}"#);
+    let stats: Vec<(String, i64)> = j
+        .store()
+        .conn()
+        .prepare("SELECT tag_set, times_matched FROM engram_tag_stats ORDER BY tag_set")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        stats,
+        [
+            (r#"["acme","frontend","react"]"#.to_owned(), 5),
+            (r#"["acme","frontend","typescript"]"#.to_owned(), 6),
+            (r#"["frontend","personal","typescript"]"#.to_owned(), 4)
+        ]
+    );
+}
+
+#[test]
+fn tag_relevance_pins_and_unpins_only_what_it_pinned() {
+    let (_d, paths) = home();
+    let mut j = Journal::open(&paths, "test").unwrap();
+    j.append(&[added(1, "claude:s9", "mem_a", None), added(2, "claude:s9", "mem_m", None)]).unwrap();
+    j.append(&[event(3, None, Body::MemoryPinned(MemoryRef { memory_id: "mem_m".into() }))]).unwrap();
+    let mut i = 10;
+    // Five good evaluations in a React environment: avg > 0.6 with 5 evaluations.
+    for k in 0..5 {
+        let s = format!("claude:g{k}");
+        j.append(&[detected(i, Some(&s), 0, "/work", &["react"]), ranking(i + 1, &s, &["mem_a", "mem_m"])]).unwrap();
+        j.append(&[feedback(i + 2, &s, "mem_a", 1.0), feedback(i + 3, &s, "mem_m", 1.0)]).unwrap();
+        i += 4;
+    }
+    let state = |j: &Journal, id: &str| -> (bool, bool, Option<String>) {
+        j.store()
+            .conn()
+            .query_row("SELECT pinned, auto_pinned, prerequisites FROM memories WHERE id = ?1", [id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .unwrap()
+    };
+    assert_eq!(state(&j, "mem_a"), (true, true, Some(r#"{"tags":["react"]}"#.to_owned())));
+    // Then it stops helping: unpinned once the average falls below 0.2; the
+    // manual pin stays.
+    for k in 0..8 {
+        let s = format!("claude:b{k}");
+        j.append(&[detected(i, Some(&s), 0, "/work", &["react"]), ranking(i + 1, &s, &["mem_a", "mem_m"])]).unwrap();
+        j.append(&[scored(i + 2, &s, &[("mem_a", 0.0), ("mem_m", 0.0)], 0.9)]).unwrap();
+        i += 3;
+    }
+    let (pinned, auto, _) = state(&j, "mem_a");
+    assert!(!pinned && !auto);
+    assert!(state(&j, "mem_m").0, "a manual pin is never removed by relevance");
+}
+
 /// One generated event of the environment model.
 #[derive(Clone, Debug)]
 enum Gen {
@@ -224,8 +420,16 @@ enum Gen {
     Added(usize, usize, u8),
     Content(usize),
     Seen(usize, usize),
+    Served(usize, Vec<usize>),
+    Scored(usize, Vec<(usize, f32)>, f32),
+    Feedback(usize, usize, f32),
     Duplicate(usize),
+    Categorized(usize, Vec<usize>, Vec<usize>, bool),
+    Prerequisites(usize, Vec<usize>, bool),
+    Pin(usize, bool),
 }
+
+const CATEGORIES: &[&str] = &["development", "development/frontend/react", "tools/git", "Tools / Git", "a//b"];
 
 fn any_event() -> impl Strategy<Value = Gen> {
     let s = 0..SESSIONS.len();
@@ -236,8 +440,27 @@ fn any_event() -> impl Strategy<Value = Gen> {
         3 => (s.clone(), 0usize..6, 0u8..4).prop_map(|(s, m, p)| Gen::Added(s, m, p)),
         1 => s.clone().prop_map(Gen::Content),
         2 => (0usize..1000, s.clone()).prop_map(|(m, s)| Gen::Seen(m, s)),
+        3 => (s.clone(), prop::collection::vec(0usize..1000, 1..4)).prop_map(|(s, m)| Gen::Served(s, m)),
+        3 => (s.clone(), prop::collection::vec((0usize..1000, -0.5f32..1.0), 1..4), 0.0f32..1.0)
+            .prop_map(|(s, l, c)| Gen::Scored(s, l, c)),
+        1 => (s.clone(), 0usize..1000, 0.0f32..1.0).prop_map(|(s, m, r)| Gen::Feedback(s, m, r)),
         1 => (0usize..1000).prop_map(Gen::Duplicate),
+        2 => (0usize..1000, prop::collection::vec(0..CATEGORIES.len(), 0..3), prop::collection::vec(0..CATEGORIES.len(), 0..2), any::<bool>())
+            .prop_map(|(m, a, r, x)| Gen::Categorized(m, a, r, x)),
+        1 => (0usize..1000, prop::collection::vec(0..TAGS.len(), 0..3), any::<bool>())
+            .prop_map(|(m, t, os)| Gen::Prerequisites(m, t, os)),
+        1 => (0usize..1000, any::<bool>()).prop_map(|(m, p)| Gen::Pin(m, p)),
     ]
+}
+
+fn memory_ids(events: &[Event]) -> Vec<MemoryId> {
+    events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::MemoryAdded(a) => Some(a.memory_id.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 const CWDS: &[&str] = &["/work/Demo/todo-app/types", "/src/api", "/play/api/src"];
@@ -264,25 +487,72 @@ fn build(items: &[Gen]) -> Vec<Event> {
             Gen::Content(s) => {
                 event(i, Some(SESSIONS[*s]), Body::MsgIn(MsgIn { text: "run the tests".into(), ..Default::default() }))
             }
+            Gen::Served(s, ms) => {
+                let ids = memory_ids(&out);
+                if ids.is_empty() {
+                    continue;
+                }
+                let picked: BTreeSet<&str> = ms.iter().map(|m| ids[m % ids.len()].as_str()).collect();
+                ranking(i, SESSIONS[*s], &picked.into_iter().collect::<Vec<_>>())
+            }
+            Gen::Scored(s, labels, confidence) => {
+                let ids = memory_ids(&out);
+                if ids.is_empty() {
+                    continue;
+                }
+                let labels: Vec<(&str, f32)> = labels.iter().map(|(m, l)| (ids[m % ids.len()].as_str(), *l)).collect();
+                scored(i, SESSIONS[*s], &labels, *confidence)
+            }
+            Gen::Feedback(s, m, r) => {
+                let ids = memory_ids(&out);
+                let Some(id) = ids.get(m % ids.len().max(1)) else { continue };
+                feedback(i, SESSIONS[*s], id.as_str(), *r)
+            }
             Gen::Seen(m, s) => {
-                let ids: Vec<&MemoryId> = out
-                    .iter()
-                    .filter_map(|e| match &e.body {
-                        Body::MemoryAdded(a) => Some(&a.memory_id),
-                        _ => None,
-                    })
-                    .collect();
+                let ids = memory_ids(&out);
                 let Some(id) = ids.get(m % ids.len().max(1)) else { continue };
                 event(
                     i,
                     None,
                     Body::MemoryUpdated(MemoryUpdated {
-                        memory_id: (*id).clone(),
+                        memory_id: id.clone(),
                         occurrences: 1,
                         seen_in: Some(SESSIONS[*s].into()),
                         ..Default::default()
                     }),
                 )
+            }
+            Gen::Categorized(m, add, remove, replace) => {
+                let ids = memory_ids(&out);
+                let Some(id) = ids.get(m % ids.len().max(1)) else { continue };
+                let paths = |v: &[usize]| v.iter().map(|c| CATEGORIES[*c].to_owned()).collect();
+                let body = MemoryCategorized {
+                    memory_id: id.clone(),
+                    add: paths(add),
+                    remove: paths(remove),
+                    replace: *replace,
+                };
+                event(i, None, Body::MemoryCategorized(body))
+            }
+            Gen::Prerequisites(m, tags, os) => {
+                let ids = memory_ids(&out);
+                let Some(id) = ids.get(m % ids.len().max(1)) else { continue };
+                let prerequisites = Prerequisites {
+                    tags: tags.iter().map(|t| TAGS[*t].to_owned()).collect::<BTreeSet<_>>().into_iter().collect(),
+                    os: if *os { vec!["linux".into()] } else { Vec::new() },
+                    ..Prerequisites::default()
+                };
+                event(
+                    i,
+                    None,
+                    Body::MemoryPrerequisitesSet(MemoryPrerequisitesSet { memory_id: id.clone(), prerequisites }),
+                )
+            }
+            Gen::Pin(m, pin) => {
+                let ids = memory_ids(&out);
+                let Some(id) = ids.get(m % ids.len().max(1)) else { continue };
+                let r = MemoryRef { memory_id: id.clone() };
+                event(i, None, if *pin { Body::MemoryPinned(r) } else { Body::MemoryUnpinned(r) })
             }
             Gen::Duplicate(j) => match out.get(j % out.len().max(1)) {
                 Some(e) => e.clone(),

@@ -799,3 +799,149 @@ fn decompress_all(bytes: &[u8]) -> Vec<u8> {
     }
     out
 }
+
+/// The frames of the active segment, for damaging them.
+fn active_segment(paths: &Paths) -> std::path::PathBuf {
+    std::fs::read_dir(paths.tapes())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "tape"))
+        .unwrap()
+}
+
+/// Issue 21, item 1: a frame the projection applied was acknowledged; even
+/// without the lock file's hint, recovery must not cut it as a torn tail.
+#[test]
+fn a_damaged_frame_the_projection_applied_is_refused_not_cut() {
+    let (_dir, paths) = home();
+    let mut j = Journal::open(&paths, "test").unwrap();
+    j.append(&[added(1, "mem_1", "one"), added(2, "mem_2", "two"), added(3, "mem_3", "three")]).unwrap();
+    drop(j);
+    std::fs::write(paths.tapes().join("LOCK"), b"").unwrap();
+    let active = active_segment(&paths);
+    let mut bytes = std::fs::read(&active).unwrap();
+    let at = bytes.len() - 4;
+    bytes[at] ^= 0x20;
+    std::fs::write(&active, &bytes).unwrap();
+    let err = Journal::open(&paths, "test").unwrap_err();
+    assert_eq!(err.class(), shared::error::ErrorClass::Corrupt, "{err}");
+    assert!(err.to_string().contains("lsn 3"), "{err}");
+    assert_eq!(std::fs::read(&active).unwrap(), bytes, "nothing was cut");
+    assert!(replay(&paths, &mut |_| {}).is_err());
+}
+
+/// Issue 21, item 2: a deleted first sealed segment is detected; replay refuses.
+#[test]
+fn replay_refuses_a_log_without_its_first_segment() {
+    let (_dir, paths) = home();
+    let mut j = Journal::open(&paths, "test").unwrap();
+    for i in 1..=4 {
+        j.append(&[added(i, &format!("mem_{i}"), "a memory")]).unwrap();
+        j.seal().unwrap();
+    }
+    let before = dump(j.store(), true);
+    drop(j);
+    let first = std::fs::read_dir(paths.tapes())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("0000000001-"))
+        .unwrap();
+    std::fs::remove_file(&first).unwrap();
+    let err = replay(&paths, &mut |_| {}).unwrap_err();
+    assert!(err.to_string().contains("missing"), "{err}");
+    let j = Journal::open(&paths, "test").unwrap();
+    assert_eq!(dump(j.store(), true), before);
+    assert!(!j.tape().verify().unwrap().problems.is_empty());
+}
+
+/// Issue 21, item 2: a log that ends before the projection's position lost a
+/// segment (here the active one, and the lock file's hint with it); replay
+/// refuses rather than rebuild a smaller projection.
+#[test]
+fn replay_refuses_a_log_that_ends_before_the_projection() {
+    let (_dir, paths) = home();
+    let mut j = Journal::open(&paths, "test").unwrap();
+    j.append(&[added(1, "mem_1", "sealed")]).unwrap();
+    j.seal().unwrap();
+    j.append(&[added(2, "mem_2", "active"), added(3, "mem_3", "active too")]).unwrap();
+    drop(j);
+    std::fs::remove_file(active_segment(&paths)).unwrap();
+    std::fs::write(paths.tapes().join("LOCK"), b"").unwrap();
+    let err = replay(&paths, &mut |_| {}).unwrap_err();
+    assert!(err.to_string().contains("lsn 3"), "{err}");
+    let count = |paths: &Paths| -> i64 {
+        Store::open(&paths.db()).unwrap().conn().query_row("SELECT COUNT(*) FROM memories", [], |r| r.get(0)).unwrap()
+    };
+    assert_eq!(count(&paths), 3);
+}
+
+/// Issue 21 item 7: compaction removes a forgotten memory's text from the
+/// session content it was extracted from, where it was typed with other
+/// case, spacing and punctuation than the tidied memory.
+#[test]
+fn compact_erases_a_forgotten_text_from_the_session_it_was_learned_from() {
+    let (_dir, paths) = home();
+    let mut j = Journal::open(&paths, "test").unwrap();
+    let typed = "ok so: make sure to run `pnpm lint`\nbefore   committing, please";
+    j.append(&[
+        event(1, Some("claude:s"), Body::MsgIn(MsgIn { text: typed.into(), ..Default::default() })),
+        added(2, "mem_1", "Make sure to run pnpm lint before committing."),
+        added(3, "mem_2", "Keep this one"),
+    ])
+    .unwrap();
+    shared::memory_ops::forget(&mut j, "mem_1", None, Ts(5_000)).unwrap();
+    let report = j.compact().unwrap();
+    assert_eq!(report.events_scrubbed, 2, "the memory and its source");
+    let texts: Vec<String> = {
+        let snap = j.tape().snapshot().unwrap();
+        snap.frames_after(0).map(|f| String::from_utf8(f.unwrap().payload).unwrap().to_lowercase()).collect()
+    };
+    assert!(texts.iter().all(|t| !t.contains("pnpm lint")), "{texts:#?}");
+    assert!(texts.iter().any(|t| t.contains("ok so: [forgotten], please")), "{texts:#?}");
+    assert!(texts.iter().any(|t| t.contains("keep this one")));
+}
+
+/// Issue 15 item 3: a forgotten memory's text is never written as a memory
+/// again, whatever writes it (checked where every memory write goes: the
+/// journal's append), before and after compaction and replay.
+#[test]
+fn a_forgotten_text_is_never_written_as_a_memory_again() {
+    let (_dir, paths) = home();
+    let mut j = Journal::open(&paths, "test").unwrap();
+    j.append(&[added(1, "mem_1", "Deploys go through the blue green switch.")]).unwrap();
+    shared::memory_ops::forget(&mut j, "mem_1", Some("wrong".into()), Ts(2_000)).unwrap();
+    let again = |j: &mut Journal, i: usize| {
+        let r = j
+            .append(&[
+                added(i, &format!("mem_{i}"), "deploys go through the Blue-Green switch"),
+                added(i + 1, &format!("mem_{}", i + 1), "Other text"),
+            ])
+            .unwrap();
+        assert_eq!(r.forgotten, 1);
+        assert_eq!(r.last_lsn - r.first_lsn + 1, 1, "the other memory is written");
+        let live: i64 = j
+            .store()
+            .conn()
+            .query_row("SELECT COUNT(*) FROM memories WHERE is_deleted = 0 AND content LIKE '%green%'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(live, 0);
+    };
+    again(&mut j, 10);
+    j.compact().unwrap();
+    again(&mut j, 20);
+    drop(j);
+    replay(&paths, &mut |_| {}).unwrap();
+    let mut j = Journal::open(&paths, "test").unwrap();
+    again(&mut j, 30);
+    let new = shared::memory_ops::NewMemory {
+        text: "Deploys go through the blue green switch".into(),
+        memory_type: "fact".into(),
+        importance: 0.5,
+        project: None,
+        tags: vec![],
+        pinned: false,
+    };
+    assert!(shared::memory_ops::add(&mut j, new, &shared::memory_ops::Origin::user(), Ts(9_000)).is_err());
+}

@@ -432,3 +432,134 @@ fn a_closed_stdout_pipe_is_not_an_error_and_pipes_get_no_progress() {
     assert!(out.status.success(), "{:?}", out.status);
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+fn tape_files(w: &World) -> BTreeSet<String> {
+    std::fs::read_dir(w.home().join("tapes"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Issue 21, item 1: a byte flipped in the last (acknowledged) frame of the
+/// active segment is damage: verify fails and nothing is cut, until `tapes
+/// repair` keeps the bytes in quarantine and the log goes on.
+#[test]
+fn a_damaged_acknowledged_frame_fails_verify_until_repaired() {
+    let w = World::new();
+    w.copy(&ingestor_data("claude_session.jsonl"), &claude_file(&w));
+    w.scan();
+    let active = w.home().join("tapes").join(tape_files(&w).into_iter().find(|n| n.ends_with(".tape")).unwrap());
+    let mut bytes = std::fs::read(&active).unwrap();
+    let at = bytes.len() - 3;
+    bytes[at] ^= 0x04;
+    std::fs::write(&active, &bytes).unwrap();
+
+    for _ in 0..2 {
+        let out = w.run(&["tapes", "verify"]);
+        assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stdout));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("acknowledged"));
+        assert_eq!(std::fs::read(&active).unwrap(), bytes, "verify cut nothing");
+    }
+    assert_eq!(w.run(&["memory", "list"]).status.code(), Some(3), "writers refuse a damaged log");
+
+    let repaired = w.ok(&["tapes", "repair"]);
+    assert!(repaired.contains("tape.lost") && repaired.contains("quarantine"), "{repaired}");
+    let verified = w.ok(&["tapes", "verify"]);
+    assert!(verified.starts_with("ok:") && verified.contains("quarantine"), "{verified}");
+    let kept: Vec<_> = std::fs::read_dir(w.home().join("tapes/quarantine")).unwrap().collect();
+    assert_eq!(kept.len(), 1);
+    w.ok(&["memory", "add", "The log goes on after a repair."]);
+    w.ok(&["replay"]);
+}
+
+/// Issue 21, items 2 and 3: a segment copied in from another data home is
+/// reported and never deleted; a deleted first segment is reported, and
+/// replay refuses.
+#[test]
+fn verify_keeps_a_stranger_segment_and_names_a_missing_one() {
+    let (a, b) = (World::new(), World::new());
+    for w in [&a, &b] {
+        w.copy(&ingestor_data("claude_session.jsonl"), &claude_file(w));
+        w.scan();
+        w.ok(&["compact"]);
+    }
+    let first = |w: &World| tape_files(w).into_iter().find(|n| n.starts_with("0000000001-")).unwrap();
+    b.ok(&["memory", "add", "Only in the second data home."]);
+    b.ok(&["compact"]);
+    let theirs = tape_files(&b).into_iter().rfind(|n| n.ends_with(".seg")).unwrap();
+    std::fs::copy(b.home().join("tapes").join(&theirs), a.home().join("tapes").join(&theirs)).unwrap();
+    let before = tape_files(&a);
+    let out = a.run(&["tapes", "verify"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&theirs), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(tape_files(&a), before, "nothing was deleted");
+    std::fs::remove_file(a.home().join("tapes").join(&theirs)).unwrap();
+    a.ok(&["tapes", "verify"]);
+
+    std::fs::remove_file(a.home().join("tapes").join(first(&a))).unwrap();
+    let out = a.run(&["tapes", "verify"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("missing"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(a.run(&["replay"]).status.code(), Some(3));
+}
+
+/// The words of `text`, lower-cased, one space between: what a text is
+/// once case, spacing and punctuation are set aside.
+fn normalized(text: &str) -> String {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Issue 15 item 3 and issue 21 item 7: a forgotten memory is never learned
+/// again from any session, and `compact` removes its text from every event
+/// that holds it, the session content it was extracted from included (where
+/// it was typed in other case and punctuation than the tidied memory).
+#[test]
+fn a_forgotten_memory_is_never_learned_again_and_compact_erases_its_source() {
+    let w = World::new();
+    w.copy(&ingestor_data("claude_session.jsonl"), &claude_file(&w));
+    w.scan();
+    let list = w.json(&["memory", "list", "--json"]);
+    let learned: Vec<&Value> = list.as_array().unwrap().iter().filter(|m| m["source"] == "extracted").collect();
+    let victim = learned.iter().find(|m| normalized(m["content"].as_str().unwrap()).split(' ').count() >= 4).unwrap();
+    let (id, text) = (victim["id"].as_str().unwrap().to_owned(), victim["content"].as_str().unwrap().to_owned());
+    let words = normalized(&text);
+    assert!(normalized(&w.tape_dump()).matches(&words).count() >= 2, "the memory and its source: {text}");
+    w.ok(&["memory", "forget", &id]);
+
+    let relearned = |w: &World| {
+        let list = w.json(&["memory", "list", "--json"]);
+        list.as_array().unwrap().iter().filter(|m| normalized(m["content"].as_str().unwrap()) == words).count()
+    };
+    // The same session under another id, and the same file read again.
+    let copy = std::fs::read_to_string(ingestor_data("claude_session.jsonl"))
+        .unwrap()
+        .replace("11111111-1111-4111-8111-111111111111", "77777777-7777-4777-8777-777777777777");
+    w.write(&w.claude_projects().join("-home-dev-webapp/77777777-7777-4777-8777-777777777777.jsonl"), copy.as_bytes());
+    w.scan();
+    assert_eq!(relearned(&w), 0, "learned again from another session: {text}");
+    let out = w.run(&["memory", "add", &text.to_uppercase()]);
+    assert_eq!(out.status.code(), Some(2), "an explicit add of a forgotten text is refused");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("forgotten"));
+
+    let report = w.ok(&["compact"]);
+    assert!(report.contains("1 forgotten"), "{report}");
+    let dump = w.tape_dump();
+    assert!(!normalized(&dump).contains(&words), "the text survives in the tapes: {text}");
+    assert!(dump.contains("[forgotten]"), "its places are marked");
+    let db = w.database_bytes();
+    assert!(!contains_ignore_case(&db, &text[..text.len().min(24)]), "and in the database");
+    assert!(!w.tape_dump().contains(&text));
+    // After compaction and replay, still never learned again.
+    std::fs::remove_file(w.claude_projects().join("-home-dev-webapp/77777777-7777-4777-8777-777777777777.jsonl"))
+        .unwrap();
+    let again = copy.replace("77777777-7777-4777-8777-777777777777", "88888888-8888-4888-8888-888888888888");
+    w.write(&w.claude_projects().join("-home-dev-webapp/88888888-8888-4888-8888-888888888888.jsonl"), again.as_bytes());
+    w.ok(&["replay"]);
+    w.scan();
+    assert_eq!(relearned(&w), 0, "learned again after compaction: {text}");
+    w.ok(&["tapes", "verify"]);
+}

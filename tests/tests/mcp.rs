@@ -14,14 +14,13 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 
 use common::World;
 use serde_json::{Value, json};
 
-const TOOLS: [&str; 11] = [
+const TOOLS: [&str; 20] = [
     "memory_search",
     "memory_save",
     "memory_get",
@@ -32,59 +31,17 @@ const TOOLS: [&str; 11] = [
     "memory_feedback",
     "memory_timeline",
     "memory_stats",
+    "memory_resolve",
+    "memory_staging",
+    "memory_graph",
+    "memory_stash",
+    "memory_resume",
+    "memory_checkpoint",
+    "memory_categorize",
+    "memory_update",
+    "memory_deprecate",
     "memory_explain",
 ];
-
-/// A Python with the `mcp` package: `<target>/mcp-venv`, created and filled
-/// with pip on first use. `None` (with a message) when that cannot be done
-/// locally; a failure under `CI`.
-fn python_with_mcp() -> Option<&'static Path> {
-    static PY: OnceLock<Option<PathBuf>> = OnceLock::new();
-    PY.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        let target = exe.parent().and_then(Path::parent).and_then(Path::parent).unwrap();
-        let venv = target.join("mcp-venv");
-        let python = venv.join("bin/python");
-        let has_mcp = || Command::new(&python).args(["-c", "import mcp"]).output().is_ok_and(|o| o.status.success());
-        if has_mcp() {
-            return Some(python);
-        }
-        let steps: [(&str, Vec<&std::ffi::OsStr>); 2] = [
-            ("python3", vec!["-m".as_ref(), "venv".as_ref(), venv.as_os_str()]),
-            (
-                python.to_str().unwrap(),
-                ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "mcp"].map(|s| s.as_ref()).to_vec(),
-            ),
-        ];
-        let mut failure = None;
-        for (program, args) in steps {
-            match Command::new(program).args(&args).output() {
-                Ok(o) if o.status.success() => {}
-                Ok(o) => {
-                    failure = Some(format!("{program} {args:?}: {}", String::from_utf8_lossy(&o.stderr)));
-                    break;
-                }
-                Err(e) => {
-                    failure = Some(format!("{program}: {e}"));
-                    break;
-                }
-            }
-        }
-        match failure {
-            None if has_mcp() => Some(python),
-            _ => {
-                let why = failure.unwrap_or_else(|| "pip installed mcp but it does not import".into());
-                assert!(
-                    std::env::var_os("CI").is_none(),
-                    "CI is set but the mcp package could not be installed: {why}"
-                );
-                eprintln!("skipping: the Python mcp package could not be installed into {} ({why})", venv.display());
-                None
-            }
-        }
-    })
-    .as_deref()
-}
 
 /// The client's record of one call: the `CallToolResult` as JSON.
 fn ok_result<'a>(calls: &'a Value, name: &str) -> &'a Value {
@@ -98,7 +55,7 @@ fn ok_result<'a>(calls: &'a Value, name: &str) -> &'a Value {
 
 #[test]
 fn the_official_python_client_lists_and_calls_every_tool() {
-    let Some(python) = python_with_mcp() else { return };
+    let Some(python) = common::python_with_mcp() else { return };
     let w = World::new();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
     let out = Command::new(python)
@@ -126,6 +83,7 @@ fn the_official_python_client_lists_and_calls_every_tool() {
     assert!(init["capabilities"]["tools"].is_object());
     assert!(init["instructions"].as_str().unwrap().contains("memory_feedback"));
 
+    // tools/list: the thirteen tools, each with an object schema naming its required arguments.
     // tools/list: every tool, each with an object schema naming its required arguments.
     let tools: BTreeMap<&str, &Value> =
         legacy["tools"].as_array().unwrap().iter().map(|t| (t["name"].as_str().unwrap(), t)).collect();

@@ -45,7 +45,7 @@ fn scorer_command(home: &Path, args: &[&str], log: &str) -> Command {
 struct Sidecar {
     child: Child,
     stdin: Option<ChildStdin>,
-    lines: Receiver<Value>,
+    lines: Receiver<String>,
 }
 
 impl Sidecar {
@@ -56,9 +56,10 @@ impl Sidecar {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                let v: Value =
-                    serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {line}"));
-                if tx.send(v).is_err() {
+                if let Err(e) = serde_json::from_str::<Value>(&line) {
+                    panic!("stdout is not JSON ({e}): {line}");
+                }
+                if tx.send(line).is_err() {
                     break;
                 }
             }
@@ -79,6 +80,11 @@ impl Sidecar {
     }
 
     fn recv_within(&self, timeout: Duration) -> Value {
+        serde_json::from_str(&self.recv_raw_within(timeout)).unwrap()
+    }
+
+    /// The next answer as the exact line the scorer wrote.
+    fn recv_raw_within(&self, timeout: Duration) -> String {
         self.lines.recv_timeout(timeout).unwrap_or_else(|e| panic!("no answer within {timeout:?}: {e}"))
     }
 
@@ -628,4 +634,111 @@ fn scoring_never_waits_behind_training() {
     let done = s.recv_within(Duration::from_secs(120));
     assert_eq!(done["id"], "train", "{done}");
     assert!(s.close_and_wait().success());
+}
+
+/// Issue 21 items 8 to 11: client input that used to panic, stretch the tape's
+/// time span, lose its id's digits or overwrite any file is refused with
+/// -32602, and the process goes on serving.
+#[test]
+fn out_of_range_client_input_is_refused_and_ids_come_back_exactly() {
+    let home = tempfile::tempdir().unwrap();
+    add_memories(home.path(), 20);
+    let mut s = Sidecar::spawn(home.path(), &["serve", "--native-dim", "16"]);
+    let refused = |r: &Value, field: &str| {
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+        let msg = r["error"]["message"].as_str().unwrap();
+        assert!(msg.contains(field), "{field}: {r}");
+    };
+    // 8: values near f32::MAX made the model's sums infinite (a panic, -32603).
+    let huge = vec![3.0e38_f32; 16];
+    let r = s.call(
+        "s",
+        "score",
+        json!({"candidate_ids": ["a", "b"], "context_embedding": huge,
+                                        "candidate_embeddings": [vector(1, 16), vector(2, 16)]}),
+    );
+    refused(&r, "context_embedding");
+    let r = s.call("f", "score", json!({"candidate_ids": ["a"], "candidate_features": [vec![3.0e38_f32; 17]]}));
+    refused(&r, "candidate_features");
+    // 8: a temperature of 1e-300 underflowed to 0 as an f32.
+    let r = s.call(
+        "t",
+        "train",
+        json!({"candidate_embeddings": [vector(1, 16), vector(2, 16)],
+                                        "labels": [1.0, 0.0], "temperature": 1e-300}),
+    );
+    refused(&r, "temperature");
+    let r = s.call(
+        "l",
+        "train",
+        json!({"candidate_embeddings": [vector(1, 16), vector(2, 16)],
+                                        "labels": [3.0e38, 0.0]}),
+    );
+    refused(&r, "labels[0]");
+    // 9: `now_ms` becomes the event's time: bounded.
+    for bad in [i64::MAX, i64::MIN, 0, Ts::now().0 + 2 * 86_400_000] {
+        let r = s.call("n", "rank", json!({"query": "sqlite wal", "now_ms": bad}));
+        refused(&r, "now_ms");
+    }
+    let ok = s.call("n-ok", "rank", json!({"query": "sqlite wal", "now_ms": Ts::now().0 - 60_000}));
+    assert!(ok.get("error").is_none(), "{ok}");
+    // 10: ids come back as written, whatever their size or form.
+    for id in ["18446744073709551616", "-0", "1e2", "12.50", "\"x\\u00e9\""] {
+        s.write(format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"status\"}}\n").as_bytes());
+        let line = s.recv_raw_within(Duration::from_secs(30));
+        assert!(line.contains(&format!("\"id\":{id}")) || id.starts_with('"'), "{id}: {line}");
+        assert!(line.contains("\"result\""), "{line}");
+    }
+    s.write(b"{\"jsonrpc\":\"2.0\",\"id\":18446744073709551616,\"method\":\"score\",\"params\":{\"candidate_ids\":[\"a\"],\"candidate_texts\":[\"x\"]}}\n");
+    let line = s.recv_raw_within(Duration::from_secs(30));
+    assert!(line.contains("\"id\":18446744073709551616"), "the score fast path: {line}");
+    // 11: save_checkpoint replaces a checkpoint, nothing else.
+    let db = home.path().join("engram/engram.db");
+    let link = home.path().join("link.db");
+    std::os::unix::fs::symlink(&db, &link).unwrap();
+    let notes = home.path().join("notes.txt");
+    std::fs::write(&notes, b"my notes").unwrap();
+    let before = std::fs::read(&db).unwrap().len();
+    for target in [&link, &notes, &db, &home.path().to_path_buf(), &notes.join("x.bin")] {
+        let r = s.call("c", "save_checkpoint", json!({"path": target}));
+        refused(&r, "path");
+    }
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read(&notes).unwrap(), b"my notes");
+    assert!(std::fs::read(&db).unwrap().len() >= before && std::fs::read(&db).unwrap().starts_with(b"SQLite format 3"));
+    let ckpt = home.path().join("model.bin");
+    for _ in 0..2 {
+        // A new file, then the checkpoint it now is.
+        let r = s.call("c", "save_checkpoint", json!({"path": ckpt}));
+        assert_eq!(r["result"]["saved"], true, "{r}");
+    }
+    assert!(s.call("alive", "status", json!({}))["result"].is_object());
+    assert!(s.close_and_wait().success());
+}
+
+/// Issue 21 item 12: what a SIGKILL under load loses is bounded as the docs
+/// say: only the last rankings answered (a suffix, in order), at most
+/// `QUEUE + MAX_BATCH` of them.
+#[test]
+fn a_sigkill_under_load_loses_at_most_the_stated_bound_of_rankings() {
+    let home = tempfile::tempdir().unwrap();
+    add_memories(home.path(), 120);
+    let mut s = Sidecar::spawn(home.path(), &["serve"]);
+    let n = 600;
+    for i in 0..n {
+        s.send(&json!({"jsonrpc": "2.0", "id": format!("r{i}"), "method": "rank",
+                       "params": {"query": "sqlite wal checkpoint docker tokio", "session_key": format!("claude:{}", i % 7),
+                                  "project": "engram", "trigger": "prompt", "k": 3}}));
+    }
+    let served: Vec<String> = (0..n)
+        .map(|_| s.recv_within(Duration::from_secs(60))["result"]["ranking_id"].as_str().unwrap().to_owned())
+        .collect();
+    s.signal("-KILL");
+    drop(s);
+    let paths = Paths::at(home.path().join("engram"));
+    let recorded = rankings_in_tape(&paths);
+    assert_eq!(recorded[..], served[..recorded.len()], "what is kept is what was served first, in order");
+    let lost = served.len() - recorded.len();
+    assert!(lost <= scorer::recorder::QUEUE + scorer::recorder::MAX_BATCH, "{lost} lost");
+    eprintln!("SIGKILL after {n} pipelined rankings: {lost} not recorded");
 }

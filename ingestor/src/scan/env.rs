@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use shared::env::{Detector, store as env_store};
+use shared::env::{DetectOptions, Detector, store as env_store};
 use shared::event::{Body, EnvDetected, Event, MemoryUpdated, SCHEMA_VERSION};
 use shared::ids::{EventId, SessionKey};
 use shared::journal::Journal;
@@ -27,7 +27,7 @@ use crate::adapter::WRITER;
 use crate::error::{EngramContext, Error};
 
 /// Detects and remembers the environment of the sessions a scan reads.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Enricher {
     detector: Detector,
     /// The project each session was last detected in.
@@ -35,6 +35,11 @@ pub struct Enricher {
 }
 
 impl Enricher {
+    /// An enricher with the configuration's pattern tables.
+    pub fn new(config: &shared::config::Config) -> Enricher {
+        Enricher { detector: Detector::new(DetectOptions::from_env(&config.env, true)), current: HashMap::new() }
+    }
+
     /// Adds the environment to `events` (see the module docs).
     pub fn enrich(&mut self, events: Vec<Event>, store: &Store) -> Vec<Event> {
         let mut out = Vec::with_capacity(events.len() + 4);

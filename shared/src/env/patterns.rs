@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
+
 /// File names and what they say about a project (seed 001 source C).
 const FILE_MARKERS: &[(&str, &[&str])] = &[
     ("package.json", &["nodejs"]),
@@ -145,21 +147,169 @@ const DEPENDENCIES: &[(&str, &[&str])] = &[
     ("github.com/stretchr/testify", &["testify", "testing"]),
 ];
 
+/// Normalised git remotes (`host/path`) containing the pattern, and what they
+/// say (seed 001 source B).
+const GIT_REMOTES: &[(&str, &[&str])] = &[
+    ("github.com/", &["github"]),
+    ("gitlab.com/", &["gitlab"]),
+    ("gitlab.", &["gitlab"]),
+    ("bitbucket.org/", &["bitbucket"]),
+    ("codeberg.org/", &["codeberg"]),
+    ("dev.azure.com/", &["azure-devops"]),
+    ("git.sr.ht/", &["sourcehut"]),
+];
+
+/// Directories whose presence says something (seed 001 source E).
+const DIRECTORIES: &[(&str, &[&str])] = &[
+    ("packages/", &["monorepo"]),
+    ("engines/", &["monorepo", "rails-engines"]),
+    ("crates/", &["monorepo"]),
+    ("components/", &["frontend"]),
+    (".github/workflows/", &["github-actions", "ci"]),
+    (".circleci/", &["circleci", "ci"]),
+    (".devcontainer/", &["devcontainer"]),
+    ("migrations/", &["database"]),
+    ("terraform/", &["terraform"]),
+    ("k8s/", &["kubernetes"]),
+    ("helm/", &["helm", "kubernetes"]),
+    ("src-tauri/", &["tauri", "desktop"]),
+    ("android/", &["android", "mobile"]),
+    ("ios/", &["ios", "mobile"]),
+    ("notebooks/", &["jupyter", "data"]),
+];
+
 /// The tables detection reads, built-in and from the configuration.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Patterns {
-    /// File name → tags.
+    /// Working-directory patterns → tags (seed 001 source A).
+    pub paths: Vec<(String, Vec<String>)>,
+    /// Remote patterns → tags (source B).
+    pub git_remotes: Vec<(String, Vec<String>)>,
+    /// File name → tags (source C).
     pub file_markers: BTreeMap<String, Vec<String>>,
-    /// Dependency name → tags.
+    /// Dependency name → tags (source D).
     pub dependencies: BTreeMap<String, Vec<String>>,
+    /// Directory (relative, `/`-terminated or not) → tags (source E).
+    pub directories: Vec<(String, Vec<String>)>,
 }
 
 impl Patterns {
-    /// The built-in tables.
+    /// The built-in tables (no path patterns: those are the user's own).
     pub fn builtin() -> Patterns {
         let table = |rows: &[(&str, &[&str])]| -> BTreeMap<String, Vec<String>> {
             rows.iter().map(|(k, v)| ((*k).to_owned(), v.iter().map(|t| (*t).to_owned()).collect())).collect()
         };
-        Patterns { file_markers: table(FILE_MARKERS), dependencies: table(DEPENDENCIES) }
+        let list = |rows: &[(&str, &[&str])]| -> Vec<(String, Vec<String>)> { table(rows).into_iter().collect() };
+        Patterns {
+            paths: Vec::new(),
+            git_remotes: list(GIT_REMOTES),
+            file_markers: table(FILE_MARKERS),
+            dependencies: table(DEPENDENCIES),
+            directories: list(DIRECTORIES),
+        }
+    }
+
+    /// The built-in tables extended by the configuration's `[env]` tables (a
+    /// key in both gets the tags of both).
+    pub fn with(config: &EnvConfig) -> Patterns {
+        let mut p = Patterns::builtin();
+        let merge_list = |into: &mut Vec<(String, Vec<String>)>, extra: &BTreeMap<String, Vec<String>>| {
+            for (k, tags) in extra {
+                let tags = clean_tags(tags);
+                match into.iter_mut().find(|(key, _)| key == k) {
+                    Some((_, have)) => union(have, tags),
+                    None => into.push((k.clone(), tags)),
+                }
+            }
+        };
+        merge_list(&mut p.paths, &config.path_patterns);
+        merge_list(&mut p.git_remotes, &config.git_remotes);
+        merge_list(&mut p.directories, &config.directories);
+        for (k, tags) in &config.file_markers {
+            union(p.file_markers.entry(k.clone()).or_default(), clean_tags(tags));
+        }
+        for (k, tags) in &config.dependencies {
+            union(p.dependencies.entry(k.clone()).or_default(), clean_tags(tags));
+        }
+        p
+    }
+}
+
+fn union(have: &mut Vec<String>, extra: Vec<String>) {
+    for t in extra {
+        if !have.contains(&t) {
+            have.push(t);
+        }
+    }
+}
+
+/// Tags as stored: trimmed, lower-case, non-empty.
+pub fn clean_tags(tags: &[String]) -> Vec<String> {
+    tags.iter().map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty()).collect()
+}
+
+/// The `[env]` section of `config.toml`: the pattern tables (each added to
+/// the built-in one) and the tools before which nothing is injected.
+///
+/// ```toml
+/// [env]
+/// skip_tools = ["Glob"]
+///
+/// [env.path_patterns]           # the working directory contains it (`*` matches anything, `~/` is $HOME)
+/// "~/work/acme/" = ["acme"]
+///
+/// [env.git_remotes]             # the normalised remote (`host/path`) contains it
+/// "github.com/acme/" = ["acme"]
+///
+/// [env.file_markers]            # a file of this name in the working directory or up to the root
+/// "Tiltfile" = ["tilt", "kubernetes"]
+///
+/// [env.dependencies]            # a declared dependency of this name
+/// "@acme/picasso" = ["acme", "picasso", "react", "frontend"]
+///
+/// [env.directories]             # a directory of this relative path
+/// "engines/" = ["monorepo", "rails-engines"]
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EnvConfig {
+    /// Tools before which nothing is injected (PreToolUse), besides Engram's
+    /// own and the bookkeeping ones.
+    pub skip_tools: Vec<String>,
+    /// Working-directory patterns → tags.
+    pub path_patterns: BTreeMap<String, Vec<String>>,
+    /// Remote patterns → tags.
+    pub git_remotes: BTreeMap<String, Vec<String>>,
+    /// File name → tags.
+    pub file_markers: BTreeMap<String, Vec<String>>,
+    /// Dependency name → tags.
+    pub dependencies: BTreeMap<String, Vec<String>>,
+    /// Relative directory → tags.
+    pub directories: BTreeMap<String, Vec<String>>,
+}
+
+impl EnvConfig {
+    /// Whether `skip_tools` names the tool (seed 000 "PreToolUse"): a name
+    /// matches itself, ignoring case; one ending in `*` matches every tool
+    /// it begins (`mcp__github__*`).
+    pub fn skips_tool(&self, tool: &str) -> bool {
+        self.skip_tools.iter().map(|s| s.trim()).any(|s| match s.strip_suffix('*') {
+            Some(prefix) => tool.get(..prefix.len()).is_some_and(|head| head.eq_ignore_ascii_case(prefix)),
+            None => s.eq_ignore_ascii_case(tool),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skip_tools_match_names_and_prefixes() {
+        let c = EnvConfig { skip_tools: vec!["Glob".into(), "mcp__github__*".into()], ..EnvConfig::default() };
+        assert!(c.skips_tool("Glob") && c.skips_tool("glob"));
+        assert!(c.skips_tool("mcp__github__create_issue"));
+        assert!(!c.skips_tool("Grep") && !c.skips_tool("mcp__git") && !c.skips_tool("é"));
+        assert!(!EnvConfig::default().skips_tool("Glob"));
     }
 }

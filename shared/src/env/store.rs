@@ -73,13 +73,24 @@ pub fn apply_detected(conn: &Connection, event: &Event, b: &EnvDetected) -> rusq
     let old_tags: Vec<String> = previous.as_ref().map(|(_, t)| parse_tags(t)).unwrap_or_default();
     count_tags(conn, old_tags.iter().map(String::as_str).collect(), -1)?;
     count_tags(conn, tags.clone(), 1)?;
+    let mcp: BTreeSet<&str> = b.mcp_servers.iter().map(String::as_str).collect();
     conn.prepare_cached(
-        "INSERT INTO session_env (session_key, cwd, project, root, tags, detected_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+        "INSERT INTO session_env (session_key, cwd, project, root, tags, os, mcp_servers, detected_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
          ON CONFLICT(session_key) DO UPDATE SET cwd = excluded.cwd, project = excluded.project,
-            root = excluded.root, tags = excluded.tags, detected_ms = excluded.detected_ms",
+            root = excluded.root, tags = excluded.tags, os = excluded.os, mcp_servers = excluded.mcp_servers,
+            detected_ms = excluded.detected_ms",
     )?
-    .execute(params![session.as_str(), b.cwd, b.project, b.root, tags_json(tags.iter()), ts])?;
+    .execute(params![
+        session.as_str(),
+        b.cwd,
+        b.project,
+        b.root,
+        tags_json(tags.iter()),
+        b.os,
+        tags_json(mcp),
+        ts
+    ])?;
     conn.prepare_cached(
         "INSERT OR IGNORE INTO sessions (session_key, harness, harness_session_id, started_ms, last_event_ms)
          VALUES (?1, ?2, ?3, ?4, ?4)",
@@ -223,6 +234,35 @@ pub fn memories_with_bare_project(conn: &Connection) -> rusqlite::Result<Vec<(St
     )?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
     rows.collect()
+}
+
+/// The environment recorded for `session`, as detection found it (the
+/// project's name from `projects`).
+pub fn session_env_detected(conn: &Connection, session: &str) -> rusqlite::Result<Option<EnvDetected>> {
+    conn.prepare_cached(
+        "SELECT e.cwd, e.root, e.project, COALESCE(p.name, ''), e.tags, e.os, e.mcp_servers
+         FROM session_env e LEFT JOIN projects p ON p.key = e.project WHERE e.session_key = ?1",
+    )?
+    .query_row([session], |r| {
+        Ok(EnvDetected {
+            cwd: r.get(0)?,
+            root: r.get(1)?,
+            project: r.get(2)?,
+            name: r.get(3)?,
+            tags: parse_tags(&r.get::<_, String>(4)?),
+            os: r.get(5)?,
+            mcp_servers: parse_tags(&r.get::<_, String>(6)?),
+            ..EnvDetected::default()
+        })
+    })
+    .optional()
+}
+
+/// Projects `memory.prerequisites_set` (the memory is known to exist).
+pub fn apply_prerequisites(conn: &Connection, b: &crate::event::MemoryPrerequisitesSet) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE memories SET prerequisites = ?2 WHERE id = ?1")?
+        .execute(params![b.memory_id.as_str(), b.prerequisites.to_json()])?;
+    Ok(())
 }
 
 /// A known project.

@@ -105,6 +105,9 @@ impl<'a> Gate<'a> {
     /// `Ok` when the memory may be injected now, else why not, for people.
     pub fn verdict(&self, it: &RankedMemory) -> Result<(), String> {
         let m = &it.memory;
+        if let Some(why) = m.excluded {
+            return Err(why.into());
+        }
         if m.shown {
             return Err("already in the agent's context (shown in this session)".into());
         }

@@ -60,6 +60,9 @@ pub struct SessionContext {
     /// The project's name, which the query names (the key when unknown).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The environment's tags (`shared::env`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
     /// Working directory.
     pub cwd: Option<String>,
     /// Git branch.
@@ -94,7 +97,7 @@ impl SessionContext {
             Some(p) => previous_session(store, p, current)?,
             None => None,
         };
-        Ok(SessionContext { project, name: None, cwd, branch, previous })
+        Ok(SessionContext { project, name: None, tags: Vec::new(), cwd, branch, previous })
     }
 
     /// What is known when `session` starts again on an emptied context (a
@@ -116,7 +119,7 @@ impl SessionContext {
             Some(ms) => Some(session_digest(store, session.as_str().to_owned(), ms)?),
             None => None,
         };
-        Ok(SessionContext { project, name: None, cwd, branch, previous })
+        Ok(SessionContext { project, name: None, tags: Vec::new(), cwd, branch, previous })
     }
 
     /// The query text (see the module docs).
@@ -380,6 +383,9 @@ pub struct ServeRequest<'a> {
     /// Rankings served but not yet in the projection (a read-side hook's
     /// spooled ones): ranked as if applied, see [`rank::rank_after`].
     pub unapplied: &'a [rank::Unapplied],
+    /// The session's environment, when known (`shared::env`): prerequisites,
+    /// tag relevance and affinity, memories of the same stack.
+    pub env: Option<&'a crate::event::EnvDetected>,
     /// The latest reset of the session's context the projection may not know
     /// yet (ms): memories injected before it may be injected again.
     pub context_reset_ms: Option<i64>,
@@ -404,6 +410,7 @@ impl<'a> ServeRequest<'a> {
             status_line: false,
             explore_draw: 1.0,
             unapplied: &[],
+            env: None,
             context_reset_ms: None,
             restart: false,
             read_only: false,
@@ -465,7 +472,7 @@ pub fn serve(
         explore_draw: req.explore_draw,
         context_reset_ms: req.context_reset_ms,
     };
-    let mut ranking = rank::rank_after(store, config, model, &rank_req, req.unapplied)?;
+    let mut ranking = rank::rank_after_in(store, config, model, &rank_req, req.env, req.unapplied)?;
     let status = req.status_line.then(|| ranking.state.status_line());
     let before_reset = match (req.restart, req.session) {
         (true, Some(s)) => rank::shown_in_session(store, s)?,
@@ -722,10 +729,11 @@ pub fn preview_session_start(
     extra: usize,
 ) -> Result<Preview> {
     let cwd_s = cwd.to_string_lossy().into_owned();
-    let env = crate::env::detect(cwd, crate::env::home_dir().as_deref(), &crate::env::Patterns::builtin());
-    let project = Some(env.project);
+    let env = crate::env::detect(cwd, &crate::env::DetectOptions::from_env(&config.env, true));
+    let project = Some(env.project.clone());
     let mut ctx = SessionContext::load(store, project.clone(), Some(cwd_s), crate::hook::git_branch(cwd), None)?;
-    ctx.name = Some(env.name);
+    ctx.name = Some(env.name.clone());
+    ctx.tags = env.tags.clone();
     let query = ctx.query();
     let tz = time_zone(config);
     let served = serve(
@@ -737,6 +745,7 @@ pub fn preview_session_start(
             project: project.as_deref(),
             stack: Some(&env.stack),
             status_line: true,
+            env: Some(&env),
             ..ServeRequest::new(trigger::SESSION_START, &query, now)
         },
     )?;

@@ -29,7 +29,9 @@
 //!
 //! Nothing is interpreted: the output is touches, edges and transcript.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
@@ -41,7 +43,7 @@ use crate::error::{Result, SqlContext};
 use crate::event::Body;
 use crate::journal::decode;
 use crate::store::Store;
-use crate::tape::{Lsn, Snapshot};
+use crate::tape::{Frame, Lsn, Snapshot};
 use crate::time::Ts;
 
 /// Share of the span's fingerprints an event must hold to touch it.
@@ -354,6 +356,7 @@ struct Walk<'a> {
     touches: BTreeMap<Lsn, Touch>,
     out: Explanation,
     info: HashMap<Lsn, EventInfo>,
+    tails: Tails,
 }
 
 #[derive(Clone, Debug)]
@@ -447,6 +450,7 @@ pub fn explain(store: &Store, tapes: Option<&Snapshot>, target: &Target, opts: &
         touches: BTreeMap::new(),
         out: Explanation::default(),
         info: HashMap::new(),
+        tails: Tails::default(),
     };
     walk.out.target = TargetInfo {
         expanded_from: None,
@@ -484,13 +488,12 @@ pub fn explain(store: &Store, tapes: Option<&Snapshot>, target: &Target, opts: &
     let mut sessions = walk.sessions()?;
     walk.out.sessions_found = sessions.len();
     sessions.truncate(opts.limit);
+    walk.finish(&mut sessions)?;
     walk.continuations(&mut sessions)?;
     if !opts.brief
         && let Some(snapshot) = tapes
     {
-        for s in &mut sessions {
-            s.windows = windows(conn, snapshot, s, opts)?;
-        }
+        windows(conn, snapshot, &mut sessions, opts)?;
     }
     walk.out.sessions = sessions;
     Ok(walk.out)
@@ -892,9 +895,8 @@ impl Walk<'_> {
     fn sessions(&mut self) -> Result<Vec<SessionEvidence>> {
         let mut by: BTreeMap<String, SessionEvidence> = BTreeMap::new();
         let touches = std::mem::take(&mut self.touches);
-        for (lsn, mut t) in touches {
+        for (lsn, t) in touches {
             let session = self.info.get(&lsn).map(|i| i.session.clone()).unwrap_or_default();
-            t.offset = offset_of(self.conn, &session, lsn)?;
             let s = by.entry(session.clone()).or_insert_with(|| SessionEvidence {
                 session,
                 via: "lineage",
@@ -911,13 +913,24 @@ impl Walk<'_> {
         let mut out: Vec<SessionEvidence> = by.into_values().collect();
         for s in &mut out {
             s.touch_count = s.touches.len();
-            s.latest_touch = Ts(s.latest_ms).to_rfc3339();
-            self.describe(s)?;
         }
         out.sort_by(|a, b| {
             b.touch_count.cmp(&a.touch_count).then(b.latest_ms.cmp(&a.latest_ms)).then(a.session.cmp(&b.session))
         });
         Ok(out)
+    }
+
+    /// Fills in what only returned sessions show: touch offsets, the latest
+    /// touch's time, project and title.
+    fn finish(&self, sessions: &mut [SessionEvidence]) -> Result<()> {
+        for s in sessions {
+            for t in &mut s.touches {
+                t.offset = offset_of(self.conn, &s.session, t.lsn)?;
+            }
+            s.latest_touch = Ts(s.latest_ms).to_rfc3339();
+            self.describe(s)?;
+        }
+        Ok(())
     }
 
     fn describe(&self, s: &mut SessionEvidence) -> Result<()> {
@@ -945,7 +958,7 @@ impl Walk<'_> {
             if hops >= CONTINUATION_DEPTH {
                 continue;
             }
-            let Some((earlier, c)) = continues(self.conn, &later)? else { continue };
+            let Some((earlier, c)) = self.tails.continues(self.conn, &later)? else { continue };
             if let Some(s) = sessions.iter_mut().find(|s| s.session == earlier) {
                 if s.continuation.is_none() {
                     s.continuation = Some(c);
@@ -982,91 +995,206 @@ impl Walk<'_> {
 /// not its parent or subagent, whose last [`TAIL_EVENTS`] events hold most
 /// of `later`'s head (harness scaffolding left out).
 pub fn continues(conn: &Connection, later: &str) -> Result<Option<(String, Continuation)>> {
-    type Head = (Vec<u8>, bool, Option<String>, i64, String, Option<String>);
-    let row: Option<Head> = conn
-        .prepare_cached(
-            "SELECT p.head, p.compaction, s.project, s.started_ms, s.harness, s.parent_session_key FROM prov_sessions p
-             JOIN sessions s ON s.session_key = p.session_key WHERE p.session_key = ?1",
-        )
-        .and_then(|mut s| {
-            s.query_row([later], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))).optional()
-        })
-        .sql("read session head")?;
-    let Some((head, compaction, project, started, harness, parent)) = row else { return Ok(None) };
-    let mut head = fingerprint::decode(&head);
-    {
-        let mut stmt = conn
-            .prepare_cached("SELECT 1 FROM prov_boilerplate WHERE harness = ?1 AND fp = ?2")
-            .sql("prepare boilerplate")?;
-        let mut keep = Vec::with_capacity(head.len());
-        for f in head {
-            if !stmt.exists(params![harness, f]).sql("boilerplate")? {
-                keep.push(f);
+    Tails::default().continues(conn, later)
+}
+
+/// Hashes integer keys (log positions, fingerprints) with one multiply:
+/// the maps of continuation lookup hold tens of thousands of them.
+#[derive(Debug, Default)]
+struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.0 = (self.0 ^ n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 29)
+    }
+}
+
+/// A session that may be continued, as [`Tails`] keeps it.
+#[derive(Debug)]
+struct Earlier {
+    key: String,
+    started_ms: i64,
+    last_event_ms: i64,
+    parent: Option<String>,
+    tail_read: bool,
+}
+
+/// What continuation detection reads of the projection, kept for one
+/// `explain` (its sessions mostly share projects): the sessions of each
+/// project, and which session's tail (last [`TAIL_EVENTS`] events) each log
+/// position is in. A head's postings are then matched against tails in
+/// memory instead of looking up the owner of every posting.
+#[derive(Debug, Default)]
+struct Tails {
+    projects: HashMap<Option<String>, Vec<usize>>,
+    sessions: Vec<Earlier>,
+    owner: HashMap<i64, usize, BuildHasherDefault<IntHasher>>,
+    /// Postings of head fingerprints (the sessions an explain returns often
+    /// start alike).
+    postings: HashMap<i64, Vec<i64>, BuildHasherDefault<IntHasher>>,
+    /// Per harness, whether a fingerprint is boilerplate.
+    boilerplate: HashMap<String, HashMap<i64, bool, BuildHasherDefault<IntHasher>>>,
+}
+
+impl Tails {
+    /// The sessions of `project` (read once).
+    fn project(&mut self, conn: &Connection, project: &Option<String>) -> Result<&[usize]> {
+        if !self.projects.contains_key(project) {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT session_key, started_ms, last_event_ms, parent_session_key FROM sessions
+                     WHERE project IS ?1 ORDER BY session_key",
+                )
+                .sql("prepare project sessions")?;
+            let rows: Vec<Earlier> = stmt
+                .query_map([project], |r| {
+                    Ok(Earlier {
+                        key: r.get(0)?,
+                        started_ms: r.get(1)?,
+                        last_event_ms: r.get(2)?,
+                        parent: r.get(3)?,
+                        tail_read: false,
+                    })
+                })
+                .and_then(|r| r.collect())
+                .sql("read project sessions")?;
+            let first = self.sessions.len();
+            self.sessions.extend(rows);
+            self.projects.insert(project.clone(), (first..self.sessions.len()).collect());
+        }
+        Ok(self.projects.get(project).map_or(&[], Vec::as_slice))
+    }
+
+    /// Reads the tail of session `i` into `owner` (once).
+    fn read_tail(&mut self, conn: &Connection, i: usize) -> Result<()> {
+        if self.sessions[i].tail_read {
+            return Ok(());
+        }
+        let lsns: Vec<i64> = conn
+            .prepare_cached("SELECT lsn FROM session_events WHERE session_key = ?1 ORDER BY lsn DESC LIMIT ?2")
+            .and_then(|mut s| s.query_map(params![self.sessions[i].key, TAIL_EVENTS], |r| r.get(0))?.collect())
+            .sql("read session tail")?;
+        self.owner.extend(lsns.into_iter().map(|l| (l, i)));
+        self.sessions[i].tail_read = true;
+        Ok(())
+    }
+
+    /// See [`continues`].
+    fn continues(&mut self, conn: &Connection, later: &str) -> Result<Option<(String, Continuation)>> {
+        type Head = (Vec<u8>, bool, Option<String>, i64, String, Option<String>);
+        let row: Option<Head> = conn
+            .prepare_cached(
+                "SELECT p.head, p.compaction, s.project, s.started_ms, s.harness, s.parent_session_key
+                 FROM prov_sessions p JOIN sessions s ON s.session_key = p.session_key WHERE p.session_key = ?1",
+            )
+            .and_then(|mut s| {
+                s.query_row([later], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
+                    .optional()
+            })
+            .sql("read session head")?;
+        let Some((head, compaction, project, started, harness, parent)) = row else { return Ok(None) };
+        let mut head = fingerprint::decode(&head);
+        {
+            let mut stmt = conn
+                .prepare_cached("SELECT 1 FROM prov_boilerplate WHERE harness = ?1 AND fp = ?2")
+                .sql("prepare boilerplate")?;
+            let known = self.boilerplate.entry(harness.clone()).or_default();
+            let mut keep = Vec::with_capacity(head.len());
+            for f in head {
+                let boilerplate = match known.get(&f) {
+                    Some(&b) => b,
+                    None => {
+                        let b = stmt.exists(params![harness, f]).sql("boilerplate")?;
+                        known.insert(f, b);
+                        b
+                    }
+                };
+                if !boilerplate {
+                    keep.push(f);
+                }
+            }
+            head = keep;
+        }
+        if head.len() < CONTINUATION_SHARED {
+            return Ok(None);
+        }
+        // The sessions it may continue: earlier in the project, ended by the
+        // time it started, neither itself nor its parent nor its subagent.
+        let in_project = self.project(conn, &project)?.to_vec();
+        let candidates: Vec<usize> = in_project
+            .into_iter()
+            .filter(|&i| {
+                let e = &self.sessions[i];
+                e.key != later
+                    && e.started_ms <= started
+                    && e.last_event_ms <= started + OVERLAP_MS
+                    && parent.as_deref() != Some(e.key.as_str())
+                    && e.parent.as_deref() != Some(later)
+            })
+            .collect();
+        if candidates.is_empty() {
+            return Ok(None);
+        }
+        for &i in &candidates {
+            self.read_tail(conn, i)?;
+        }
+        // Head fingerprints found in each candidate's tail (index-only scans
+        // of the postings).
+        // slot[i]: where session i's hits go, when it is a candidate.
+        let mut slot = vec![usize::MAX; self.sessions.len()];
+        for (k, &i) in candidates.iter().enumerate() {
+            slot[i] = k;
+        }
+        let mut hits: Vec<Vec<i64>> = vec![Vec::new(); candidates.len()];
+        {
+            let mut stmt =
+                conn.prepare_cached("SELECT lsn FROM prov_postings WHERE fp = ?1").sql("prepare postings")?;
+            for &f in &head {
+                let lsns = match self.postings.entry(f) {
+                    Entry::Occupied(e) => e.into_mut(),
+                    Entry::Vacant(e) => e.insert(
+                        stmt.query_map([f], |r| r.get(0)).and_then(|r| r.collect()).sql("continuation postings")?,
+                    ),
+                };
+                for lsn in lsns.iter() {
+                    if let Some(shared) = self.owner.get(lsn).and_then(|&i| hits.get_mut(slot[i])) {
+                        shared.push(f);
+                    }
+                }
             }
         }
-        head = keep;
-    }
-    if head.len() < CONTINUATION_SHARED {
-        return Ok(None);
-    }
-    // Which events hold which head fingerprints (index-only scans of the
-    // postings), then, once per event rather than once per posting, whether
-    // it belongs to an earlier session of the project.
-    let mut pairs: Vec<(i64, i64)> = Vec::new();
-    {
-        let mut stmt = conn.prepare_cached("SELECT lsn FROM prov_postings WHERE fp = ?1").sql("prepare postings")?;
-        for &f in &head {
-            let lsns: Vec<i64> =
-                stmt.query_map([f], |r| r.get(0)).and_then(|r| r.collect()).sql("continuation postings")?;
-            pairs.extend(lsns.into_iter().map(|lsn| (lsn, f)));
+        let mut best: Option<(String, Continuation)> = None;
+        // Candidates in session key order (ties keep the first).
+        for (i, mut shared) in candidates.into_iter().zip(hits) {
+            shared.sort_unstable();
+            shared.dedup();
+            if shared.len() < CONTINUATION_SHARED {
+                continue;
+            }
+            let overlap = shared.len() as f32 / head.len() as f32;
+            if overlap < CONTINUATION_FLOOR && !(compaction && overlap + COMPACTION_BOOST >= CONTINUATION_FLOOR) {
+                continue;
+            }
+            let confidence = (overlap + if compaction { COMPACTION_BOOST } else { 0.0 }).min(1.0);
+            if best.as_ref().is_none_or(|(_, b)| confidence > b.confidence) {
+                best = Some((
+                    self.sessions[i].key.clone(),
+                    Continuation { into: later.to_owned(), confidence, shared: shared.len(), compaction },
+                ));
+            }
         }
+        Ok(best)
     }
-    pairs.sort_unstable();
-    let mut by_session: HashMap<String, Vec<(i64, i64)>> = HashMap::new();
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT e.session_key FROM session_events e JOIN sessions s ON s.session_key = e.session_key
-             WHERE e.lsn = ?1 AND e.session_key != ?2 AND s.started_ms <= ?3 AND s.project IS ?4
-               AND s.last_event_ms <= ?3 + ?5
-               AND s.session_key IS NOT ?6 AND s.parent_session_key IS NOT ?2",
-        )
-        .sql("prepare continuation lookup")?;
-    for run in pairs.chunk_by(|a, b| a.0 == b.0) {
-        let lsn = run[0].0;
-        let owner: Option<String> = stmt
-            .query_row(params![lsn, later, started, project, OVERLAP_MS, parent], |r| r.get(0))
-            .optional()
-            .sql("continuation lookup")?;
-        if let Some(s) = owner {
-            by_session.entry(s).or_default().extend(run.iter().copied());
-        }
-    }
-    let mut best: Option<(String, Continuation)> = None;
-    let mut candidates: Vec<(String, Vec<(i64, i64)>)> = by_session.into_iter().collect();
-    candidates.sort_by(|a, b| a.0.cmp(&b.0));
-    for (earlier, hits) in candidates {
-        let boundary: Option<i64> = conn
-            .prepare_cached("SELECT lsn FROM session_events WHERE session_key = ?1 ORDER BY lsn DESC LIMIT 1 OFFSET ?2")
-            .and_then(|mut s| s.query_row(params![earlier, TAIL_EVENTS - 1], |r| r.get(0)).optional())
-            .sql("read session tail")?;
-        let mut shared: Vec<i64> =
-            hits.into_iter().filter(|(lsn, _)| boundary.is_none_or(|b| *lsn >= b)).map(|(_, f)| f).collect();
-        shared.sort_unstable();
-        shared.dedup();
-        if shared.len() < CONTINUATION_SHARED {
-            continue;
-        }
-        let overlap = shared.len() as f32 / head.len() as f32;
-        if overlap < CONTINUATION_FLOOR && !(compaction && overlap + COMPACTION_BOOST >= CONTINUATION_FLOOR) {
-            continue;
-        }
-        let confidence = (overlap + if compaction { COMPACTION_BOOST } else { 0.0 }).min(1.0);
-        if best.as_ref().is_none_or(|(_, b)| confidence > b.confidence) {
-            best =
-                Some((earlier, Continuation { into: later.to_owned(), confidence, shared: shared.len(), compaction }));
-        }
-    }
-    Ok(best)
 }
 
 /// The last content event of a session, as the touch a continuation
@@ -1117,8 +1245,9 @@ fn lsns_at(conn: &Connection, session: &str, from: u64, to: u64) -> Result<Vec<L
     Ok(rows.into_iter().map(|l| l as Lsn).collect())
 }
 
-/// Windows around the best touches of a session, merged where they overlap.
-fn windows(conn: &Connection, snapshot: &Snapshot, s: &SessionEvidence, opts: &ExplainOptions) -> Result<Vec<Window>> {
+/// Offsets of the windows around the best touches of a session, merged
+/// where they overlap.
+fn window_spans(s: &SessionEvidence, opts: &ExplainOptions) -> Vec<(u64, u64)> {
     let mut best: Vec<&Touch> = s.touches.iter().collect();
     best.sort_by(|a, b| b.confidence.total_cmp(&a.confidence).then(b.ts_ms.cmp(&a.ts_ms)));
     best.truncate(opts.windows);
@@ -1132,7 +1261,38 @@ fn windows(conn: &Connection, snapshot: &Snapshot, s: &SessionEvidence, opts: &E
             _ => merged.push((a, b)),
         }
     }
-    merged.into_iter().map(|(a, b)| transcript(conn, snapshot, &s.session, a, b, opts.event_chars)).collect()
+    merged
+}
+
+/// The windows of every session, their events read from the tapes in one
+/// pass (a chunk that several windows need is decompressed once).
+fn windows(
+    conn: &Connection,
+    snapshot: &Snapshot,
+    sessions: &mut [SessionEvidence],
+    opts: &ExplainOptions,
+) -> Result<()> {
+    let mut plans: Vec<Vec<(u64, Vec<Lsn>)>> = Vec::with_capacity(sessions.len());
+    let mut all: Vec<Lsn> = Vec::new();
+    for s in sessions.iter() {
+        let mut plan = Vec::new();
+        for (a, b) in window_spans(s, opts) {
+            let lsns = lsns_at(conn, &s.session, a, b)?;
+            all.extend_from_slice(&lsns);
+            plan.push((a, lsns));
+        }
+        plans.push(plan);
+    }
+    all.sort_unstable();
+    all.dedup();
+    let frames: HashMap<Lsn, Frame> = snapshot.frames_at(&all)?.into_iter().map(|f| (f.lsn, f)).collect();
+    for (s, plan) in sessions.iter_mut().zip(plans) {
+        s.windows = plan
+            .into_iter()
+            .map(|(from, lsns)| window(from, lsns.iter().filter_map(|l| frames.get(l)), opts.event_chars))
+            .collect();
+    }
+    Ok(())
 }
 
 /// The events of `session` at offsets `from..=to` as transcript lines
@@ -1147,8 +1307,12 @@ pub fn transcript(
 ) -> Result<Window> {
     let lsns = lsns_at(conn, session, from, to)?;
     let frames = snapshot.frames_at(&lsns)?;
+    Ok(window(from, frames.iter(), max_chars))
+}
+
+/// A window of the frames found (in log order) for offsets from `from`.
+fn window<'a>(from: u64, frames: impl Iterator<Item = &'a Frame>, max_chars: usize) -> Window {
     let events: Vec<TranscriptLine> = frames
-        .iter()
         .enumerate()
         .map(|(i, f)| {
             let event = decode(f.lsn, &f.payload);
@@ -1158,7 +1322,7 @@ pub fn transcript(
         })
         .collect();
     let to = from + events.len().saturating_sub(1) as u64;
-    Ok(Window { from, to, events })
+    Window { from, to, events }
 }
 
 fn line(offset: u64, body: &Body, max_chars: usize) -> TranscriptLine {

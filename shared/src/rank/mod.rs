@@ -10,7 +10,8 @@
 //! ```
 //!
 //! The **baseline** is the cold-start heuristic: BM25 relevance (normalised to
-//! the best hit) + 0.25 × the effective score (normalised to the best in the
+//! the best hit; with a query embedding, BM25 and vector ranks fused by
+//! Engrammar's RRF with dynamic k = max(1, n/5), normalised to the best) + 0.25 × the effective score (normalised to the best in the
 //! pool) + 0.2 for the session's project + 1 for pinned; a superseded memory's
 //! score is divided by ten. With no query words it is Signet's effective-score
 //! ranking. α comes from [`state::PredictorState`]; until the predictor has
@@ -173,20 +174,49 @@ pub fn session_signals(
     })
 }
 
+/// With a vector search in the pool (a query embedding), Engrammar's hybrid
+/// relevance: the BM25 and the vector ranks fused by RRF with its dynamic
+/// `k = max(1, n / 5)` over the pool's `n` candidates
+/// ([`predictor::fusion::hybrid`]), divided by the best so that it takes the
+/// place of the normalised BM25 score. `None` without vector similarities.
+fn hybrid_relevance(pool: &Pool) -> Option<Vec<f32>> {
+    if !pool.memories.iter().any(|m| m.vector_similarity.is_some()) {
+        return None;
+    }
+    let bm25: Vec<Option<f32>> = pool.memories.iter().map(|m| m.signals.bm25_score).collect();
+    let vector: Vec<Option<f32>> = pool.memories.iter().map(|m| m.vector_similarity).collect();
+    let lists = [predictor::fusion::ranks_of_present(&bm25), predictor::fusion::ranks_of_present(&vector)];
+    let mut h = predictor::fusion::hybrid(&lists, pool.memories.len());
+    let best = h.iter().copied().fold(0.0f32, f32::max);
+    if best > 0.0 {
+        h.iter_mut().for_each(|x| *x /= best);
+    }
+    Some(h)
+}
+
 /// Baseline scores of a pool (see the module docs).
 pub fn baseline_scores(pool: &Pool) -> Vec<f32> {
     let max_bm25 = pool.memories.iter().filter_map(|m| m.signals.bm25_score).fold(0.0f32, f32::max);
     let max_eff = pool.memories.iter().map(|m| m.signals.effective_score).fold(0.0f32, f32::max);
+    let hybrid = hybrid_relevance(pool);
     pool.memories
         .iter()
-        .map(|m| {
+        .enumerate()
+        .map(|(i, m)| {
             let s = &m.signals;
-            let rel = match (s.bm25_score, max_bm25 > 0.0) {
-                (Some(b), true) => (b / max_bm25).max(0.0),
+            let rel = match (&hybrid, s.bm25_score, max_bm25 > 0.0) {
+                (Some(h), _, _) => h[i],
+                (None, Some(b), true) => (b / max_bm25).max(0.0),
                 _ => 0.0,
             };
             let eff = if max_eff > 0.0 { s.effective_score / max_eff } else { 0.0 };
-            let score = rel + 0.25 * eff + 0.2 * f32::from(u8::from(s.project_match)) + f32::from(u8::from(m.pinned));
+            let score = rel
+                + 0.25 * eff
+                + 0.2 * f32::from(u8::from(s.project_match || s.stack_match))
+                + f32::from(u8::from(m.pinned));
+            // The environment (shared::env::rank): tag affinity multiplies,
+            // tag relevance adds its seed weight; both 0 without an environment.
+            let score = score * (1.0 + s.tag_affinity) + crate::env::rank::RELEVANCE_WEIGHT * s.tag_relevance;
             if m.superseded { score * 0.1 } else { score }
         })
         .collect()
@@ -266,6 +296,19 @@ pub fn rank(store: &Store, config: &Config, model: Option<ServingModel<'_>>, req
     rank_after(store, config, model, req, &[])
 }
 
+/// [`rank_after`] for a session in `env` (`shared::env::rank`: prerequisites,
+/// tag relevance, tag affinity, stack candidates).
+pub fn rank_after_in(
+    store: &Store,
+    config: &Config,
+    model: Option<ServingModel<'_>>,
+    req: &RankRequest<'_>,
+    env: Option<&crate::event::EnvDetected>,
+    unapplied: &[Unapplied],
+) -> Result<Ranking> {
+    rank_snapshot(store, config, model, req, env, unapplied)
+}
+
 /// A ranking served by this process whose `ranking.served` event may not be
 /// in the projection yet: a caller that records rankings after answering
 /// (the scorer's recorder thread) passes these to [`rank_after`].
@@ -312,6 +355,17 @@ pub fn rank_after(
     req: &RankRequest<'_>,
     unapplied: &[Unapplied],
 ) -> Result<Ranking> {
+    rank_snapshot(store, config, model, req, None, unapplied)
+}
+
+fn rank_snapshot(
+    store: &Store,
+    config: &Config,
+    model: Option<ServingModel<'_>>,
+    req: &RankRequest<'_>,
+    env: Option<&crate::event::EnvDetected>,
+    unapplied: &[Unapplied],
+) -> Result<Ranking> {
     // A read-only transaction: every query below sees the same snapshot, and
     // the ranking's few dozen statements share one read lock instead of each
     // taking and releasing its own (two fcntl calls and a check of the WAL
@@ -323,7 +377,7 @@ pub fn rank_after(
     } else {
         None
     };
-    let ranking = rank_inner(store, config, model, req, unapplied);
+    let ranking = rank_inner(store, config, model, req, env, unapplied);
     drop(snapshot);
     ranking
 }
@@ -382,10 +436,11 @@ fn rank_inner(
     config: &Config,
     model: Option<ServingModel<'_>>,
     req: &RankRequest<'_>,
+    env: Option<&crate::event::EnvDetected>,
     unapplied: &[Unapplied],
 ) -> Result<Ranking> {
-    let limits = PoolLimits { pool: config.predictor.candidate_pool_size, ..PoolLimits::default() };
-    let mut pool = pool::gather(
+    let limits = PoolLimits::of(config);
+    let mut pool = pool::gather_in(
         store,
         &PoolQuery {
             text: req.query,
@@ -394,8 +449,12 @@ fn rank_inner(
             session: req.session.map(SessionKey::as_str),
             now: req.now,
         },
+        env,
         &limits,
     )?;
+    if let Some(env) = env {
+        crate::env::rank::apply(store, &mut pool, env, crate::env::rank::Relevance::Current)?;
+    }
     if let (Some(session), Some(_)) = (req.session, req.context_reset_ms) {
         // A reset the projection does not know yet: memories injected before
         // it are back in play.
@@ -470,7 +529,7 @@ fn assemble(
 
     // Injection: best first, within k and the character budget.
     let eligible = |m: &PoolMemory| -> bool {
-        if m.shown || m.superseded || m.content.is_empty() {
+        if m.shown || m.superseded || m.excluded.is_some() || m.content.is_empty() {
             return false;
         }
         if !req.require_match || m.pinned {
@@ -619,6 +678,14 @@ fn reasons(item: &RankedMemory, alpha: f32, surfaces: &foldhash::HashMap<String,
     }
     if s.project_match {
         out.push("same project".to_owned());
+    }
+    if s.stack_match {
+        out.push("learned in other projects of this stack".to_owned());
+    }
+    if s.tag_affinity >= 0.3 {
+        out.push("its tags fit this environment".to_owned());
+    } else if s.tag_affinity <= -0.3 {
+        out.push("its tags do not fit this environment".to_owned());
     }
     if s.effective_score >= 0.5 && !m.pinned {
         out.push(format!("recent and important ({:.2})", s.effective_score));

@@ -192,14 +192,15 @@ impl Store {
     }
 
     /// Which of `ids` the projection already holds: applied (as content or
-    /// not), or recorded as failing to apply.
+    /// not), or recorded as failing to apply or as of an unknown kind.
     pub fn known_event_ids<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Result<HashSet<String>> {
         let mut stmt = self
             .conn()
             .prepare_cached(
                 "SELECT EXISTS (SELECT 1 FROM session_events WHERE event_id = ?1)
                      OR EXISTS (SELECT 1 FROM applied_events WHERE event_id = ?1)
-                     OR EXISTS (SELECT 1 FROM apply_errors WHERE event_id = ?1)",
+                     OR EXISTS (SELECT 1 FROM apply_errors WHERE event_id = ?1)
+                     OR EXISTS (SELECT 1 FROM unknown_events WHERE event_id = ?1)",
             )
             .sql("prepare event lookup")?;
         let mut known = HashSet::new();

@@ -22,22 +22,29 @@
 
 mod format;
 mod read;
+mod recover;
+mod repair;
 mod timestamp;
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 pub use format::{
     ACTIVE_HEADER, ActiveHeader, FRAME_HEADER, FrameRead, Lsn, MAX_PAYLOAD, SEALED_HEADER, SealedHeader, decode_frame,
-    encode_frame,
+    encode_frame, parse_active_name,
 };
 pub use read::{Frame, FrameIter, Snapshot};
+use recover::{ActiveState, Hint, LOCK, Listing};
+pub use repair::{LostRange, Placeholder, RepairReport};
 use timestamp::payload_ts;
 
 use crate::error::{Error, ErrorClass, IoContext, Result};
 use crate::fsutil::{FileLock, fsync_dir};
+
+/// The folder (in the tape directory) where recovery keeps the bytes it cuts.
+pub const QUARANTINE: &str = "quarantine";
 
 /// Tuning of the tape log.
 #[derive(Clone, Debug)]
@@ -117,6 +124,8 @@ pub struct VerifyReport {
     pub frames: u64,
     /// Everything wrong.
     pub problems: Vec<Problem>,
+    /// Files in the quarantine folder: bytes recovery cut from a segment.
+    pub quarantined: Vec<PathBuf>,
 }
 
 /// Result of [`TapeWriter::rewrite`].
@@ -149,12 +158,16 @@ impl TapeLog {
     /// holder (torn tail, interrupted seal or rewrite). Blocks while another
     /// process holds it.
     pub fn lock(&self) -> Result<TapeWriter<'_>> {
-        let lock_path = self.dir.join("LOCK");
+        self.lock_keeping(0)
+    }
+
+    /// [`TapeLog::lock`], knowing that every frame up to `acknowledged` was
+    /// acknowledged (the projection applied them, say): recovery refuses
+    /// rather than cut any of them, even without the lock file's hint.
+    pub fn lock_keeping(&self, acknowledged: Lsn) -> Result<TapeWriter<'_>> {
+        let lock_path = self.dir.join(LOCK);
         let lock = FileLock::exclusive(&lock_path).ctx("lock", &lock_path)?;
-        let active = match self.fast_recover(&lock)? {
-            Some(active) => active,
-            None => self.slow_recover()?,
-        };
+        let active = self.recover(&lock, acknowledged)?;
         let written_from = active.end;
         let mut writer = TapeWriter {
             log: self,
@@ -188,248 +201,53 @@ impl TapeLog {
     /// say) is still verified file by file, so that the report lists every
     /// problem instead of stopping at the first.
     pub fn verify(&self) -> Result<VerifyReport> {
-        let refused = match self.snapshot() {
-            Ok(snapshot) => return snapshot.verify(),
+        self.verify_keeping(0)
+    }
+
+    /// [`TapeLog::verify`], knowing that every frame up to `acknowledged` was
+    /// acknowledged (see [`TapeLog::lock_keeping`]).
+    pub fn verify_keeping(&self, acknowledged: Lsn) -> Result<VerifyReport> {
+        let refused = match self.lock_keeping(acknowledged).and_then(|w| w.snapshot()) {
+            Ok(snapshot) => {
+                let mut report = snapshot.verify()?;
+                report.quarantined = recover::quarantined(&self.dir)?;
+                return Ok(report);
+            }
             Err(e) if e.class() == ErrorClass::Corrupt => e,
             Err(e) => return Err(e),
         };
-        let lock_path = self.dir.join("LOCK");
+        let lock_path = self.dir.join(LOCK);
         let _lock = FileLock::exclusive(&lock_path).ctx("lock", &lock_path)?;
         let listing = Listing::read(&self.dir)?;
         let sealed: Vec<PathBuf> = listing.sealed.iter().map(|(_, path)| path.clone()).collect();
         let actives: Vec<PathBuf> = listing.actives.iter().map(|&seq| self.active_path(seq)).collect();
         let mut report = read::verify_files(&sealed, &actives)?;
-        if report.problems.is_empty() {
-            // What stopped recovery is not visible file by file (two active segments, say).
-            let (file, offset) = match &refused {
-                Error::Corrupt { file, offset, .. } => (file.clone(), *offset),
-                _ => (self.dir.clone(), 0),
-            };
-            report.problems.push(Problem { file, offset, what: refused.to_string() });
+        // Files that claim one sequence number (a segment of another log).
+        let mut claims: Vec<(u64, &Path)> = listing.sealed.iter().map(|(seq, p)| (*seq, p.as_path())).collect();
+        claims.extend(listing.actives.iter().zip(&actives).map(|(seq, p)| (*seq, p.as_path())));
+        claims.sort_by_key(|(seq, _)| *seq);
+        for pair in claims.windows(2) {
+            if pair[0].0 == pair[1].0 {
+                let what = recover::duplicate_message(pair[0].0, pair[0].1, pair[1].1);
+                report.problems.push(Problem { file: pair[1].1.to_path_buf(), offset: 0, what });
+            }
         }
+        // What stopped recovery is not always visible file by file (two
+        // active segments, frames the lock hint names but the file lacks).
+        let (file, offset, what) = match refused {
+            Error::Corrupt { file, offset, reason } => (file, offset, reason),
+            e => (self.dir.clone(), 0, e.to_string()),
+        };
+        if !report.problems.iter().any(|p| p.file == file && p.what == what) {
+            report.problems.push(Problem { file, offset, what });
+        }
+        report.quarantined = recover::quarantined(&self.dir)?;
         Ok(report)
     }
 
     fn active_path(&self, seq: u64) -> PathBuf {
         self.dir.join(format::active_name(seq))
     }
-
-    /// Uses the hint in the lock file: validates the last frame it names and
-    /// scans only what was written after it. `None` when the hint is missing or
-    /// does not match the data.
-    fn fast_recover(&self, lock: &FileLock) -> Result<Option<ActiveState>> {
-        let Some(hint) = Hint::read(lock.file()) else {
-            return Ok(None);
-        };
-        let path = self.active_path(hint.seq);
-        let mut file = match OpenOptions::new().read(true).write(true).open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io("open", &path, e)),
-        };
-        let mut head = [0u8; ACTIVE_HEADER];
-        if file.read_exact(&mut head).is_err() {
-            return Ok(None);
-        }
-        let Ok(header) = ActiveHeader::decode(&head) else {
-            return Ok(None);
-        };
-        let len = file.metadata().ctx("stat", &path)?.len();
-        if header.seq != hint.seq || hint.end < ACTIVE_HEADER as u64 || hint.end > len {
-            return Ok(None);
-        }
-        if hint.last_frame_start == 0 {
-            if hint.end != ACTIVE_HEADER as u64 || hint.last_lsn + 1 != header.first_lsn {
-                return Ok(None);
-            }
-        } else {
-            if hint.last_frame_start >= hint.end {
-                return Ok(None);
-            }
-            let mut buf = vec![0u8; (hint.end - hint.last_frame_start) as usize];
-            file.seek(SeekFrom::Start(hint.last_frame_start)).ctx("seek", &path)?;
-            if file.read_exact(&mut buf).is_err() {
-                return Ok(None);
-            }
-            match decode_frame(&buf) {
-                FrameRead::Frame { lsn, size, .. } if lsn == hint.last_lsn && size == buf.len() => {}
-                _ => return Ok(None),
-            }
-        }
-        let mut active = ActiveState {
-            path,
-            file,
-            header,
-            end: hint.end,
-            last_lsn: hint.last_lsn,
-            last_frame_start: hint.last_frame_start,
-        };
-        active.scan_tail(len)?;
-        Ok(Some(active))
-    }
-
-    /// Full recovery from the directory listing.
-    fn slow_recover(&self) -> Result<ActiveState> {
-        let listing = Listing::read(&self.dir)?;
-        for tmp in &listing.temps {
-            tracing::warn!(file = %tmp.display(), "removing temporary file left by an interrupted write");
-            fs::remove_file(tmp).ctx("remove", tmp)?;
-        }
-        let sealed = listing.resolve_sealed()?;
-        if listing.actives.iter().any(|&seq| sealed.iter().any(|(s, _, _)| *s == seq)) {
-            // The sealed copy's name must be durable before the original goes.
-            fsync_dir(&self.dir).ctx("fsync", &self.dir)?;
-        }
-        let mut actives = Vec::new();
-        for &seq in &listing.actives {
-            if sealed.iter().any(|(s, _, _)| *s == seq) {
-                let path = self.active_path(seq);
-                tracing::warn!(file = %path.display(), "removing an active segment that was already sealed");
-                fs::remove_file(&path).ctx("remove", &path)?;
-            } else {
-                actives.push(seq);
-            }
-        }
-        fsync_dir(&self.dir).ctx("fsync", &self.dir)?;
-        let (next_seq, next_lsn) = match sealed.last() {
-            Some((seq, _, header)) => (seq + 1, header.last_lsn + 1),
-            None => (1, 1),
-        };
-        let seq = match actives.as_slice() {
-            [] => {
-                create_active(&self.dir, ActiveHeader { seq: next_seq, first_lsn: next_lsn })?;
-                fsync_dir(&self.dir).ctx("fsync", &self.dir)?;
-                next_seq
-            }
-            [seq] => *seq,
-            many => {
-                return Err(Error::corrupt(
-                    &self.dir,
-                    0,
-                    format!("several unsealed active segments {many:?}; expected one"),
-                ));
-            }
-        };
-        let path = self.active_path(seq);
-        let mut file = OpenOptions::new().read(true).write(true).open(&path).ctx("open", &path)?;
-        let mut head = [0u8; ACTIVE_HEADER];
-        file.read_exact(&mut head).ctx("read header of", &path)?;
-        let header = ActiveHeader::decode(&head).map_err(|why| Error::corrupt(&path, 0, why))?;
-        if header.seq != seq || (!sealed.is_empty() && (header.seq != next_seq || header.first_lsn != next_lsn)) {
-            return Err(Error::corrupt(
-                &path,
-                0,
-                format!(
-                    "active segment starts at seq {} lsn {}, but the sealed segments end before seq {next_seq} lsn {next_lsn}",
-                    header.seq, header.first_lsn
-                ),
-            ));
-        }
-        let len = file.metadata().ctx("stat", &path)?.len();
-        let mut active = ActiveState {
-            path,
-            file,
-            header,
-            end: ACTIVE_HEADER as u64,
-            last_lsn: header.first_lsn - 1,
-            last_frame_start: 0,
-        };
-        active.scan_tail(len)?;
-        Ok(active)
-    }
-}
-
-/// The open active segment, as known to the lock holder.
-#[derive(Debug)]
-struct ActiveState {
-    path: PathBuf,
-    file: File,
-    header: ActiveHeader,
-    /// Offset just past the last valid frame.
-    end: u64,
-    last_lsn: Lsn,
-    /// Offset of the last valid frame (0 if none).
-    last_frame_start: u64,
-}
-
-impl ActiveState {
-    /// Validates frames between `self.end` and `len`; truncates a torn tail
-    /// (bad bytes that no valid frame follows) and refuses any other damage.
-    fn scan_tail(&mut self, len: u64) -> Result<()> {
-        if len <= self.end {
-            return Ok(());
-        }
-        let mut buf = Vec::with_capacity((len - self.end) as usize);
-        self.file.seek(SeekFrom::Start(self.end)).ctx("seek", &self.path)?;
-        (&self.file).take(len - self.end).read_to_end(&mut buf).ctx("read", &self.path)?;
-        let mut pos = 0usize;
-        let mut why = "";
-        while pos < buf.len() {
-            match decode_frame(&buf[pos..]) {
-                FrameRead::Frame { lsn, size, .. } if lsn == self.last_lsn + 1 => {
-                    self.last_frame_start = self.end + pos as u64;
-                    self.last_lsn = lsn;
-                    pos += size;
-                }
-                FrameRead::Frame { .. } => {
-                    why = "frame out of sequence";
-                    break;
-                }
-                FrameRead::Incomplete => {
-                    why = "incomplete frame";
-                    break;
-                }
-                FrameRead::Invalid(reason) => {
-                    why = reason;
-                    break;
-                }
-            }
-        }
-        self.end += pos as u64;
-        if self.end < len {
-            // An interrupted append leaves a prefix of its batch: nothing valid
-            // follows the first bad frame. A valid frame further on means damage
-            // inside frames that may have been acknowledged; cutting there would
-            // lose them, so the segment is left as it is and refused.
-            if let Some((at, lsn)) = later_frame(&buf[pos..], self.last_lsn + 1) {
-                return Err(Error::corrupt(
-                    &self.path,
-                    self.end,
-                    format!(
-                        "{why}, but a valid frame (lsn {lsn}) follows at offset {}: the segment is damaged inside, \
-                         not torn at its tail; nothing was truncated",
-                        self.end + at as u64
-                    ),
-                ));
-            }
-            tracing::warn!(
-                file = %self.path.display(),
-                offset = self.end,
-                bytes = len - self.end,
-                reason = why,
-                "truncating torn tail left by an interrupted append"
-            );
-            self.file.set_len(self.end).ctx("truncate", &self.path)?;
-            self.file.sync_all().ctx("fsync", &self.path)?;
-        }
-        Ok(())
-    }
-}
-
-/// The first valid frame in `buf` after its start, where a bad frame (whose
-/// LSN should have been `expected`) begins: its offset and LSN. Only frames
-/// that could follow the bad one count: an LSN from `expected` up to one more
-/// per [`FRAME_HEADER`] bytes skipped, a correct checksum. Every offset is
-/// tried, since the bad frame's length cannot be trusted.
-fn later_frame(buf: &[u8], expected: Lsn) -> Option<(usize, Lsn)> {
-    (1..buf.len().saturating_sub(FRAME_HEADER - 1)).find_map(|at| {
-        let lsn = format::u64_at(buf, at + 4);
-        let reachable = lsn >= expected && lsn - expected <= (at / FRAME_HEADER) as u64;
-        match reachable.then(|| decode_frame(&buf[at..])) {
-            Some(FrameRead::Frame { lsn, .. }) => Some((at, lsn)),
-            _ => None,
-        }
-    })
 }
 
 /// The exclusive right to append; dropping it releases the lock.
@@ -547,7 +365,7 @@ impl TapeWriter<'_> {
     fn resolve(&mut self) -> Result<()> {
         if self.unresolved {
             tracing::warn!(dir = %self.log.dir.display(), "resolving an interrupted seal before going on");
-            self.active = self.log.slow_recover()?;
+            self.active = self.log.slow_recover(self.active.last_lsn)?;
             self.written.clear();
             self.written_from = self.active.end;
             self.unresolved = false;
@@ -597,7 +415,7 @@ impl TapeWriter<'_> {
         // A crash from here on must send the next opener down the slow path,
         // which resolves a half-finished seal from the directory listing.
         // (Not before: a seal refused for a damaged frame changes nothing.)
-        Hint::invalidate(self.lock.file()).ctx("write hint to", &self.log.dir.join("LOCK"))?;
+        Hint::invalidate(self.lock.file()).ctx("write hint to", &self.log.dir.join(LOCK))?;
         // From here a failure may leave the sealed segment next to the active one.
         self.unresolved = true;
         let info = write_sealed(&self.log.dir, bytes, &header)?;
@@ -630,11 +448,31 @@ impl TapeWriter<'_> {
     pub fn snapshot(&self) -> Result<Snapshot> {
         let listing = Listing::read(&self.log.dir)?;
         let mut sealed = Vec::new();
+        let active = &self.active.header;
+        let (mut next_seq, mut next_lsn) = (1, 1);
         for (seq, path, header) in listing.resolve_sealed()? {
-            if seq < self.active.header.seq {
-                let file = File::open(&path).ctx("open", &path)?;
-                sealed.push(read::SealedRef { path, file, header });
+            if seq >= active.seq {
+                let what = if seq == active.seq {
+                    recover::duplicate_message(seq, &path, &self.active.path)
+                } else {
+                    format!("sealed segment seq {seq} lies beyond the active segment (seq {})", active.seq)
+                };
+                return Err(Error::corrupt(&path, 0, what));
             }
+            (next_seq, next_lsn) = (seq + 1, header.last_lsn + 1);
+            let file = File::open(&path).ctx("open", &path)?;
+            sealed.push(read::SealedRef { path, file, header });
+        }
+        if (active.seq, active.first_lsn) != (next_seq, next_lsn) {
+            return Err(Error::corrupt(
+                &self.active.path,
+                0,
+                format!(
+                    "the active segment is seq {} from lsn {}, but the sealed segments end before seq {next_seq} lsn \
+                     {next_lsn}: the segments holding what comes between are missing",
+                    active.seq, active.first_lsn
+                ),
+            ));
         }
         let active_file = self.active.file.try_clone().ctx("duplicate handle of", &self.active.path)?;
         Ok(Snapshot::new(
@@ -691,10 +529,16 @@ impl TapeWriter<'_> {
                 &self.log.opts,
                 &mut self.seal_buffers,
             )?;
-            let info = write_sealed(&self.log.dir, &self.seal_buffers.out, &header)?;
-            if info.name != seg.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default() {
+            // The intent names both files before the new one exists, so that
+            // recovery can tell this log's own leftover from a stranger.
+            let old = seg.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let new = format::sealed_name(seq, &blake3::hash(&self.seal_buffers.out));
+            if new != old {
+                self.log.begin_rewrite(&old, &new)?;
+                write_sealed(&self.log.dir, &self.seal_buffers.out, &header)?;
                 fs::remove_file(&seg.path).ctx("remove", &seg.path)?;
                 fsync_dir(&self.log.dir).ctx("fsync", &self.log.dir)?;
+                self.log.end_rewrite()?;
             }
             stats.segments_rewritten += 1;
             stats.frames_changed += changed;
@@ -902,127 +746,44 @@ fn create_active(dir: &Path, header: ActiveHeader) -> Result<()> {
     Ok(())
 }
 
-/// The files of a tape directory, classified.
-struct Listing {
-    dir: PathBuf,
-    sealed: Vec<(u64, PathBuf)>,
-    actives: Vec<u64>,
-    temps: Vec<PathBuf>,
-}
-
-impl Listing {
-    fn read(dir: &Path) -> Result<Listing> {
-        let mut listing =
-            Listing { dir: dir.to_path_buf(), sealed: Vec::new(), actives: Vec::new(), temps: Vec::new() };
-        for entry in fs::read_dir(dir).ctx("list", dir)? {
-            let entry = entry.ctx("list", dir)?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if let Some((seq, _)) = format::parse_sealed_name(&name) {
-                listing.sealed.push((seq, entry.path()));
-            } else if let Some(seq) = format::parse_active_name(&name) {
-                listing.actives.push(seq);
-            } else if name.ends_with(".tmp") {
-                listing.temps.push(entry.path());
-            }
-        }
-        listing.sealed.sort();
-        listing.actives.sort_unstable();
-        Ok(listing)
-    }
-
-    /// Sealed segments in order, one per sequence number: when an interrupted
-    /// rewrite left two files for one sequence number, the newer generation
-    /// wins and the older is removed (both are complete, durable files).
-    fn resolve_sealed(&self) -> Result<Vec<(u64, PathBuf, SealedHeader)>> {
-        let mut out: Vec<(u64, PathBuf, SealedHeader)> = Vec::new();
-        for (seq, path) in &self.sealed {
-            let mut head = [0u8; SEALED_HEADER];
-            let mut f = File::open(path).ctx("open", path)?;
-            f.read_exact(&mut head).map_err(|_| Error::corrupt(path, 0, "sealed segment header is truncated"))?;
-            let header = SealedHeader::decode(&head).map_err(|why| Error::corrupt(path, 0, why))?;
-            if header.seq != *seq {
-                return Err(Error::corrupt(path, 0, format!("file name says seq {seq}, header says {}", header.seq)));
-            }
-            match out.last_mut() {
-                Some((prev_seq, prev_path, prev_header)) if prev_seq == seq => {
-                    let (keep, drop) = if header.generation > prev_header.generation {
-                        (Some((path.clone(), header)), prev_path.clone())
-                    } else {
-                        (None, path.clone())
-                    };
-                    tracing::warn!(file = %drop.display(), "removing a segment superseded by a completed rewrite");
-                    fs::remove_file(&drop).ctx("remove", &drop)?;
-                    fsync_dir(&self.dir).ctx("fsync", &self.dir)?;
-                    if let Some((p, h)) = keep {
-                        *prev_path = p;
-                        *prev_header = h;
-                    }
-                }
-                _ => out.push((*seq, path.clone(), header)),
-            }
-        }
-        for pair in out.windows(2) {
-            let (a, b) = (&pair[0], &pair[1]);
-            if b.2.first_lsn != a.2.last_lsn + 1 {
-                return Err(Error::corrupt(
-                    &b.1,
-                    0,
-                    format!("segment starts at lsn {} but the previous one ends at {}", b.2.first_lsn, a.2.last_lsn),
-                ));
-            }
-        }
-        Ok(out)
-    }
-}
-
-/// Position of the last frame, kept in the lock file to make opening cheap.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Hint {
-    seq: u64,
-    last_frame_start: u64,
-    end: u64,
-    last_lsn: Lsn,
-}
-
-impl Hint {
-    const LEN: usize = 44;
-
-    fn encode(&self) -> [u8; Self::LEN] {
-        let mut out = [0u8; Self::LEN];
-        out[0..4].copy_from_slice(b"HINT");
-        out[4..12].copy_from_slice(&self.seq.to_le_bytes());
-        out[12..20].copy_from_slice(&self.last_frame_start.to_le_bytes());
-        out[20..28].copy_from_slice(&self.end.to_le_bytes());
-        out[28..36].copy_from_slice(&self.last_lsn.to_le_bytes());
-        let sum = format::checksum(&[&out[0..36]]);
-        out[36..44].copy_from_slice(&sum);
-        out
-    }
-
-    fn read(file: &File) -> Option<Hint> {
-        let mut buf = [0u8; Self::LEN];
-        file.read_exact_at(&mut buf, 0).ok()?;
-        if &buf[0..4] != b"HINT" || buf[36..44] != format::checksum(&[&buf[0..36]]) {
-            return None;
-        }
-        Some(Hint {
-            seq: format::u64_at(&buf, 4),
-            last_frame_start: format::u64_at(&buf, 12),
-            end: format::u64_at(&buf, 20),
-            last_lsn: format::u64_at(&buf, 28),
-        })
-    }
-
-    fn write(&self, file: &File) -> std::io::Result<()> {
-        file.write_all_at(&self.encode(), 0)
-    }
-
-    /// Destroys the hint durably (before a seal).
-    fn invalidate(file: &File) -> std::io::Result<()> {
-        file.write_all_at(&[0u8; Self::LEN], 0)?;
-        file.sync_data()
-    }
-}
-
 #[cfg(test)]
 mod tests;
+
+// ---------------------------------------------------------------------------
+// Folders of sealed segments outside a live log (team sharing, `crate::share`)
+// ---------------------------------------------------------------------------
+
+/// The sealed segments in `dir` (by their names, `<seq>-<blake3>.seg`), in
+/// sequence order; other files are ignored. A missing folder has none.
+pub fn sealed_files(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("list", dir, e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.ctx("list", dir)?;
+        let name = entry.file_name();
+        if let Some((seq, _)) = name.to_str().and_then(format::parse_sealed_name) {
+            out.push((seq, entry.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Verifies a folder of sealed segments that no writer appends to (a copy of
+/// a log's sealed segments, such as another data home's export): every
+/// file's blake3 against its name, every chunk checksum, and LSNs running
+/// from 1 without a gap, so a missing or extra segment is reported.
+pub fn verify_sealed_folder(dir: &Path) -> Result<VerifyReport> {
+    let sealed: Vec<PathBuf> = sealed_files(dir)?.into_iter().map(|(_, p)| p).collect();
+    read::verify_files(&sealed, &[])
+}
+
+/// Every frame of the sealed segment at `path`, its chunk checksums and LSNs
+/// verified (not its name's blake3: [`verify_sealed_folder`] checks that).
+pub fn read_sealed_segment(path: &Path) -> Result<Vec<(Lsn, Vec<u8>)>> {
+    read::read_sealed_frames(path)
+}

@@ -132,7 +132,7 @@ impl Snapshot {
     /// Verifies every segment completely.
     pub fn verify(&self) -> Result<VerifyReport> {
         let mut report = VerifyReport::default();
-        let mut expected = Some(self.sealed.first().map_or(self.active.header.first_lsn, |s| s.header.first_lsn));
+        let mut expected = Some(1);
         for seg in &self.sealed {
             report.segments += 1;
             verify_sealed(&seg.path, &mut expected, &mut report)?;
@@ -202,7 +202,7 @@ pub(crate) fn read_sealed_frames(path: &Path) -> Result<Vec<(Lsn, Vec<u8>)>> {
 /// it is on disk, sealed ones in sequence order and then the active ones.
 pub(crate) fn verify_files(sealed: &[PathBuf], actives: &[PathBuf]) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
-    let mut expected = None;
+    let mut expected = Some(1);
     for path in sealed {
         report.segments += 1;
         verify_sealed(path, &mut expected, &mut report)?;
@@ -224,6 +224,11 @@ pub(crate) fn verify_files(sealed: &[PathBuf], actives: &[PathBuf]) -> Result<Ve
     Ok(report)
 }
 
+/// What a segment that starts after the LSN it should start at means.
+fn missing(first: Lsn, want: Lsn) -> &'static str {
+    if first > want { ": the segments holding the frames between are missing" } else { "" }
+}
+
 /// Checks the frames of an active segment (`raw` is what follows its header).
 /// `expected` is the LSN the segment should start at, `None` when unknown
 /// (after a damaged segment); it is left at the LSN that should follow.
@@ -233,7 +238,7 @@ fn verify_active(path: &Path, first_lsn: Lsn, raw: &[u8], expected: &mut Option<
     if let Some(want) = *expected
         && first_lsn != want
     {
-        problem(0, format!("active segment starts at lsn {first_lsn}, expected {want}"));
+        problem(0, format!("active segment starts at lsn {first_lsn}, expected {want}{}", missing(first_lsn, want)));
     }
     let mut pos = 0usize;
     let mut next = first_lsn;
@@ -287,7 +292,11 @@ fn verify_sealed(path: &Path, expected: &mut Option<Lsn>, report: &mut VerifyRep
     if let Some(want) = *expected
         && header.first_lsn != want
     {
-        problem(report, 0, format!("segment starts at lsn {}, expected {want}", header.first_lsn));
+        problem(
+            report,
+            0,
+            format!("segment starts at lsn {}, expected {want}{}", header.first_lsn, missing(header.first_lsn, want)),
+        );
     }
     let mut pos = SEALED_HEADER;
     let mut frames = 0u64;

@@ -141,10 +141,13 @@ fn leftover_temporary_files_are_removed() {
     let dir = tempfile::tempdir().unwrap();
     let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
     append_n(&log, 1, 1);
-    fs::write(dir.path().join(".0000000002-x.seg.1.1.tmp"), b"half").unwrap();
+    let ours = crate::fsutil::temp_path_for(&dir.path().join(format::sealed_name(2, &blake3::hash(b"x"))));
+    fs::write(&ours, b"half").unwrap();
+    // A user's file that merely ends in `.tmp` is not ours to remove.
+    fs::write(dir.path().join("notes.tmp"), b"mine").unwrap();
     fs::write(dir.path().join("LOCK"), b"").unwrap();
     drop(log.lock().unwrap());
-    assert!(!files(&log).iter().any(|n| n.ends_with(".tmp")));
+    assert_eq!(files(&log).iter().filter(|n| n.ends_with(".tmp")).collect::<Vec<_>>(), vec!["notes.tmp"]);
 }
 
 #[test]
@@ -245,12 +248,16 @@ fn interrupted_rewrite_keeps_the_newer_generation() {
     let old = dir.path().join(&info.name);
     let old_bytes = fs::read(&old).unwrap();
     log.lock().unwrap().rewrite(|lsn, _| (lsn == 2).then(|| b"{\"ts\":1}".to_vec())).unwrap();
-    // Put the old generation back, as if the crash came before its removal.
+    let new = log.segments().unwrap().into_iter().find(|s| s.sealed).unwrap().name;
+    // Put the old generation and the intent back, as if the crash came
+    // before the old one's removal.
     fs::write(&old, &old_bytes).unwrap();
+    fs::write(dir.path().join(recover::REWRITE_INTENT), format!("engram-rewrite 1\n{}\n{new}\n", info.name)).unwrap();
     fs::write(dir.path().join("LOCK"), b"").unwrap();
     let frames = read_all(&log);
     assert_eq!(frames[1].payload, b"{\"ts\":1}");
     assert!(!old.exists());
+    assert!(!dir.path().join(recover::REWRITE_INTENT).exists());
 }
 
 #[derive(Clone, Debug)]
@@ -744,4 +751,211 @@ fn every_state_a_crash_during_a_seal_leaves_is_recovered() {
 
 fn files_in(dir: &Path) -> Vec<String> {
     fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+}
+
+// ---------------------------------------------------------------------------
+// Acknowledged bytes, missing segments, segments of other logs (issue 21, items 1 to 3)
+// ---------------------------------------------------------------------------
+
+/// The ways the last, acknowledged frame of the active segment can be
+/// damaged after its append returned: the lock hint names it, so no opener
+/// may take it for a torn tail.
+#[test]
+fn damage_to_an_acknowledged_last_frame_is_refused_not_cut() {
+    type Damage = fn(&mut Vec<u8>);
+    let damages: [(&str, Damage); 3] = [
+        ("payload byte", |b| b[frame_offset(5) + FRAME_HEADER + 3] ^= 0x10),
+        ("length field", |b| b[frame_offset(5)] ^= 0x01),
+        ("cut mid-frame", |b| b.truncate(frame_offset(5) + FRAME_HEADER + 2)),
+    ];
+    for (what, damage) in damages {
+        let dir = tempfile::tempdir().unwrap();
+        let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+        append_n(&log, 1, 5);
+        let active = dir.path().join(format::active_name(1));
+        let mut bytes = fs::read(&active).unwrap();
+        damage(&mut bytes);
+        fs::write(&active, &bytes).unwrap();
+        let err = log.lock().expect_err(what);
+        assert_eq!(err.class(), ErrorClass::Corrupt, "{what}: {err}");
+        assert!(err.to_string().contains("lsn 5"), "{what}: {err}");
+        assert_eq!(fs::read(&active).unwrap(), bytes, "{what}: nothing was cut");
+        let report = log.verify().unwrap();
+        assert!(!report.problems.is_empty(), "{what}: verify reports the damage");
+        assert_eq!(fs::read(&active).unwrap(), bytes, "{what}: verify cut nothing either");
+    }
+}
+
+/// A torn tail (bytes after everything acknowledged) is cut, but what is
+/// cut is kept in the quarantine folder.
+#[test]
+fn a_torn_tail_is_cut_into_quarantine() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 4);
+    let active = dir.path().join(format::active_name(1));
+    let mut partial = Vec::new();
+    encode_frame(&mut partial, 5, &payload(5));
+    partial.truncate(partial.len() - 7);
+    OpenOptions::new().append(true).open(&active).unwrap().write_all(&partial).unwrap();
+    assert_eq!(log.lock().unwrap().last_lsn(), 4);
+    assert_eq!(fs::metadata(&active).unwrap().len(), frame_offset(5) as u64);
+    let quarantine = dir.path().join(QUARANTINE);
+    let kept: Vec<Vec<u8>> = fs::read_dir(&quarantine).unwrap().map(|e| fs::read(e.unwrap().path()).unwrap()).collect();
+    assert_eq!(kept, vec![partial]);
+    assert_eq!(log.verify().unwrap().quarantined.len(), 1);
+}
+
+#[test]
+fn a_missing_first_segment_is_detected() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 5);
+    let first = log.lock().unwrap().seal().unwrap().unwrap();
+    append_n(&log, 6, 5);
+    log.lock().unwrap().seal().unwrap().unwrap();
+    append_n(&log, 11, 2);
+    fs::remove_file(dir.path().join(&first.name)).unwrap();
+    let err = log.snapshot().expect_err("a log without its first segment");
+    assert_eq!(err.class(), ErrorClass::Corrupt, "{err}");
+    assert!(err.to_string().contains("lsn 6"), "{err}");
+    let report = log.verify().unwrap();
+    assert!(report.problems.iter().any(|p| p.what.contains("missing")), "{:?}", report.problems);
+    // The same without the hint.
+    fs::write(dir.path().join("LOCK"), b"").unwrap();
+    assert_eq!(log.lock().map(|_| ()).unwrap_err().class(), ErrorClass::Corrupt);
+}
+
+#[test]
+fn a_missing_active_segment_is_detected() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 5);
+    log.lock().unwrap().seal().unwrap().unwrap();
+    append_n(&log, 6, 3);
+    fs::remove_file(dir.path().join(format::active_name(2))).unwrap();
+    let err = log.lock().map(|_| ()).expect_err("the hint names acknowledged frames up to lsn 8");
+    assert_eq!(err.class(), ErrorClass::Corrupt, "{err}");
+    assert!(err.to_string().contains("lsn 8"), "{err}");
+    assert!(!dir.path().join(format::active_name(2)).exists(), "no empty segment was made in its place");
+}
+
+/// Two logs whose sealed segments share sequence numbers.
+fn two_logs() -> (tempfile::TempDir, tempfile::TempDir) {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let log_a = TapeLog::open(a.path(), opts(1 << 20)).unwrap();
+    append_n(&log_a, 1, 5);
+    log_a.lock().unwrap().seal().unwrap().unwrap();
+    append_n(&log_a, 6, 3);
+    let log_b = TapeLog::open(b.path(), opts(1 << 20)).unwrap();
+    for batch in 0..2 {
+        append_n(&log_b, 100 + batch * 4, 4);
+        log_b.lock().unwrap().seal().unwrap().unwrap();
+    }
+    (a, b)
+}
+
+#[test]
+fn a_segment_copied_in_from_another_log_is_never_deleted() {
+    for seq in [1u64, 2] {
+        let (a, b) = two_logs();
+        let theirs = files_in(b.path()).into_iter().find(|n| n.starts_with(&format!("{seq:010}-"))).unwrap();
+        fs::copy(b.path().join(&theirs), a.path().join(&theirs)).unwrap();
+        let before = {
+            let mut f = files_in(a.path());
+            f.sort();
+            f
+        };
+        let log = TapeLog::open(a.path(), opts(1 << 20)).unwrap();
+        let report = log.verify().unwrap();
+        assert!(report.problems.iter().any(|p| p.what.contains(&theirs)), "seq {seq}: {:?}", report.problems);
+        // Without the hint, recovery goes through the directory listing.
+        fs::write(a.path().join("LOCK"), b"").unwrap();
+        let err = log.lock().map(|_| ()).expect_err("two files claim one sequence number");
+        assert_eq!(err.class(), ErrorClass::Corrupt, "seq {seq}: {err}");
+        let mut after = files_in(a.path());
+        after.sort();
+        assert_eq!(after, before, "seq {seq}: nothing was deleted");
+    }
+}
+
+fn lost_marker(range: &LostRange, lsn: Lsn) -> Vec<u8> {
+    format!(r#"{{"ts":0,"k":"tape.lost","b":{{"lsn":{lsn},"first":{},"last":{}}}}}"#, range.first_lsn, range.last_lsn)
+        .into_bytes()
+}
+
+/// After a repair the log opens, verifies clean, keeps every intact frame,
+/// holds a placeholder for each lost one and goes on.
+fn assert_repaired(log: &TapeLog, n: u64, lost: &[Lsn]) {
+    let frames = read_all(log);
+    assert_eq!(frames.iter().map(|f| f.lsn).collect::<Vec<_>>(), (1..=n).collect::<Vec<_>>());
+    for f in &frames {
+        let placeholder = String::from_utf8_lossy(&f.payload).contains("tape.lost");
+        assert_eq!(placeholder, lost.contains(&f.lsn), "lsn {}", f.lsn);
+        if !placeholder {
+            assert_eq!(f.payload, payload(f.lsn));
+        }
+    }
+    assert!(log.verify().unwrap().problems.is_empty());
+    assert_eq!(log.lock().unwrap().append(&[&payload(n + 1)]).unwrap(), n + 1);
+}
+
+#[test]
+fn repair_replaces_a_damaged_acknowledged_frame_and_keeps_its_bytes() {
+    for victim in [5u64, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+        append_n(&log, 1, 5);
+        let active = dir.path().join(format::active_name(1));
+        let mut bytes = fs::read(&active).unwrap();
+        let at = frame_offset(victim) + FRAME_HEADER + 3;
+        bytes[at] ^= 0x10;
+        fs::write(&active, &bytes).unwrap();
+        assert!(!log.verify().unwrap().problems.is_empty());
+        let report = log.repair(0, &mut lost_marker).unwrap();
+        assert!(report.unrepaired.is_empty(), "{:?}", report.unrepaired);
+        assert_eq!(report.frames_lost(), 1, "victim {victim}");
+        let damaged = &bytes[frame_offset(victim)..frame_offset(victim + 1)];
+        assert_eq!(fs::read(&report.lost[0].quarantine).unwrap(), damaged);
+        assert_repaired(&log, 5, &[victim]);
+        // Repairing a sound log changes nothing.
+        assert!(log.repair(0, &mut lost_marker).unwrap().lost.is_empty());
+    }
+}
+
+#[test]
+fn repair_recreates_a_missing_active_segment_with_what_it_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 5);
+    log.lock().unwrap().seal().unwrap().unwrap();
+    append_n(&log, 6, 3);
+    fs::remove_file(dir.path().join(format::active_name(2))).unwrap();
+    let report = log.repair(0, &mut lost_marker).unwrap();
+    assert_eq!(report.frames_lost(), 3);
+    assert_repaired(&log, 8, &[6, 7, 8]);
+}
+
+#[test]
+fn repair_rewrites_a_sealed_segment_around_its_damaged_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 30);
+    let info = log.lock().unwrap().seal().unwrap().unwrap();
+    append_n(&log, 31, 2);
+    let path = dir.path().join(&info.name);
+    let mut bytes = fs::read(&path).unwrap();
+    let first = format::ChunkHeader::decode(&bytes[SEALED_HEADER..]).unwrap();
+    assert!(first.frames < 30, "several chunks");
+    let second_at = SEALED_HEADER + format::CHUNK_HEADER + first.compressed_len as usize;
+    let second = format::ChunkHeader::decode(&bytes[second_at..]).unwrap();
+    bytes[second_at + format::CHUNK_HEADER + 2] ^= 0x55;
+    fs::write(&path, &bytes).unwrap();
+    let report = log.repair(0, &mut lost_marker).unwrap();
+    assert!(report.unrepaired.is_empty(), "{:?}", report.unrepaired);
+    let lost: Vec<Lsn> = (second.first_lsn..=second.last_lsn()).collect();
+    assert_eq!(report.frames_lost(), lost.len() as u64);
+    assert_eq!(fs::read(&report.lost[0].quarantine).unwrap(), bytes, "the damaged file is kept whole");
+    assert!(!path.exists());
+    assert_repaired(&log, 32, &lost);
 }

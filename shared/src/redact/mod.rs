@@ -1,11 +1,14 @@
 //! Privacy: secret redaction in every text and JSON string, path exclusion,
 //! and the size caps applied before anything leaves an adapter.
 //!
-//! Redaction is a hand-written single pass over the bytes (no regex engine):
-//! a 256-entry table marks the bytes that can start or end a secret (`s`, `A`,
-//! `g`, `x`, `B`/`b`, `-`, `=` and `:`), and only at those positions is a
-//! pattern tried. Text without a candidate is returned borrowed. What is
-//! recognised, and the marker written in its place (`[REDACTED:kind]`):
+//! Two sets of patterns find secrets, and every hit of either is replaced by
+//! `[REDACTED:kind]`:
+//! - the maintained rule set, gitleaks' ~220 rules (`rules.rs`, generated
+//!   into `gitleaks.rs`): provider tokens, JWTs, private keys, generic
+//!   high-entropy assignments; `kind` is the rule's id;
+//! - a hand-written single pass over the bytes (no regex engine): a 256-entry
+//!   table marks the bytes that can start or end a secret, and only there is a
+//!   pattern tried:
 //!
 //! | kind | pattern |
 //! |---|---|
@@ -16,15 +19,29 @@
 //! | `bearer` | the token after `Bearer ` (any case), ≥ 8 of `[A-Za-z0-9._~+/=-]` |
 //! | `authorization` | the rest of the line after `Authorization:` (any case) |
 //! | `private_key` | `-----BEGIN … PRIVATE KEY-----` through the matching `-----END … -----` (or the end of the text) |
-//! | `password`, `secret`, `api_key`, `token` | the value of an assignment `name = value`, `name: value`, `"name": "value"`, quoted or not, whose name ends (at a word or camelCase boundary) in `password`, `passwd`, `secret`, `api_key`, `apikey`, `api-key`, `token`, `private_key` |
+//! | `url_password` | the password of a URL's user info, `scheme://user:password@host` |
+//! | `password`, `secret`, `api_key`, `token`, `private_key` | the value of an assignment `name = value`, `name: value`, `"name": "value"`, quoted or not, whose name ends (at a word or camelCase boundary) in `password`, `passwd`, `passphrase`, `secret`, `secret_key`, `access_key`, `signing_key`, `encryption_key`, `api_key`, `apikey`, `api-key`, `token`, `private_key` |
 //!
 //! Assignment values that are clearly not secrets are left alone: empty,
 //! `null`/`true`/`false`/`none`/`nil`/`undefined`, template references
 //! (`$X`, `${…}`, `{{…}}`, `%s`), already-redacted markers, and a name followed
 //! by `(` (a function call such as `token = next_token()`).
 //!
+//! Text is redacted as it reads once decoded: where it holds JSON string
+//! escapes (a tool's JSON output kept as text, `…\nsk-…`), the patterns also
+//! run over the decoded view (two levels deep) and each hit is mapped back
+//! to the escaped bytes it came from.
+//!
 //! JSON objects are also redacted by key: a string or number value under a key
-//! named like the assignment names above is replaced whole.
+//! named like the assignment names above is replaced whole. [`redact_json`]
+//! is the last check before an event is written anywhere (the journal, the
+//! hooks' spool): whatever a writer forgot is caught there.
+
+#[rustfmt::skip]
+mod gitleaks;
+#[cfg(test)]
+mod planted;
+mod rules;
 
 use std::borrow::Cow;
 
@@ -70,7 +87,13 @@ const TRIGGER: [bool; 256] = {
 const SECRET_NAMES: &[(&str, &str)] = &[
     ("password", "password"),
     ("passwd", "password"),
+    ("passphrase", "password"),
     ("secret", "secret"),
+    ("secret_key", "secret"),
+    ("secretkey", "secret"),
+    ("access_key", "secret"),
+    ("signing_key", "secret"),
+    ("encryption_key", "secret"),
     ("api_key", "api_key"),
     ("apikey", "api_key"),
     ("api-key", "api_key"),
@@ -150,7 +173,10 @@ fn find_from(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
 /// byte `i`. Returns the hit and where scanning resumes.
 fn try_at(bytes: &[u8], i: usize) -> Option<Hit> {
     let b = bytes[i];
-    let prev_alnum = i > 0 && is_alnum(bytes[i - 1]);
+    // The letter of an escape (`\n` kept as text) ends a word too.
+    let prev_alnum = i > 0
+        && is_alnum(bytes[i - 1])
+        && !(i >= 2 && bytes[i - 2] == b'\\' && matches!(bytes[i - 1], b'n' | b't' | b'r' | b'b' | b'f' | b'u'));
     match b {
         b's' if !prev_alnum && bytes[i..].starts_with(b"sk-") => {
             let n = run_len(bytes, i + 3, token_char);
@@ -221,9 +247,33 @@ fn try_at(bytes: &[u8], i: usize) -> Option<Hit> {
             };
             Some(Hit { start: i, end, kind: "private_key" })
         }
+        b':' if bytes[i..].starts_with(b"://") => url_password_at(bytes, i),
         b'=' | b':' => assignment_at(bytes, i),
         _ => None,
     }
+}
+
+/// The password in a URL's user info, `scheme://user:password@host`, where
+/// `sep` is the `:` of `://`.
+fn url_password_at(bytes: &[u8], sep: usize) -> Option<Hit> {
+    // A scheme: letters, digits, `+.-`, starting with a letter.
+    let scheme = bytes[..sep].iter().rev().take_while(|&&c| c.is_ascii_alphanumeric() || b"+.-".contains(&c)).count();
+    if scheme == 0 || !bytes[sep - scheme].is_ascii_alphabetic() {
+        return None;
+    }
+    let start = sep + 3;
+    // The authority ends at the path, query, fragment or any space or quote.
+    let end = bytes[start..]
+        .iter()
+        .position(|&c| c.is_ascii_whitespace() || b"/?#\"'<>`".contains(&c))
+        .map_or(bytes.len(), |p| start + p);
+    let at = start + bytes[start..end].iter().rposition(|&c| c == b'@')?;
+    let colon = start + bytes[start..at].iter().position(|&c| c == b':')?;
+    let password = &bytes[colon + 1..at];
+    if password.is_empty() || is_harmless_value(password) {
+        return None;
+    }
+    Some(Hit { start: colon + 1, end: at, kind: "url_password" })
 }
 
 /// An assignment whose separator is at `sep`: looks back for the name and
@@ -340,7 +390,8 @@ fn is_harmless_value(value: &[u8]) -> bool {
         || value.iter().all(|&c| c == b'*' || c == b'.' || c == b'x' || c == b'X')
 }
 
-fn find_hits(bytes: &[u8]) -> Vec<Hit> {
+/// Hits of the hand-written patterns.
+fn hand_hits(bytes: &[u8]) -> Vec<Hit> {
     let mut hits = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
@@ -357,6 +408,174 @@ fn find_hits(bytes: &[u8]) -> Vec<Hit> {
         i += 1;
     }
     hits
+}
+
+/// Every secret in `bytes`, from both pattern sets and the decoded view,
+/// in order, without overlaps, each on char boundaries if `bytes` is UTF-8.
+fn find_hits(bytes: &[u8]) -> Vec<Hit> {
+    let mut hits = raw_hits(bytes, 3);
+    hits.sort_by_key(|h| (h.start, std::cmp::Reverse(h.end)));
+    let mut merged: Vec<Hit> = Vec::with_capacity(hits.len());
+    for mut h in hits {
+        // Byte-level rules may stop inside a multi-byte character.
+        while h.start > 0 && is_continuation(bytes[h.start]) {
+            h.start -= 1;
+        }
+        while h.end < bytes.len() && is_continuation(bytes[h.end]) {
+            h.end += 1;
+        }
+        match merged.last_mut() {
+            Some(last) if h.start <= last.end => last.end = last.end.max(h.end),
+            _ => merged.push(h),
+        }
+    }
+    merged
+}
+
+fn is_continuation(b: u8) -> bool {
+    b & 0xC0 == 0x80
+}
+
+/// Hits of both pattern sets in `bytes` and, `depth` levels deep, in its
+/// decoded view.
+fn raw_hits(bytes: &[u8], depth: u32) -> Vec<Hit> {
+    let mut hits = hand_hits(bytes);
+    hits.extend(rules::find(bytes).into_iter().map(|f| Hit { start: f.start, end: f.end, kind: f.rule }));
+    if depth > 0
+        && let Some(view) = Decoded::of(bytes)
+    {
+        hits.extend(raw_hits(&view.bytes, depth - 1).into_iter().map(|h| view.original(h)));
+    }
+    hits
+}
+
+/// `bytes` with its JSON string escapes decoded, and where each decoded byte came from.
+struct Decoded {
+    bytes: Vec<u8>,
+    /// For each decoded byte, the range of original bytes it was decoded from.
+    from: Vec<(usize, usize)>,
+}
+
+impl Decoded {
+    /// `None` when `bytes` holds no escape.
+    fn of(bytes: &[u8]) -> Option<Decoded> {
+        let first = memchr::memchr(b'\\', bytes)?;
+        let mut out = Decoded { bytes: Vec::with_capacity(bytes.len()), from: Vec::with_capacity(bytes.len()) };
+        for (i, &b) in bytes[..first].iter().enumerate() {
+            out.push(b, i, i + 1);
+        }
+        let mut i = first;
+        let mut escapes = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if b != b'\\' || i + 1 == bytes.len() {
+                out.push(b, i, i + 1);
+                i += 1;
+                continue;
+            }
+            let simple = match bytes[i + 1] {
+                b'n' => Some(b'\n'),
+                b't' => Some(b'\t'),
+                b'r' => Some(b'\r'),
+                b'b' => Some(8),
+                b'f' => Some(12),
+                b'"' => Some(b'"'),
+                b'\\' => Some(b'\\'),
+                b'/' => Some(b'/'),
+                _ => None,
+            };
+            if let Some(c) = simple {
+                out.push(c, i, i + 2);
+                i += 2;
+                escapes += 1;
+                continue;
+            }
+            if let Some((c, len)) = unicode_escape(&bytes[i..]) {
+                let mut buf = [0u8; 4];
+                for &d in c.encode_utf8(&mut buf).as_bytes() {
+                    out.push(d, i, i + len);
+                }
+                i += len;
+                escapes += 1;
+                continue;
+            }
+            out.push(b, i, i + 1);
+            i += 1;
+        }
+        (escapes > 0).then_some(out)
+    }
+
+    fn push(&mut self, b: u8, start: usize, end: usize) {
+        self.bytes.push(b);
+        self.from.push((start, end));
+    }
+
+    /// The original bytes a hit in the decoded view covers.
+    fn original(&self, h: Hit) -> Hit {
+        let start = self.from.get(h.start).map_or(usize::MAX, |r| r.0);
+        let end = h.end.checked_sub(1).and_then(|e| self.from.get(e)).map_or(start, |r| r.1);
+        Hit { start: start.min(end), end, kind: h.kind }
+    }
+}
+
+/// A `\uXXXX` escape (a surrogate pair counts as one) at the start of `bytes`:
+/// the character and the escape's length.
+fn unicode_escape(bytes: &[u8]) -> Option<(char, usize)> {
+    let hex = |b: &[u8]| -> Option<u32> {
+        let s = std::str::from_utf8(b.get(2..6)?).ok()?;
+        (b.starts_with(b"\\u") && s.bytes().all(|c| c.is_ascii_hexdigit())).then(|| u32::from_str_radix(s, 16).ok())?
+    };
+    let hi = hex(bytes)?;
+    if (0xD800..0xDC00).contains(&hi) {
+        let lo = hex(bytes.get(6..)?)?;
+        if !(0xDC00..0xE000).contains(&lo) {
+            return None;
+        }
+        return char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)).map(|c| (c, 12));
+    }
+    char::from_u32(hi).map(|c| (c, 6))
+}
+
+/// Whether `text` holds anything redaction would replace.
+pub fn contains_secret(text: &str) -> bool {
+    !find_hits(text.as_bytes()).is_empty()
+}
+
+/// Redacts one encoded JSON value (an event as it is about to be written):
+/// `None` when it holds no secret, else the value re-encoded with every
+/// string redacted. This is the check every event passes before it is
+/// written, whatever wrote it.
+pub fn redact_json(json: &[u8]) -> Option<Vec<u8>> {
+    if find_hits(json).is_empty() {
+        return None;
+    }
+    let mut value: Value = serde_json::from_slice(json).ok()?;
+    redact_value_keeping_types(&mut value);
+    serde_json::to_vec(&value).ok().filter(|v| v != json)
+}
+
+/// [`redact_value`], but a number under a secret-named key stays a number
+/// (an event's typed fields must still decode).
+fn redact_value_keeping_types(v: &mut Value) {
+    match v {
+        Value::String(s) => redact_string(s),
+        Value::Array(items) => items.iter_mut().for_each(redact_value_keeping_types),
+        Value::Object(map) => {
+            for (k, val) in map.iter_mut() {
+                if let Some(kind) = secret_name_kind(k)
+                    && let Value::String(s) = val
+                    && !s.is_empty()
+                    && !is_harmless_value(s.as_bytes())
+                    && !s.starts_with("[REDACTED")
+                {
+                    *val = Value::String(format!("[REDACTED:{kind}]"));
+                    continue;
+                }
+                redact_value_keeping_types(val);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Replaces every secret in `text` by `[REDACTED:kind]`. Borrowed when nothing
