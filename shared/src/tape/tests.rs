@@ -712,19 +712,11 @@ fn every_state_a_crash_during_a_seal_leaves_is_recovered() {
         ("sealed, nothing else yet", &[(active_name(1), &old_active), (sealed.name.clone(), &sealed_bytes)]),
         (
             "successor still temporary",
-            &[
-                (active_name(1), &old_active),
-                (sealed.name.clone(), &sealed_bytes),
-                (tmp(&active_name(2)), &new_active),
-            ],
+            &[(active_name(1), &old_active), (sealed.name.clone(), &sealed_bytes), (tmp(&active_name(2)), &new_active)],
         ),
         (
             "successor created, old not removed",
-            &[
-                (active_name(1), &old_active),
-                (sealed.name.clone(), &sealed_bytes),
-                (active_name(2), &new_active),
-            ],
+            &[(active_name(1), &old_active), (sealed.name.clone(), &sealed_bytes), (active_name(2), &new_active)],
         ),
         ("old removed before the successor", &[(sealed.name.clone(), &sealed_bytes)]),
         ("done", &[(sealed.name.clone(), &sealed_bytes), (active_name(2), &new_active)]),
@@ -958,4 +950,20 @@ fn repair_rewrites_a_sealed_segment_around_its_damaged_chunk() {
     assert_eq!(fs::read(&report.lost[0].quarantine).unwrap(), bytes, "the damaged file is kept whole");
     assert!(!path.exists());
     assert_repaired(&log, 32, &lost);
+}
+
+/// Found by `fuzz/tape_recover`: verify decompressed a chunk that failed its
+/// checksum into a buffer sized by the chunk's damaged `raw_len` (4 GiB).
+#[test]
+fn verify_does_not_trust_the_size_of_a_damaged_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 4);
+    let info = log.lock().unwrap().seal().unwrap().unwrap();
+    let path = dir.path().join(&info.name);
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[SEALED_HEADER + 4..SEALED_HEADER + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+    fs::write(&path, &bytes).unwrap();
+    let report = log.verify().unwrap();
+    assert!(report.problems.iter().any(|p| format!("{p:?}").contains("checksum mismatch")), "{report:?}");
 }
