@@ -96,40 +96,47 @@ pub fn load_storage(root: &Path) -> Result<Snapshot, Error> {
                     continue;
                 }
                 let bytes = std::fs::read(&file).map_err(|e| Error::io(&file, e))?;
-                let json: Option<Value> = serde_json::from_slice(&bytes).ok().filter(Value::is_object);
-                let get = |k: &str| json.as_ref().and_then(|j| str_of(j, k)).map(str::to_owned);
-                let file_name = name_of(&file);
-                let rec = match kind {
-                    "session" => Record {
-                        id: get("id").unwrap_or_else(|| file_name.clone()),
-                        session_id: get("id").unwrap_or_else(|| file_name.clone()),
-                        message_id: String::new(),
-                        order: file_name,
-                        origin: file.display().to_string(),
-                        json,
-                    },
-                    "message" => Record {
-                        id: get("id").unwrap_or_else(|| file_name.clone()),
-                        session_id: get("sessionID").unwrap_or_else(|| dir_name.clone()),
-                        message_id: String::new(),
-                        order: file_name,
-                        origin: file.display().to_string(),
-                        json,
-                    },
-                    _ => Record {
-                        id: get("id").unwrap_or_else(|| format!("{dir_name}/{file_name}")),
-                        session_id: get("sessionID").unwrap_or_default(),
-                        message_id: get("messageID").unwrap_or_else(|| dir_name.clone()),
-                        order: file_name,
-                        origin: file.display().to_string(),
-                        json,
-                    },
-                };
+                let rec = storage_record(kind, &dir_name, name_of(&file), file.display().to_string(), &bytes);
                 list.push(rec);
             }
         }
     }
     Ok(snap)
+}
+
+/// The record of one storage file: `kind` is its top folder (`session`,
+/// `message` or `part`), `dir_name` the folder it sits in, `file_name` its
+/// name without `.json`, `origin` its path for diagnostics. Ids missing from
+/// the JSON come from the location.
+pub fn storage_record(kind: &str, dir_name: &str, file_name: String, origin: String, bytes: &[u8]) -> Record {
+    let json: Option<Value> = serde_json::from_slice(bytes).ok().filter(Value::is_object);
+    let get = |k: &str| json.as_ref().and_then(|j| str_of(j, k)).map(str::to_owned);
+    match kind {
+        "session" => Record {
+            id: get("id").unwrap_or_else(|| file_name.clone()),
+            session_id: get("id").unwrap_or_else(|| file_name.clone()),
+            message_id: String::new(),
+            order: file_name,
+            origin,
+            json,
+        },
+        "message" => Record {
+            id: get("id").unwrap_or_else(|| file_name.clone()),
+            session_id: get("sessionID").unwrap_or_else(|| dir_name.to_owned()),
+            message_id: String::new(),
+            order: file_name,
+            origin,
+            json,
+        },
+        _ => Record {
+            id: get("id").unwrap_or_else(|| format!("{dir_name}/{file_name}")),
+            session_id: get("sessionID").unwrap_or_default(),
+            message_id: get("messageID").unwrap_or_else(|| dir_name.to_owned()),
+            order: file_name,
+            origin,
+            json,
+        },
+    }
 }
 
 /// Reads an `opencode.db`, opened read-only.

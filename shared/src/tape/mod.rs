@@ -32,8 +32,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 pub use format::{
-    ACTIVE_HEADER, ActiveHeader, FRAME_HEADER, FrameRead, Lsn, MAX_PAYLOAD, SEALED_HEADER, SealedHeader, decode_frame,
-    encode_frame, parse_active_name,
+    ACTIVE_HEADER, ActiveHeader, ChunkHeader, FRAME_HEADER, FrameRead, Lsn, MAX_PAYLOAD, SEALED_HEADER, SealedHeader,
+    active_name, decode_frame, decode_frame_trusted, encode_frame, parse_active_name, parse_sealed_name, sealed_name,
 };
 pub use read::{Frame, FrameIter, Snapshot};
 use recover::{ActiveState, Hint, LOCK, Listing};
@@ -246,7 +246,7 @@ impl TapeLog {
     }
 
     fn active_path(&self, seq: u64) -> PathBuf {
-        self.dir.join(format::active_name(seq))
+        self.dir.join(active_name(seq))
     }
 }
 
@@ -532,7 +532,7 @@ impl TapeWriter<'_> {
             // The intent names both files before the new one exists, so that
             // recovery can tell this log's own leftover from a stranger.
             let old = seg.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let new = format::sealed_name(seq, &blake3::hash(&self.seal_buffers.out));
+            let new = sealed_name(seq, &blake3::hash(&self.seal_buffers.out));
             if new != old {
                 self.log.begin_rewrite(&old, &new)?;
                 write_sealed(&self.log.dir, &self.seal_buffers.out, &header)?;
@@ -584,7 +584,7 @@ impl<'a> Iterator for SegmentFrames<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         let rest = self.raw.get(self.pos..).filter(|r| !r.is_empty())?;
         let offset = self.base + self.pos as u64;
-        let read = if self.verify { decode_frame(rest) } else { format::decode_frame_trusted(rest) };
+        let read = if self.verify { decode_frame(rest) } else { decode_frame_trusted(rest) };
         match read {
             FrameRead::Frame { lsn, payload, size } => {
                 self.pos += size;
@@ -670,7 +670,7 @@ fn build_sealed<'a>(
             compressed.reserve(zstd::zstd_safe::compress_bound(entries.len()));
             compressor.compress_to_buffer(entries.as_slice(), compressed).map_err(zstd_error)?;
             let frames_in_chunk = (lsn + 1 - chunk_first) as u32;
-            let ch = format::ChunkHeader::new(compressed, entries.len() as u32, chunk_first, frames_in_chunk);
+            let ch = ChunkHeader::new(compressed, entries.len() as u32, chunk_first, frames_in_chunk);
             out.extend_from_slice(&ch.encode());
             out.extend_from_slice(compressed);
             header.chunks += 1;
@@ -697,7 +697,7 @@ fn zstd_error(e: std::io::Error) -> Error {
 /// Writes a sealed segment under its content-addressed name, durably.
 fn write_sealed(dir: &Path, bytes: &[u8], header: &SealedHeader) -> Result<SegmentInfo> {
     let hash = blake3::hash(bytes);
-    let name = format::sealed_name(header.seq, &hash);
+    let name = sealed_name(header.seq, &hash);
     let path = dir.join(&name);
     if !path.exists() {
         let tmp = crate::fsutil::temp_path_for(&path);
@@ -731,7 +731,7 @@ fn write_sealed(dir: &Path, bytes: &[u8], header: &SealedHeader) -> Result<Segme
 /// Creates an empty active segment: its content is durable, its name once
 /// the caller syncs the directory.
 fn create_active(dir: &Path, header: ActiveHeader) -> Result<()> {
-    let path = dir.join(format::active_name(header.seq));
+    let path = dir.join(active_name(header.seq));
     let tmp = crate::fsutil::temp_path_for(&path);
     let written = (|| {
         let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
@@ -765,7 +765,7 @@ pub fn sealed_files(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
     for entry in entries {
         let entry = entry.ctx("list", dir)?;
         let name = entry.file_name();
-        if let Some((seq, _)) = name.to_str().and_then(format::parse_sealed_name) {
+        if let Some((seq, _)) = name.to_str().and_then(parse_sealed_name) {
             out.push((seq, entry.path()));
         }
     }

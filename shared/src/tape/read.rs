@@ -200,6 +200,10 @@ pub(crate) fn read_sealed_frames(path: &Path) -> Result<Vec<(Lsn, Vec<u8>)>> {
 
 /// Verifies the files of a log that recovery refused to open: every segment as
 /// it is on disk, sealed ones in sequence order and then the active ones.
+/// The most a chunk that failed its checksum may decompress to while
+/// `verify` describes it: its header's size is not trusted.
+const UNVERIFIED_RAW_CAP: usize = 1 << 20;
+
 pub(crate) fn verify_files(sealed: &[PathBuf], actives: &[PathBuf]) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
     let mut expected = Some(1);
@@ -311,10 +315,15 @@ fn verify_sealed(path: &Path, expected: &mut Option<Lsn>, report: &mut VerifyRep
             problem(report, pos as u64, format!("chunk {index}: extends past the end of the file"));
             break;
         };
+        // A chunk that fails its checksum is still decompressed for the
+        // report, but its damaged `raw_len` must not size the buffer (a
+        // flipped bit asked for 4 GiB; found by fuzz/tape_recover).
+        let mut raw_cap = ch.raw_len as usize;
         if !ch.verify(data) {
             problem(report, pos as u64, format!("chunk {index}: checksum mismatch"));
+            raw_cap = raw_cap.min(UNVERIFIED_RAW_CAP);
         }
-        match zstd::bulk::decompress(data, ch.raw_len as usize) {
+        match zstd::bulk::decompress(data, raw_cap) {
             Ok(raw) => {
                 if header.layout() == ChunkLayout::Entries && ch.first_lsn != next {
                     // Entries are numbered from the chunk's first LSN: report it once.

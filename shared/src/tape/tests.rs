@@ -76,7 +76,7 @@ fn torn_tail_is_truncated_on_next_lock() {
     let dir = tempfile::tempdir().unwrap();
     let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
     append_n(&log, 1, 4);
-    let active = dir.path().join(format::active_name(1));
+    let active = dir.path().join(active_name(1));
     let good_len = fs::metadata(&active).unwrap().len();
     // A frame header promising more bytes than were written.
     let mut partial = Vec::new();
@@ -97,7 +97,7 @@ fn garbage_after_last_frame_is_truncated_even_without_a_hint() {
     let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
     append_n(&log, 1, 3);
     fs::write(dir.path().join("LOCK"), b"garbage").unwrap();
-    let active = dir.path().join(format::active_name(1));
+    let active = dir.path().join(active_name(1));
     OpenOptions::new().append(true).open(&active).unwrap().write_all(&[0xAB; 100]).unwrap();
     assert_eq!(log.lock().unwrap().last_lsn(), 3);
     assert_eq!(read_all(&log).len(), 3);
@@ -120,13 +120,13 @@ fn interrupted_seal_is_resolved() {
     let dir = tempfile::tempdir().unwrap();
     let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
     append_n(&log, 1, 5);
-    let active = dir.path().join(format::active_name(1));
+    let active = dir.path().join(active_name(1));
     let saved = fs::read(&active).unwrap();
     log.lock().unwrap().seal().unwrap().unwrap();
     // Simulate a crash after the sealed file was written but before the old
     // active segment was removed (and before the new one was created).
     fs::write(&active, &saved).unwrap();
-    fs::remove_file(dir.path().join(format::active_name(2))).unwrap();
+    fs::remove_file(dir.path().join(active_name(2))).unwrap();
     fs::write(dir.path().join("LOCK"), b"").unwrap();
     let mut w = log.lock().unwrap();
     assert_eq!(w.last_lsn(), 5);
@@ -141,7 +141,7 @@ fn leftover_temporary_files_are_removed() {
     let dir = tempfile::tempdir().unwrap();
     let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
     append_n(&log, 1, 1);
-    let ours = crate::fsutil::temp_path_for(&dir.path().join(format::sealed_name(2, &blake3::hash(b"x"))));
+    let ours = crate::fsutil::temp_path_for(&dir.path().join(sealed_name(2, &blake3::hash(b"x"))));
     fs::write(&ours, b"half").unwrap();
     // A user's file that merely ends in `.tmp` is not ours to remove.
     fs::write(dir.path().join("notes.tmp"), b"mine").unwrap();
@@ -300,7 +300,7 @@ proptest! {
                 Op::Reopen => { log = TapeLog::open(dir.path(), opts(1_500)).unwrap(); }
                 Op::Tear(n) => {
                     let seq = log.segments().unwrap().last().unwrap().seq;
-                    let path = dir.path().join(format::active_name(seq));
+                    let path = dir.path().join(active_name(seq));
                     let mut f = OpenOptions::new().append(true).open(&path).unwrap();
                     let mut junk = Vec::new();
                     encode_frame(&mut junk, 999_999, &payload(0));
@@ -395,7 +395,7 @@ fn a_seal_in_the_appending_session_takes_the_frames_as_acknowledged() {
     // Damage on disk after the append: frame 5 (this session's) and, separately
     // checked below, nothing before it. The seal reads frames 1-3 back and
     // verifies them, and takes 4-6 from what this writer acknowledged.
-    let active = dir.path().join(format::active_name(1));
+    let active = dir.path().join(active_name(1));
     let mut bytes = fs::read(&active).unwrap();
     let fifth = ACTIVE_HEADER + (1..=4).map(|i| FRAME_HEADER + payload(i).len()).sum::<usize>();
     bytes[fifth + FRAME_HEADER + 2] ^= 0x01;
@@ -426,7 +426,7 @@ fn seal_refuses_a_damaged_frame_in_the_active_segment_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
     append_n(&log, 1, 5);
-    let active = dir.path().join(format::active_name(1));
+    let active = dir.path().join(active_name(1));
     let mut bytes = fs::read(&active).unwrap();
     // Inside the second frame's payload; the last frame (which opening checks) stays intact.
     let second = ACTIVE_HEADER + FRAME_HEADER + payload(1).len();
@@ -516,7 +516,7 @@ fn damage_inside_the_active_segment_without_a_hint_is_refused_not_truncated() {
         let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
         append_n(&log, 1, 5);
         fs::write(dir.path().join("LOCK"), b"").unwrap();
-        let active = dir.path().join(format::active_name(1));
+        let active = dir.path().join(active_name(1));
         let mut bytes = fs::read(&active).unwrap();
         bytes[at] ^= 0x10;
         fs::write(&active, &bytes).unwrap();
@@ -535,7 +535,7 @@ fn a_damaged_last_frame_without_a_hint_is_a_torn_tail() {
     let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
     append_n(&log, 1, 5);
     fs::write(dir.path().join("LOCK"), b"").unwrap();
-    let active = dir.path().join(format::active_name(1));
+    let active = dir.path().join(active_name(1));
     let mut bytes = fs::read(&active).unwrap();
     bytes[frame_offset(5) + FRAME_HEADER + 1] ^= 0x10;
     fs::write(&active, &bytes).unwrap();
@@ -554,7 +554,7 @@ proptest! {
         let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
         append_n(&log, 1, n);
         fs::write(dir.path().join("LOCK"), b"").unwrap();
-        let active = dir.path().join(format::active_name(1));
+        let active = dir.path().join(active_name(1));
         let mut bytes = fs::read(&active).unwrap();
         let victim = victim.index(n as usize) as u64 + 1;
         let at = frame_offset(victim) + pos.index(FRAME_HEADER + payload(victim).len());
@@ -580,7 +580,7 @@ fn an_append_whose_automatic_seal_fails_still_succeeds() {
     let big = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
     append_n(&big, 1, 5);
     // Damage an earlier session's frame: the seal reads it back and refuses.
-    let active = dir.path().join(format::active_name(1));
+    let active = dir.path().join(active_name(1));
     let mut bytes = fs::read(&active).unwrap();
     bytes[frame_offset(2) + FRAME_HEADER + 3] ^= 0x01;
     fs::write(&active, &bytes).unwrap();
@@ -605,19 +605,19 @@ fn a_seal_that_fails_half_way_is_resolved_before_the_next_append() {
     // The next active segment's name is taken: the sealed segment is written,
     // then creating its successor fails.
     let mut w = log.lock().unwrap();
-    let blocker = dir.path().join(format::active_name(2));
+    let blocker = dir.path().join(active_name(2));
     fs::create_dir(&blocker).unwrap();
     let first: Vec<Vec<u8>> = (1..=5).map(payload).collect();
     assert_eq!(w.append(&first.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap(), 1);
     assert!(files(&log).iter().any(|n| n.starts_with("0000000001-")), "{:?}", files(&log));
-    assert!(files(&log).contains(&format::active_name(1)));
+    assert!(files(&log).contains(&active_name(1)));
     fs::remove_dir(&blocker).unwrap();
     // Appending to the old active segment now would put frames where recovery
     // deletes them (its content is sealed); the writer resolves the seal first.
     assert_eq!(w.append(&[&payload(6)]).unwrap(), 6);
     assert_eq!(w.append(&[&payload(7)]).unwrap(), 7);
     drop(w);
-    assert!(!files(&log).contains(&format::active_name(1)), "{:?}", files(&log));
+    assert!(!files(&log).contains(&active_name(1)), "{:?}", files(&log));
     fs::write(dir.path().join("LOCK"), b"").unwrap();
     let frames = read_all(&log);
     assert_eq!(frames.iter().map(|f| f.lsn).collect::<Vec<_>>(), (1..=7).collect::<Vec<_>>());
@@ -635,7 +635,7 @@ fn new_seals_write_format_2_entries_without_frame_headers() {
     let header = SealedHeader::decode(&bytes).unwrap();
     assert_eq!(header.version, format::SEALED_VERSION);
     assert_eq!(header.raw_bytes, (1..=3).map(|i| (FRAME_HEADER + payload(i).len()) as u64).sum::<u64>());
-    let ch = format::ChunkHeader::decode(&bytes[SEALED_HEADER..]).unwrap();
+    let ch = ChunkHeader::decode(&bytes[SEALED_HEADER..]).unwrap();
     let data = &bytes[SEALED_HEADER + format::CHUNK_HEADER..][..ch.compressed_len as usize];
     let raw = zstd::bulk::decompress(data, ch.raw_len as usize).unwrap();
     let mut want = Vec::new();
@@ -653,7 +653,7 @@ fn craft_sealed(dir: &Path, seq: u64, first_lsn: Lsn, last_lsn: Lsn, chunks: &[(
     let mut body = Vec::new();
     for (raw, first, frames) in chunks {
         let compressed = zstd::bulk::compress(raw, 1).unwrap();
-        body.extend_from_slice(&format::ChunkHeader::new(&compressed, raw.len() as u32, *first, *frames).encode());
+        body.extend_from_slice(&ChunkHeader::new(&compressed, raw.len() as u32, *first, *frames).encode());
         body.extend_from_slice(&compressed);
     }
     let header = SealedHeader {
@@ -666,7 +666,7 @@ fn craft_sealed(dir: &Path, seq: u64, first_lsn: Lsn, last_lsn: Lsn, chunks: &[(
     };
     let mut bytes = header.encode().to_vec();
     bytes.extend_from_slice(&body);
-    let path = dir.join(format::sealed_name(seq, &blake3::hash(&bytes)));
+    let path = dir.join(sealed_name(seq, &blake3::hash(&bytes)));
     fs::write(&path, &bytes).unwrap();
     path
 }
@@ -701,34 +701,26 @@ fn every_state_a_crash_during_a_seal_leaves_is_recovered() {
     let base = tempfile::tempdir().unwrap();
     let log = TapeLog::open(base.path(), opts(1 << 20)).unwrap();
     append_n(&log, 1, 5);
-    let old_active = fs::read(base.path().join(format::active_name(1))).unwrap();
+    let old_active = fs::read(base.path().join(active_name(1))).unwrap();
     let sealed = log.lock().unwrap().seal().unwrap().unwrap();
     let sealed_bytes = fs::read(base.path().join(&sealed.name)).unwrap();
-    let new_active = fs::read(base.path().join(format::active_name(2))).unwrap();
+    let new_active = fs::read(base.path().join(active_name(2))).unwrap();
     let tmp = |name: &str| format!(".{name}.1.0000000000000001.tmp");
     type State<'a> = &'a [(String, &'a [u8])];
     let states: [(&str, State<'_>); 7] = [
-        ("sealed file still temporary", &[(format::active_name(1), &old_active), (tmp(&sealed.name), &sealed_bytes)]),
-        ("sealed, nothing else yet", &[(format::active_name(1), &old_active), (sealed.name.clone(), &sealed_bytes)]),
+        ("sealed file still temporary", &[(active_name(1), &old_active), (tmp(&sealed.name), &sealed_bytes)]),
+        ("sealed, nothing else yet", &[(active_name(1), &old_active), (sealed.name.clone(), &sealed_bytes)]),
         (
             "successor still temporary",
-            &[
-                (format::active_name(1), &old_active),
-                (sealed.name.clone(), &sealed_bytes),
-                (tmp(&format::active_name(2)), &new_active),
-            ],
+            &[(active_name(1), &old_active), (sealed.name.clone(), &sealed_bytes), (tmp(&active_name(2)), &new_active)],
         ),
         (
             "successor created, old not removed",
-            &[
-                (format::active_name(1), &old_active),
-                (sealed.name.clone(), &sealed_bytes),
-                (format::active_name(2), &new_active),
-            ],
+            &[(active_name(1), &old_active), (sealed.name.clone(), &sealed_bytes), (active_name(2), &new_active)],
         ),
         ("old removed before the successor", &[(sealed.name.clone(), &sealed_bytes)]),
-        ("done", &[(sealed.name.clone(), &sealed_bytes), (format::active_name(2), &new_active)]),
-        ("not begun", &[(format::active_name(1), &old_active)]),
+        ("done", &[(sealed.name.clone(), &sealed_bytes), (active_name(2), &new_active)]),
+        ("not begun", &[(active_name(1), &old_active)]),
     ];
     for (what, files) in states {
         let dir = tempfile::tempdir().unwrap();
@@ -772,7 +764,7 @@ fn damage_to_an_acknowledged_last_frame_is_refused_not_cut() {
         let dir = tempfile::tempdir().unwrap();
         let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
         append_n(&log, 1, 5);
-        let active = dir.path().join(format::active_name(1));
+        let active = dir.path().join(active_name(1));
         let mut bytes = fs::read(&active).unwrap();
         damage(&mut bytes);
         fs::write(&active, &bytes).unwrap();
@@ -793,7 +785,7 @@ fn a_torn_tail_is_cut_into_quarantine() {
     let dir = tempfile::tempdir().unwrap();
     let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
     append_n(&log, 1, 4);
-    let active = dir.path().join(format::active_name(1));
+    let active = dir.path().join(active_name(1));
     let mut partial = Vec::new();
     encode_frame(&mut partial, 5, &payload(5));
     partial.truncate(partial.len() - 7);
@@ -833,11 +825,11 @@ fn a_missing_active_segment_is_detected() {
     append_n(&log, 1, 5);
     log.lock().unwrap().seal().unwrap().unwrap();
     append_n(&log, 6, 3);
-    fs::remove_file(dir.path().join(format::active_name(2))).unwrap();
+    fs::remove_file(dir.path().join(active_name(2))).unwrap();
     let err = log.lock().map(|_| ()).expect_err("the hint names acknowledged frames up to lsn 8");
     assert_eq!(err.class(), ErrorClass::Corrupt, "{err}");
     assert!(err.to_string().contains("lsn 8"), "{err}");
-    assert!(!dir.path().join(format::active_name(2)).exists(), "no empty segment was made in its place");
+    assert!(!dir.path().join(active_name(2)).exists(), "no empty segment was made in its place");
 }
 
 /// Two logs whose sealed segments share sequence numbers.
@@ -906,7 +898,7 @@ fn repair_replaces_a_damaged_acknowledged_frame_and_keeps_its_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
         append_n(&log, 1, 5);
-        let active = dir.path().join(format::active_name(1));
+        let active = dir.path().join(active_name(1));
         let mut bytes = fs::read(&active).unwrap();
         let at = frame_offset(victim) + FRAME_HEADER + 3;
         bytes[at] ^= 0x10;
@@ -930,7 +922,7 @@ fn repair_recreates_a_missing_active_segment_with_what_it_lost() {
     append_n(&log, 1, 5);
     log.lock().unwrap().seal().unwrap().unwrap();
     append_n(&log, 6, 3);
-    fs::remove_file(dir.path().join(format::active_name(2))).unwrap();
+    fs::remove_file(dir.path().join(active_name(2))).unwrap();
     let report = log.repair(0, &mut lost_marker).unwrap();
     assert_eq!(report.frames_lost(), 3);
     assert_repaired(&log, 8, &[6, 7, 8]);
@@ -945,10 +937,10 @@ fn repair_rewrites_a_sealed_segment_around_its_damaged_chunk() {
     append_n(&log, 31, 2);
     let path = dir.path().join(&info.name);
     let mut bytes = fs::read(&path).unwrap();
-    let first = format::ChunkHeader::decode(&bytes[SEALED_HEADER..]).unwrap();
+    let first = ChunkHeader::decode(&bytes[SEALED_HEADER..]).unwrap();
     assert!(first.frames < 30, "several chunks");
     let second_at = SEALED_HEADER + format::CHUNK_HEADER + first.compressed_len as usize;
-    let second = format::ChunkHeader::decode(&bytes[second_at..]).unwrap();
+    let second = ChunkHeader::decode(&bytes[second_at..]).unwrap();
     bytes[second_at + format::CHUNK_HEADER + 2] ^= 0x55;
     fs::write(&path, &bytes).unwrap();
     let report = log.repair(0, &mut lost_marker).unwrap();
@@ -958,4 +950,20 @@ fn repair_rewrites_a_sealed_segment_around_its_damaged_chunk() {
     assert_eq!(fs::read(&report.lost[0].quarantine).unwrap(), bytes, "the damaged file is kept whole");
     assert!(!path.exists());
     assert_repaired(&log, 32, &lost);
+}
+
+/// Found by `fuzz/tape_recover`: verify decompressed a chunk that failed its
+/// checksum into a buffer sized by the chunk's damaged `raw_len` (4 GiB).
+#[test]
+fn verify_does_not_trust_the_size_of_a_damaged_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 4);
+    let info = log.lock().unwrap().seal().unwrap().unwrap();
+    let path = dir.path().join(&info.name);
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[SEALED_HEADER + 4..SEALED_HEADER + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+    fs::write(&path, &bytes).unwrap();
+    let report = log.verify().unwrap();
+    assert!(report.problems.iter().any(|p| format!("{p:?}").contains("checksum mismatch")), "{report:?}");
 }
