@@ -239,7 +239,7 @@ pub fn add(journal: &mut Journal, m: NewMemory, origin: &Origin, now: Ts) -> OpR
 }
 
 /// Refuses a text that was forgotten (the journal would leave it out).
-fn refuse_forgotten(journal: &Journal, text: &str) -> OpResult<()> {
+pub(crate) fn refuse_forgotten(journal: &Journal, text: &str) -> OpResult<()> {
     let guard = forget::Guard::open(journal.paths()).map_err(store_err("read the forget key"))?;
     match guard.forgotten(journal.store(), text).map_err(store_err("look up forgotten texts"))? {
         Some(_) => Err(OpError::Invalid(

@@ -122,8 +122,10 @@ impl<'a> Gate<'a> {
             if self.stacks.other_stack(p) && !m.pinned {
                 return Err("learned in a project of another stack".into());
             }
-            // Two projects of this stack agree: a lesson of the stack.
-            here = self.stacks.is_lesson(&m.id);
+            // Two projects of this stack agree: a lesson of the stack (two
+            // memories that say it alike, or one learned in both projects
+            // whose shared tags this environment has: `signals.stack_match`).
+            here = self.stacks.is_lesson(&m.id) || m.signals.stack_match;
         }
         let floor = |base: f32| if here { base } else { base * self.floors.other_project };
         let need = if here { 1 } else { 2 };

@@ -70,6 +70,8 @@ pub fn save(
     now: Ts,
 ) -> OpResult<Saved> {
     let content = ops::check_text(&m.text)?;
+    // A forgotten memory is never learned again, whoever saves it.
+    ops::refuse_forgotten(journal, &content)?;
     let memory_type = ops::check_type(&m.memory_type)?;
     if !(0.0..=1.0).contains(&m.importance) {
         return Err(OpError::Invalid(format!("importance must be between 0 and 1, not {}", m.importance)));

@@ -442,9 +442,8 @@ impl FrameIter<'_> {
                     sr.reader.seek_relative(i64::from(ch.compressed_len)).ctx("seek", &seg.path)?;
                     continue;
                 }
-                let mut data = vec![0u8; ch.compressed_len as usize];
-                sr.reader
-                    .read_exact(&mut data)
+                let mut data = Vec::new();
+                read_chunk_data(&mut sr.reader, &ch, &mut data)
                     .map_err(|_| Error::corrupt(&seg.path, chunk_pos, "chunk extends past the end of the file"))?;
                 if !ch.verify(&data) {
                     return Err(Error::corrupt(&seg.path, chunk_pos, "chunk checksum mismatch"));
@@ -560,9 +559,7 @@ impl Snapshot {
                     reader.seek_relative(i64::from(ch.compressed_len)).ctx("seek", &seg.path)?;
                     continue;
                 }
-                data.resize(ch.compressed_len as usize, 0);
-                reader
-                    .read_exact(&mut data)
+                read_chunk_data(&mut reader, &ch, &mut data)
                     .map_err(|_| Error::corrupt(&seg.path, chunk_pos, "chunk extends past the end of the file"))?;
                 if !ch.verify(&data) {
                     return Err(Error::corrupt(&seg.path, chunk_pos, "chunk checksum mismatch"));
@@ -611,9 +608,7 @@ impl Snapshot {
                     reader.seek_relative(i64::from(ch.compressed_len)).ctx("seek", &seg.path)?;
                     continue;
                 }
-                data.resize(ch.compressed_len as usize, 0);
-                reader
-                    .read_exact(&mut data)
+                read_chunk_data(&mut reader, &ch, &mut data)
                     .map_err(|_| Error::corrupt(&seg.path, chunk_pos, "chunk extends past the end of the file"))?;
                 if !ch.verify(&data) {
                     return Err(Error::corrupt(&seg.path, chunk_pos, "chunk checksum mismatch"));
@@ -668,4 +663,15 @@ impl Iterator for FrameIter<'_> {
             }
         }
     }
+}
+
+/// Reads a chunk's compressed bytes into `data` (replacing what it held).
+/// The header's length is not trusted before the checksum: the buffer grows
+/// with the bytes the file really has, so a damaged length cannot make it
+/// reserve gigabytes. An error when the file ends first.
+fn read_chunk_data(reader: &mut impl Read, ch: &ChunkHeader, data: &mut Vec<u8>) -> std::io::Result<()> {
+    data.clear();
+    let want = u64::from(ch.compressed_len);
+    reader.by_ref().take(want).read_to_end(data)?;
+    if data.len() as u64 == want { Ok(()) } else { Err(std::io::ErrorKind::UnexpectedEof.into()) }
 }
