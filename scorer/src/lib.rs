@@ -26,6 +26,7 @@
 //! | [`mcp`] | `engram-scorer mcp`: the MCP server and its memory tools |
 //! | [`search`] | memory search (CLI `search`, MCP `memory_search`), recorded |
 //! | [`cli`] | `engram-scorer search` and `context` on the command line |
+//! | [`web`] | `engram-scorer web`: the local web UI and REST API |
 //! | [`error`] | [`Error`] and its JSON-RPC codes |
 //!
 //! **Architecture invariants.** Stdout carries only protocol lines; logs go to
@@ -49,6 +50,7 @@ pub mod server;
 pub mod serving;
 pub mod signet;
 pub mod training;
+pub mod web;
 
 pub use error::{Error, Result};
 pub use server::{ServeOptions, run, serve};

@@ -64,6 +64,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the local web UI and REST API (127.0.0.1:37820 by default; prints its address).
+    Web {
+        /// Port (default: web.port in config.toml, 37820; 0 picks a free one).
+        #[arg(long)]
+        port: Option<u16>,
+        /// Address to listen on (default: web.bind, 127.0.0.1).
+        #[arg(long)]
+        bind: Option<std::net::IpAddr>,
+        /// Allow a non-loopback address (anyone who reaches it can read your memory).
+        #[arg(long)]
+        allow_remote: bool,
+    },
     /// Show what would be injected for a directory (default: the current one) and why.
     Context {
         /// The directory a session would start in.
@@ -140,6 +152,10 @@ fn main() -> ExitCode {
                 .map_err(|e| scorer::Error::params("--session", e.to_string()))?;
             let params = SearchParams { query, memory_type, project, tags, from: None, to: None, limit, session };
             scorer::cli::search(&p, params, json, &mut stdout.lock())
+        }),
+        Command::Web { port, bind, allow_remote } => paths().and_then(|p| {
+            shared::logging::init_stderr("info");
+            scorer::web::run(p, scorer::web::WebOptions { bind, port, allow_remote }, shutdown)
         }),
         Command::Context { cwd, prompt, json } => {
             paths().and_then(|p| scorer::cli::context(&p, cwd, prompt, json, &mut stdout.lock()))

@@ -22,6 +22,7 @@ pub mod rpc;
 pub mod shutdown;
 pub mod store;
 pub mod tape;
+pub mod telemetry;
 pub mod testing;
 pub mod time;
 pub mod train_data;
