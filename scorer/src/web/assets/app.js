@@ -609,8 +609,9 @@ function kcard(k) {
       k.deprecated ? h('span', { class: 'badge warn' }, 'deprecated') : null, k.forgotten ? h('span', { class: 'badge bad' }, 'forgotten') : null,
       h('span', { class: 'spacer' }), k.edges ? h('span', { class: 'muted small' }, `${k.edges} edges`) : null),
     h('div', { class: 't' }, k.text || k.content),
-    h('div', { class: 'bar', title: `confidence ${pct(conf)}` }, h('i', { style: `width:${Math.round((conf || 0) * 100)}%` })),
-    h('div', { class: 'row small muted' }, `${pct(conf)} confidence`, k.sessions_injected ? `· injected ${k.sessions_injected}×` : '', k.project ? `· ${k.project}` : ''));
+    h('div', { class: 'bar', title: `${k.confidence !== undefined ? 'confidence' : 'importance'} ${pct(conf)}` }, h('i', { style: `width:${Math.round((conf || 0) * 100)}%` })),
+    h('div', { class: 'small muted' }, [`${k.confidence !== undefined ? 'confidence' : 'importance'} ${pct(conf)}`,
+      k.sessions_injected ? `injected ${k.sessions_injected}×` : null, k.project].filter(Boolean).join(' · ')));
 }
 
 let knowledgeAvailable = null;
@@ -773,7 +774,7 @@ views.predictor = async (params) => {
   }
   root.append(h('div', { class: 'grid tiles', style: 'margin-top:12px' },
     statTile(fmt(st.success_rate), 'Success rate', 'EMA of wins over the baseline'),
-    statTile(fmt(st.alpha), 'α (baseline weight)', st.cold_start ? 'cold start: baseline only' : 'earned influence'),
+    statTile(fmt(st.alpha), 'Alpha: baseline weight', st.cold_start ? 'cold start: baseline only' : 'earned influence'),
     statTile(st.model_version ? `v${st.model_version}` : 'none', 'Model', st.parameters ? `${st.parameters.toLocaleString()} parameters` : ''),
     statTile(st.comparisons, 'Comparisons', `${st.scored_sessions_any_confidence} sessions scored`),
     statTile(st.training_runs, 'Training runs', `${st.models_promoted} promoted`),
@@ -892,7 +893,7 @@ function driftEl(d) {
 }
 
 function errorFeed(list) {
-  if (!list.length) return empty('No error recorded. 🎉');
+  if (!list.length) return empty('No error recorded.');
   return h('table', { 'data-feed': 'errors' }, h('tr', {}, h('th', {}, 'When'), h('th', {}, 'Level'), h('th', {}, 'Stage'), h('th', {}, 'Message')),
     list.map((e) => h('tr', {}, h('td', { class: 'small' }, e.at ? when(e.at) : '—'), h('td', {}, h('span', { class: `badge ${e.level === 'ERROR' ? 'bad' : 'warn'}` }, e.level)),
       h('td', {}, e.stage), h('td', { class: 'small mono' }, e.message))));
@@ -1028,6 +1029,7 @@ function fieldEl(f, changed, errors, mark) {
 // ---------------------------------------------------------------- router, theme, keys
 
 let currentView = null;
+let lastView = null;
 let routeSeq = 0;
 
 async function route() {
@@ -1050,6 +1052,9 @@ async function route() {
     if (seq !== routeSeq) return;
     el.dataset.view = view;
     main.replaceChildren(el);
+    // A new view starts at its top (a filter of the same view keeps the place).
+    if (view !== lastView) window.scrollTo(0, 0);
+    lastView = view;
   } catch (e) {
     if (seq !== routeSeq) return;
     main.replaceChildren(failure(e));
@@ -1086,4 +1091,9 @@ document.addEventListener('keydown', (e) => {
   if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
   if (e.key === '/') { e.preventDefault(); const q = document.getElementById('search-q'); if (q) q.focus(); else go('#/search'); }
   if (e.key === 't') toggleTheme();
+  // 1…9 open the views in the nav's order.
+  if (/^[1-9]$/.test(e.key)) {
+    const link = document.querySelectorAll('#nav a')[Number(e.key) - 1];
+    if (link) { e.preventDefault(); go(link.getAttribute('href')); }
+  }
 });
