@@ -41,6 +41,15 @@ impl Drop for Server {
 fn serve() -> (World, Server) {
     let w = World::new();
     w.ok(&["quickstart", "--demo", "--no-train", "--cwd", "/home/demo/webapp"]);
+    // A read-side hook, as an agent runs it: its latency and its ranking's
+    // reach the diagnostics through logs/latency.jsonl.
+    let input = serde_json::json!({
+        "session_id": "web-e2e", "transcript_path": "/nonexistent.jsonl", "cwd": "/home/demo/webapp",
+        "hook_event_name": "UserPromptSubmit", "prompt": "why do the redis integration tests fail",
+    });
+    let out = w.hook(w.scorer(&["hook", "user-prompt-submit"]), input.to_string().as_bytes());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    w.wait_for_recorder();
     let mut child = w.scorer(&["web", "--port", "0"]).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();

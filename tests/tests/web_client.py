@@ -103,6 +103,9 @@ def rest(base, home):
                  "/api/diagnostics", "/api/diagnostics/predictor", "/api/analytics/latency",
                  "/api/analytics/errors"]:
         r.ok("GET", path)
+    ops = {o["op"]: o for o in r.ok("GET", "/api/analytics/latency")["operations"]}
+    check("hook.user-prompt-submit" in ops and "score.prompt" in ops, f"latency: {sorted(ops)}")
+    check(ops["score.prompt"]["count"] >= 1 and ops["score.prompt"]["p50_ms"] > 0, f"latency: {ops['score.prompt']}")
     found = r.ok("GET", "/api/search?q=" + urllib.parse.quote("redis connection refused"))
     check(found["results"] and "redis" in found["results"][0]["text"].lower(), f"search: {found}")
     check(all(x["reasons"] for x in found["results"]), "a search result has no reason")

@@ -107,6 +107,10 @@ function dur(ms) {
   return `${(ms / 3600000).toFixed(1)} h`;
 }
 
+function plural(n, word) {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
 function fmt(x, d = 2) {
   return x === null || x === undefined || Number.isNaN(x) ? '—' : Number(x).toFixed(d);
 }
@@ -160,12 +164,17 @@ function chart(opts) {
   let [x0, x1] = opts.x; let [y0, y1] = opts.y;
   if (x1 <= x0) { x0 -= 1; x1 += 1; }
   if (y1 <= y0) { y0 -= 1; y1 += 1; }
+  // Round y's range out to a "nice" step (1, 2, 2.5 or 5 times a power of ten).
+  const raw = (y1 - y0) / 4;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((v) => v >= raw - 1e-12);
+  y0 = Math.floor(y0 / step + 1e-9) * step;
+  y1 = Math.ceil(y1 / step - 1e-9) * step;
   const sx = (v) => L + ((v - x0) / (x1 - x0)) * (W - L - R);
   const sy = (v) => H - B - ((v - y0) / (y1 - y0)) * (H - T - B);
   const svg = s('svg', { class: 'chart', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': opts.label || 'chart', 'data-chart': opts.id || null });
   const grid = s('g', { class: 'grid' });
-  for (let i = 0; i <= 4; i++) {
-    const v = y0 + ((y1 - y0) * i) / 4;
+  for (let v = y0; v <= y1 + step / 2; v += step) {
     grid.append(s('line', { x1: L, x2: W - R, y1: sy(v), y2: sy(v) }));
     grid.append(s('text', { x: L - 6, y: sy(v) + 4, 'text-anchor': 'end' }, Math.abs(v) >= 10 ? v.toFixed(0) : Number(v.toFixed(3)).toString()));
   }
@@ -431,7 +440,7 @@ views.dashboard = async (params) => {
       tile(se.total, 'Sessions', `${se.active} active · ${se.ended} ended`, '#/sessions'),
       tile(st.projects, 'Projects', pr.projects.slice(0, 2).map((p) => p.project).join(', ')),
       tile(inj.injected, 'Injected', `${inj.helped} helped of ${inj.judged} judged`, '#/sessions'),
-      tile(st.rankings.served, 'Rankings', `${st.fts_hits} FTS hits`),
+      tile(st.rankings.served, 'Rankings', plural(st.fts_hits, 'FTS hit')),
       tile(st.feedback.count, 'Feedback', 'explicit ratings'),
       tile(bytes(st.storage.total), 'Storage', `tapes ${bytes(st.storage.tapes)} · db ${bytes(st.storage.projection)}`),
       tile(pending, 'Pending', [conflicts ? `${conflicts} conflicts · ` : '', `${st.pending.unscored_sessions} unscored`, st.pending.apply_errors ? ` · ${st.pending.apply_errors} errors` : ''].join(''), conflicts ? '#/staging' : null)),
@@ -557,7 +566,7 @@ function blockEl(x) {
 
 function eventButton(key, e) {
   return h('button', { type: 'button', class: `ev${e.error ? ' err' : ''}`, onclick: () => openEvent(key, e.lsn), 'data-lsn': e.lsn },
-    h('span', { class: 'k' }, `${time(e.at)} ${e.kind}`), h('span', { class: 'x' }, e.tool ? `${e.tool} ` : '', e.file || e.text || ''));
+    h('span', { class: 'k' }, `${time(e.at)} ${e.kind}`), h('span', { class: 'x' }, e.tool && !(e.text || '').startsWith(e.tool) ? `${e.tool} ` : '', e.file || e.text || ''));
 }
 
 views.knowledge = async (params) => {
@@ -699,7 +708,7 @@ views.session = async (params, key) => {
       r.injected.length ? h('table', {}, r.injected.map((m) => h('tr', {},
         h('td', { class: 'num' }, `#${m.rank}`), h('td', {}, m.type ? typeBadge(m.type) : ''),
         h('td', {}, m.forgotten ? h('span', { class: 'muted' }, '(forgotten)') : h('button', { type: 'button', class: 'ghost small', style: 'font-size:13px;text-align:left', onclick: () => openMemory(m.memory_id) }, m.text)),
-        h('td', {}, helpedBadge(m.outcome)), h('td', { class: 'small muted' }, m.outcome && m.outcome.fts_hits ? `${m.outcome.fts_hits} FTS hits` : ''))))
+        h('td', {}, helpedBadge(m.outcome)), h('td', { class: 'small muted' }, m.outcome && m.outcome.fts_hits ? plural(m.outcome.fts_hits, 'FTS hit') : ''))))
         : h('p', { class: 'muted small' }, 'Nothing injected (no memory cleared the bar).')))) : empty('Nothing was served in this session.'),
     h('h2', {}, `Learned in this session (${d.learned.length})`),
     d.learned.length ? h('div', { class: 'list' }, d.learned.map((m) => h('button', { type: 'button', class: 'conn item', onclick: () => openMemory(m.id) }, typeBadge(m.type), h('span', { class: 'x' }, m.text)))) : empty('No memory learned here.'),
@@ -873,8 +882,8 @@ function latencyEl(lat) {
     const isScore = o.op.startsWith('score.');
     const color = isScore && o.p95_ms > lat.score_timeout_ms ? bad : isScore && o.p95_ms > 0.8 * lat.score_timeout_ms ? warn : acc;
     return h('div', { class: 'card', 'data-op': o.op },
-      h('div', { class: 'row' }, h('strong', { class: 'mono' }, o.op), h('span', { class: 'spacer' }), sparkline(o.recent.map((r) => r[1]), color)),
-      h('div', { class: 'small muted' }, `${o.count} samples · p50 ${fmt(o.p50_ms, 1)} ms · p95 ${fmt(o.p95_ms, 1)} ms · p99 ${fmt(o.p99_ms, 1)} ms · max ${fmt(o.max_ms, 1)} ms`, o.failures ? ` · ${o.failures} failed` : ''),
+      h('div', { class: 'row', style: 'flex-wrap:nowrap' }, h('strong', { class: 'mono' }, o.op), h('span', { class: 'spacer' }), sparkline(o.recent.map((r) => r[1]), color)),
+      h('div', { class: 'small muted' }, `${o.count} sample${o.count === 1 ? '' : 's'} · p50 ${fmt(o.p50_ms, 1)} ms · p95 ${fmt(o.p95_ms, 1)} ms · p99 ${fmt(o.p99_ms, 1)} ms · max ${fmt(o.max_ms, 1)} ms`, o.failures ? ` · ${o.failures} failed` : ''),
       histogram(lat.buckets_ms, o.histogram, color));
   }));
 }
@@ -902,7 +911,7 @@ function errorFeed(list) {
 function rankedList(title, list) {
   return h('div', {}, h('h3', {}, title), list.length ? h('ol', { style: 'padding-left:20px;margin:0' }, list.map((m) => h('li', { style: 'margin:4px 0' },
     m.type ? typeBadge(m.type) : null, ' ', m.forgotten ? h('span', { class: 'muted' }, '(forgotten)') : h('button', { type: 'button', class: 'ghost small', style: 'font-size:13px;text-align:left;padding:0', onclick: () => openMemory(m.id, true) }, m.text),
-    h('div', { class: 'small muted' }, `label ${fmt(m.label)}`, m.injected ? ' · injected' : '', m.fts_hits ? ` · ${m.fts_hits} FTS hits` : '')))) : empty('None.'));
+    h('div', { class: 'small muted' }, `label ${fmt(m.label)}`, m.injected ? ' · injected' : '', m.fts_hits ? ` · ${plural(m.fts_hits, 'FTS hit')}` : '')))) : empty('None.'));
 }
 
 function comparisonBody(c) {
