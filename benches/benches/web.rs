@@ -21,7 +21,7 @@
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -48,7 +48,7 @@ fn main() {
     }
     println!("data home: {MEMORIES} memories, {SESSION_EVENTS} session events, written in {:.1?}", t.elapsed());
 
-    let mut server = Server::start(&release_binary(), home.path());
+    let mut server = Server::start(&benches::release_scorer(), home.path());
     println!("server: {} (pid {})", server.addr, server.child.id());
     let rss_start = rss_kib(server.child.id());
 
@@ -158,17 +158,4 @@ fn summary(label: &str, mut v: Vec<Duration>) {
     v.sort();
     let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
     println!("{label}: n={} p50={:.2?} p95={:.2?} max={:.2?}", v.len(), at(0.5), at(0.95), v[v.len() - 1]);
-}
-
-fn release_binary() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    let out = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--release", "-p", "scorer", "--bin", "engram-scorer", "--target-dir"])
-        .arg(&target)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    target.join("release/engram-scorer")
 }

@@ -92,52 +92,16 @@ fn the_rest_api_over_a_real_socket_refuses_what_it_must_and_writes_the_tapes() {
 fn python_with_selenium() -> Option<&'static Path> {
     static PY: OnceLock<Option<PathBuf>> = OnceLock::new();
     PY.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        let target = exe.parent().and_then(Path::parent).and_then(Path::parent).unwrap();
-        let venv = target.join("web-venv");
-        let python = venv.join("bin/python");
-        let has = || Command::new(&python).args(["-c", "import selenium"]).output().is_ok_and(|o| o.status.success());
-        let mut why = None;
-        if !has() {
-            let steps: [(&str, Vec<&std::ffi::OsStr>); 2] = [
-                ("python3", vec!["-m".as_ref(), "venv".as_ref(), venv.as_os_str()]),
-                (
-                    python.to_str().unwrap(),
-                    ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "selenium"]
-                        .map(|s| s.as_ref())
-                        .to_vec(),
-                ),
-            ];
-            for (program, args) in steps {
-                match Command::new(program).args(&args).output() {
-                    Ok(o) if o.status.success() => {}
-                    Ok(o) => {
-                        why = Some(format!("{program} {args:?}: {}", String::from_utf8_lossy(&o.stderr)));
-                        break;
-                    }
-                    Err(e) => {
-                        why = Some(format!("{program}: {e}"));
-                        break;
-                    }
-                }
-            }
-        }
+        let python = tests::python_with("web-venv", "selenium", "selenium")?;
         let driver =
             std::env::var_os("CHROMEDRIVER").map_or_else(|| PathBuf::from("/usr/bin/chromedriver"), PathBuf::from);
-        if why.is_none() && !has() {
-            why = Some("pip installed selenium but it does not import".into());
+        if driver.exists() {
+            return Some(python);
         }
-        if why.is_none() && !driver.exists() {
-            why = Some(format!("no chromedriver at {} (apt-get install chromium-driver)", driver.display()));
-        }
-        match why {
-            None => Some(python),
-            Some(why) => {
-                assert!(std::env::var_os("CI").is_none(), "CI is set but the browser test cannot run: {why}");
-                eprintln!("skipping the browser test: {why}");
-                None
-            }
-        }
+        let why = format!("no chromedriver at {} (apt-get install chromium-driver)", driver.display());
+        assert!(std::env::var_os("CI").is_none(), "CI is set but the browser test cannot run: {why}");
+        eprintln!("skipping the browser test: {why}");
+        None
     })
     .as_deref()
 }

@@ -106,6 +106,9 @@ def rest(base, home):
     ops = {o["op"]: o for o in r.ok("GET", "/api/analytics/latency")["operations"]}
     check("hook.user-prompt-submit" in ops and "score.prompt" in ops, f"latency: {sorted(ops)}")
     check(ops["score.prompt"]["count"] >= 1 and ops["score.prompt"]["p50_ms"] > 0, f"latency: {ops['score.prompt']}")
+    cmp = r.ok("GET", "/api/predictor/comparisons?limit=2")
+    check(len(cmp["comparisons"]) == min(2, cmp["total"]), f"comparisons page: {cmp}")
+    check(r.ok("GET", "/api/predictor/comparisons?winner=predictor")["total"] <= cmp["total"], "winner filter")
     found = r.ok("GET", "/api/search?q=" + urllib.parse.quote("redis connection refused"))
     check(found["results"] and "redis" in found["results"][0]["text"].lower(), f"search: {found}")
     check(all(x["reasons"] for x in found["results"]), "a search result has no reason")

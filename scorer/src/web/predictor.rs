@@ -176,33 +176,13 @@ pub fn comparisons(ctx: &Ctx<'_>, f: &ComparisonFilter) -> ApiResult<Value> {
         "SELECT * FROM (SELECT {COMPARISON_COLUMNS} FROM predictor_comparisons WHERE {filter}
          ORDER BY created_ms DESC, id DESC LIMIT ?7 OFFSET ?8) ORDER BY created_ms, id"
     );
-    let args = params![
-        f.winner,
-        f.ema_updated,
-        f.min_margin,
-        f.since.map(|t| t.0),
-        f.until.map(|t| t.0),
-        f.project,
-        f.limit as i64,
-        f.offset as i64,
-        TIE
-    ];
+    let (since, until) = (f.since.map(|t| t.0), f.until.map(|t| t.0));
+    // ?7 and ?8 (the page) are bound in both queries; the count ignores them.
+    let args =
+        params![f.winner, f.ema_updated, f.min_margin, since, until, f.project, f.limit as i64, f.offset as i64, TIE];
     let rows: Vec<Value> = conn.prepare(&sql)?.query_map(args, comparison_row)?.collect::<rusqlite::Result<_>>()?;
-    let total: i64 = conn.query_row(
-        &format!("SELECT COUNT(*) FROM predictor_comparisons WHERE {filter} AND ?7 IS NULL AND ?8 IS NULL"),
-        params![
-            f.winner,
-            f.ema_updated,
-            f.min_margin,
-            f.since.map(|t| t.0),
-            f.until.map(|t| t.0),
-            f.project,
-            Option::<i64>::None,
-            Option::<i64>::None,
-            TIE
-        ],
-        |r| r.get(0),
-    )?;
+    let total: i64 =
+        conn.query_row(&format!("SELECT COUNT(*) FROM predictor_comparisons WHERE {filter}"), args, |r| r.get(0))?;
     Ok(json!({"comparisons": rows, "total": total, "limit": f.limit, "offset": f.offset}))
 }
 

@@ -91,6 +91,10 @@ function time(iso) {
   return iso ? new Date(iso).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' }) : '';
 }
 
+function dayTime(iso) {
+  return iso ? new Date(iso).toLocaleString(undefined, { weekday: 'short', day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit' }) : '';
+}
+
 function ago(iso) {
   if (!iso) return '';
   const s = (Date.now() - new Date(iso).getTime()) / 1000;
@@ -318,8 +322,8 @@ async function renderMemory(id) {
   const actions = h('div', { class: 'row' },
     m.is_deleted ? h('span', { class: 'badge bad' }, 'forgotten') : [
       h('button', { type: 'button', onclick: () => pinToggle(m) }, m.pinned ? 'Unpin' : 'Pin'),
-      h('button', { type: 'button', onclick: () => rate(m, 1) }, '👍 Helpful'),
-      h('button', { type: 'button', onclick: () => rate(m, 0) }, '👎 Not helpful'),
+      h('button', { type: 'button', onclick: () => rate(m, 1) }, 'Helpful'),
+      h('button', { type: 'button', onclick: () => rate(m, 0) }, 'Not helpful'),
       h('span', { class: 'spacer' }),
       h('button', { type: 'button', class: 'danger', onclick: () => forget(m) }, 'Forget'),
     ]);
@@ -328,8 +332,8 @@ async function renderMemory(id) {
       h('div', { class: 'row' }, typeBadge(m.type), m.pinned ? h('span', { class: 'badge good' }, 'pinned') : null,
         m.deprecated ? h('span', { class: 'badge warn' }, 'deprecated') : null, h('span', { class: 'mono muted' }, m.id)),
       h('p', { class: 't', style: 'white-space:pre-wrap' }, m.content || '(forgotten)'),
-      h('div', { class: 'row small muted' }, `importance ${fmt(m.importance)}`, '·', `injected in ${m.sessions_injected} session(s)`, '·',
-        `feedback ${m.feedback_count}`),
+      h('div', { class: 'small muted' }, [`importance ${fmt(m.importance)}`, `injected in ${plural(m.sessions_injected, 'session')}`,
+        plural(m.feedback_count, 'rating')].join(' · ')),
       h('div', { class: 'bar', title: `importance ${fmt(m.importance)}` }, h('i', { style: `width:${Math.round((m.importance || 0) * 100)}%` }))),
     actions,
     h('dl', { class: 'kv' },
@@ -517,7 +521,7 @@ views.timeline = async (params) => {
   const load = async () => {
     more.disabled = true;
     const r = await api(`/api/timeline${qs({ zoom, project, before: next, limit: 3 })}`);
-    for (const w of r.windows) rail.append(windowEl(w));
+    for (const w of r.windows) rail.append(windowEl(w, zoom));
     next = r.next_before;
     more.disabled = false;
     more.hidden = !next;
@@ -530,12 +534,12 @@ views.timeline = async (params) => {
   return h('div', {}, h('div', { class: 'row' }, h('h1', {}, 'Timeline'), h('span', { class: 'spacer' }), seg), rail, h('div', { style: 'margin-top:10px' }, more));
 };
 
-function windowEl(w) {
+function windowEl(w, zoom) {
   return h('section', { class: 'win' }, h('h3', {}, w.label, h('span', { class: 'muted small' }, ` · ${w.sessions.length} session(s)`)),
-    w.sessions.map(blockEl));
+    w.sessions.map((x) => blockEl(x, zoom)));
 }
 
-function blockEl(x) {
+function blockEl(x, zoom) {
   const mini = h('div', { class: 'mini', hidden: true });
   const toggle = h('button', { type: 'button', 'aria-expanded': 'false', class: 'small' }, 'Expand');
   toggle.addEventListener('click', async () => {
@@ -554,7 +558,7 @@ function blockEl(x) {
     }
   });
   return h('article', { class: 'block card', 'data-session': x.session },
-    h('div', { class: 'head' }, h('strong', {}, `${time(x.started_at)}`), h('span', { class: 'muted small' }, dur(x.duration_ms)),
+    h('div', { class: 'head' }, h('strong', {}, zoom === 'day' ? time(x.started_at) : dayTime(x.started_at)), h('span', { class: 'muted small' }, dur(x.duration_ms)),
       h('a', { href: `#/session/${encodeURIComponent(x.session)}` }, x.project || x.harness), h('span', { class: 'spacer' }),
       h('span', { class: 'badge', title: 'events recorded' }, `${x.events} events`),
       x.injected ? h('span', { class: `badge ${x.helped ? 'good' : ''}` }, `${x.injected} injected · ${x.helped} helped`) : null,
