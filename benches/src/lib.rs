@@ -1,6 +1,8 @@
 //! Helpers shared by the hand-run benchmarks in `benches/benches/`: a
 //! deterministic generator of realistic agent-session events.
 
+pub mod claude_corpus;
+
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;

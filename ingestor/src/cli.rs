@@ -54,6 +54,31 @@ pub enum Command {
     Install(InstallArgs),
     /// Remove exactly what install added.
     Uninstall(InstallArgs),
+    /// Record a session no adapter covers: run a command (`record -- CMD ARGS…`) or read a transcript (`--stdin`).
+    Record {
+        /// Read a transcript from stdin (seed 003 tape lines, or plain text).
+        #[arg(long)]
+        stdin: bool,
+        /// Record into this session (harness:id) instead of a new one.
+        #[arg(long, value_name = "KEY")]
+        session: Option<String>,
+        /// The command and its arguments (after --).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
+    /// Declare that the code at TO came from FROM (a `span.link`): FILE:START-END each.
+    Link {
+        /// Where the code was.
+        from: String,
+        /// Where it is now.
+        to: String,
+        /// Why.
+        #[arg(long, default_value = "")]
+        note: String,
+        /// The session making the link (harness:id).
+        #[arg(long, value_name = "KEY")]
+        session: Option<String>,
+    },
     /// A write-side hook of Claude Code or Codex (hook JSON on stdin; prints nothing, exits 0).
     Hook {
         /// post-tool-use, stop, session-end or pre-compact.
@@ -121,6 +146,10 @@ pub struct InstallArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also run engram-trainer every 30 minutes: a systemd user timer, or a
+    /// crontab line (default: systemd when `systemctl --user` answers). `uninstall` removes it.
+    #[arg(long, value_name = "KIND", num_args = 0..=1, default_missing_value = "auto")]
+    pub schedule: Option<String>,
 }
 
 fn parse_target(s: &str) -> Result<crate::install::Target, String> {
@@ -389,6 +418,13 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
     match command {
         Command::Scan(args) => scan(args, env, shutdown),
         Command::Memory { command } => memory(command, env),
+        Command::Record { stdin, session, command } => record(stdin, session, &command, env),
+        Command::Link { from, to, note, session } => {
+            let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
+            let r = crate::record::link(&env.paths, (&from, &to), &note, session_arg(session)?, &cwd, env.now)?;
+            env.line(&serde_json::to_string(&r).unwrap_or_default())?;
+            Ok(0)
+        }
         Command::Replay => {
             let pb = bar(env.progress, "replay {bar:40} {pos}/{len} events {per_sec} {eta}");
             let started = Instant::now();
@@ -501,8 +537,18 @@ fn install(args: InstallArgs, env: &mut Env<'_>, add: bool) -> Result<u8, Error>
         engram_home: std::env::var_os("ENGRAM_HOME").filter(|v| !v.is_empty()).map(PathBuf::from),
         dirs: crate::install::HarnessDirs::from_env()?,
     };
-    let report =
+    let mut report =
         if add { crate::install::install(&env.paths, &opts)? } else { crate::install::uninstall(&env.paths, &opts)? };
+    let owner = crate::install::install_name(opts.target, opts.project.as_deref());
+    report.schedule = match (add, args.schedule.as_deref()) {
+        (true, Some(kind)) => {
+            let trainer = opts.bin_dir.join(shared::autotrain::TRAINER_BIN);
+            let kind = crate::schedule::Kind::parse(kind)?;
+            Some(crate::schedule::install(&env.paths, kind, &owner, &trainer, opts.dry_run)?)
+        }
+        (true, None) => None,
+        (false, _) => crate::schedule::uninstall(&env.paths, &owner, opts.dry_run)?,
+    };
     if args.json {
         env.json(&report)?;
     } else {
@@ -562,6 +608,28 @@ fn scan(args: ScanArgs, env: &mut Env<'_>, shutdown: &Shutdown) -> Result<u8, Er
         env.write(&render::scan_summary(&summary))?;
     }
     Ok(if summary.interrupted { 130 } else { 0 })
+}
+
+fn session_arg(session: Option<String>) -> Result<Option<shared::ids::SessionKey>, Error> {
+    session
+        .map(|s| shared::memory_ops::parse_session(&s).map_err(|e| Error::InvalidArgument(format!("--session: {e}"))))
+        .transpose()
+}
+
+fn record(stdin: bool, session: Option<String>, command: &[String], env: &mut Env<'_>) -> Result<u8, Error> {
+    let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
+    let session = session_arg(session)?;
+    let r = match (stdin, command.is_empty()) {
+        (true, true) => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|e| Error::io("stdin", e))?;
+            crate::record::record_transcript(&env.paths, &text, session, &cwd, env.now)?
+        }
+        (false, false) => crate::record::record_command(&env.paths, command, &cwd, env.now)?,
+        _ => return Err(Error::InvalidArgument("record: give either --stdin or a command after --".into())),
+    };
+    env.line(&serde_json::to_string(&r).unwrap_or_default())?;
+    Ok(r.exit.map_or(0, |c| u8::try_from(c).unwrap_or(1)))
 }
 
 fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {

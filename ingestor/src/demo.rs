@@ -1,11 +1,19 @@
 //! The built-in demo corpus for the first run: twelve agent sessions on two
 //! made-up projects (`webapp`, TypeScript with pnpm and vitest; `api`, Rust
-//! with sqlx), written as real Claude Code transcripts and Codex rollouts.
+//! with sqlx), written as real Claude Code transcripts and Codex rollouts,
+//! then eighteen short routine sessions on `webapp`.
 //!
-//! They hold what Engram learns from: corrections ("No, don't use npm here"),
-//! stated conventions ("Always run pnpm lint before committing"), commands
-//! that fail several times before they succeed, and errors the agent
-//! explains. Everything is generated in code from the scripts below; the
+//! The twelve hold what Engram learns from: corrections ("No, don't use npm
+//! here"), stated conventions ("Always run pnpm lint before committing"),
+//! commands that fail several times before they succeed, and errors the agent
+//! explains.
+//!
+//! The routines carry a **pattern of this user's that the baseline cannot
+//! see**, for the predictor to learn: from day 3 to day 11, a 09:00 session
+//! works on the tests and uses the Redis and lint lessons, an 18:00 session
+//! works on the API and uses the codegen and zod lessons, and neither says so
+//! in its prompt ("Morning, picking up where I left off"). Which lessons a
+//! session needs depends only on the hour. Everything is generated in code from the scripts below; the
 //! only input is the base time, so the same base gives the same bytes (and
 //! ingesting the corpus twice changes nothing).
 //!
@@ -47,16 +55,16 @@ enum Step {
 
 use Step::{Edit, Read, Run, Say, User};
 
-struct Script {
-    name: &'static str,
+struct Script<'a> {
+    name: &'a str,
     harness: DemoHarness,
     project: &'static str,
     day: i64,
     hour: i64,
-    steps: &'static [Step],
+    steps: &'a [Step],
 }
 
-const SCRIPTS: &[Script] = &[
+const SCRIPTS: &[Script<'static>] = &[
     Script {
         name: "health-endpoint",
         harness: DemoHarness::Claude,
@@ -327,6 +335,71 @@ const SCRIPTS: &[Script] = &[
     },
 ];
 
+/// The morning routine: tests, so Redis must run, and lint before the commit.
+const MORNING: &[Step] = &[
+    User("Morning, picking up where I left off yesterday."),
+    Run { cmd: "docker compose up -d redis", out: "Container webapp-redis-1  Started", code: 0 },
+    Read("tests/limiter.spec.ts"),
+    Edit("tests/limiter.spec.ts", "expect(res.status).toBe(200)", "expect(res.status).toBe(429)"),
+    Run { cmd: "pnpm test tests/limiter.spec.ts", out: "Tests  5 passed (5)", code: 0 },
+    Run { cmd: "pnpm lint", out: "All files pass linting.", code: 0 },
+    Say("Redis is up, the limiter tests pass and lint is clean."),
+    User("Good, commit it."),
+    Run {
+        cmd: "git commit -am 'limiter: 429 after the limit'",
+        out: "[main 4f2c1d0] limiter: 429 after the limit",
+        code: 0,
+    },
+];
+
+/// The evening routine: the API, so the client is regenerated and bodies validated with zod.
+const EVENING: &[Step] = &[
+    User("Evening, let's finish what is left on my list."),
+    Run { cmd: "pnpm codegen", out: "Generated src/gen/api.ts (42 operations)", code: 0 },
+    Read("src/gen/api.ts"),
+    Edit("src/routes/users.ts", "const body = req.body", "const body = UserSchema.parse(req.body) // zod"),
+    Edit("src/schemas/user.ts", "", "export const UserSchema = z.object({ email: z.string().email() })"),
+    Run { cmd: "pnpm test", out: "Tests  44 passed (44)", code: 0 },
+    Say("Regenerated src/gen with pnpm codegen and validated the body with a zod schema."),
+    User("Thanks, that's it for today."),
+    Run { cmd: "git commit -am 'users: validate the body'", out: "[main 9a1e2b3] users: validate the body", code: 0 },
+];
+
+/// Days of the routines (after the lessons they use were learned).
+const ROUTINE_DAYS: std::ops::RangeInclusive<i64> = 3..=11;
+
+/// The routine sessions (see the module documentation), named `morning-<day>` / `evening-<day>`.
+fn routines(names: &[String]) -> Vec<Script<'_>> {
+    names
+        .iter()
+        .map(|name| {
+            let (kind, day) = name.split_once('-').unwrap_or(("morning", "3"));
+            let day = day.parse().unwrap_or(3);
+            let morning = kind == "morning";
+            Script {
+                name,
+                harness: if day % 3 == 0 { DemoHarness::Codex } else { DemoHarness::Claude },
+                project: "webapp",
+                day,
+                hour: if morning { 9 } else { 18 },
+                steps: if morning { MORNING } else { EVENING },
+            }
+        })
+        .collect()
+}
+
+fn routine_names() -> Vec<String> {
+    ROUTINE_DAYS.flat_map(|d| [format!("morning-{d}"), format!("evening-{d}")]).collect()
+}
+
+/// The hour a routine session of the demo runs at, for a preview of the
+/// pattern: `morning` sessions need the Redis and lint lessons, `evening`
+/// ones the codegen and zod lessons.
+pub const ROUTINE_HOURS: [(&str, i64); 2] = [("morning", 9), ("evening", 18)];
+
+/// Words of the lessons the morning routine needs, and of those the evening routine needs.
+pub const ROUTINE_LESSONS: [(&str, &[&str]); 2] = [("morning", &["redis", "lint"]), ("evening", &["codegen", "zod"])];
+
 /// A generated session, for callers that replay it (the first run serves
 /// rankings at each prompt before ingesting the session).
 #[derive(Clone, Debug)]
@@ -364,7 +437,9 @@ fn iso(t: Ts) -> String {
 pub fn generate(dir: &Path, base: Ts) -> Result<Vec<DemoSession>, Error> {
     let day0 = Ts(base.0 - base.0.rem_euclid(86_400_000));
     let mut out = Vec::new();
-    let mut scripts: Vec<&Script> = SCRIPTS.iter().collect();
+    let names = routine_names();
+    let routines = routines(&names);
+    let mut scripts: Vec<&Script<'_>> = SCRIPTS.iter().chain(&routines).collect();
     scripts.sort_by_key(|s| (s.day, s.hour));
     for s in scripts {
         let start = Ts(day0.0 + s.day * 86_400_000 + s.hour * 3_600_000);
@@ -659,7 +734,7 @@ mod tests {
         let base = Ts(1_767_600_000_000);
         let sa = generate(a.path(), base).unwrap();
         let sb = generate(b.path(), base).unwrap();
-        assert_eq!(sa.len(), SCRIPTS.len());
+        assert_eq!(sa.len(), SCRIPTS.len() + 2 * ROUTINE_DAYS.count());
         for (x, y) in sa.iter().zip(&sb) {
             assert_eq!(fs::read(&x.path).unwrap(), fs::read(&y.path).unwrap());
             assert_eq!(x.id, y.id);

@@ -21,6 +21,11 @@
 //! once more, so that an entry queued in between is never stranded. A hook
 //! that finds the lock taken only queues.
 //!
+//! **Unattended learning.** Each time the worker has drained the queue, so
+//! right after the transcript of a session that ended is ingested, it starts
+//! one detached, lock-coalesced `engram-trainer run` (the binary next to this
+//! one) when one is due: see [`shared::autotrain`].
+//!
 //! A hook never breaks the agent: errors and panics are logged to
 //! `logs/hooks.log`, nothing is printed, the exit status is 0.
 
@@ -225,6 +230,7 @@ pub fn worker(paths: &Paths, shutdown: &Shutdown) -> Result<(), Error> {
             }
             continue;
         }
+        maybe_train(paths);
         // Release, then look once more: a hook that queued while the lock
         // was held did not start a worker.
         let Some(lock) = &held else { return Ok(()) };
@@ -236,6 +242,36 @@ pub fn worker(paths: &Paths, shutdown: &Shutdown) -> Result<(), Error> {
             Ok(()) => continue,
             Err(_) => return Ok(()),
         }
+    }
+}
+
+/// Starts `engram-trainer run` when it is due (logged; never fails the worker).
+fn maybe_train(paths: &Paths) {
+    let config = Config::load(&paths.config()).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "invalid configuration; deciding on training with the defaults");
+        Config::default()
+    });
+    if !config.predictor.auto_train {
+        return;
+    }
+    let trainer = match std::env::current_exe() {
+        Ok(exe) => shared::fsutil::parent_dir(&exe).join(shared::autotrain::TRAINER_BIN),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot find this executable, nor engram-trainer next to it");
+            return;
+        }
+    };
+    match shared::autotrain::maybe_start(paths, &config.predictor, &trainer, Ts::now()) {
+        Ok(shared::autotrain::Started::Started { pending }) => {
+            tracing::info!(pending, trainer = %trainer.display(), "started engram-trainer run")
+        }
+        Ok(shared::autotrain::Started::Running) => tracing::debug!("an engram-trainer run is already running"),
+        Ok(shared::autotrain::Started::NoTrainer) => tracing::warn!(
+            trainer = %trainer.display(),
+            "a training run is due, but engram-trainer is not installed next to engram-ingestor"
+        ),
+        Ok(shared::autotrain::Started::NotDue(why)) => tracing::debug!(%why, "no training run yet"),
+        Err(e) => tracing::error!(error = %e, "cannot start engram-trainer run"),
     }
 }
 

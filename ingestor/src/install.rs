@@ -149,6 +149,9 @@ pub struct Report {
     pub files: Vec<FileChange>,
     /// Things left alone and why.
     pub warnings: Vec<String>,
+    /// The trainer's timer (`--schedule`; see [`crate::schedule`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<crate::schedule::Change>,
 }
 
 impl fmt::Display for Report {
@@ -169,6 +172,9 @@ impl fmt::Display for Report {
         }
         for w in &self.warnings {
             writeln!(f, "warning: {w}")?;
+        }
+        if let Some(s) = &self.schedule {
+            write!(f, "{s}")?;
         }
         Ok(())
     }
@@ -782,12 +788,17 @@ struct Record {
     files: Vec<FileRecord>,
 }
 
-fn record_path(paths: &Paths, target: Target, project: Option<&Path>) -> PathBuf {
+/// The name of one install: harness and scope (`claude-user`, `codex-project-<hash>`).
+pub fn install_name(target: Target, project: Option<&Path>) -> String {
     let scope = match project {
         None => "user".to_owned(),
         Some(p) => format!("project-{}", &blake3::hash(p.as_os_str().as_encoded_bytes()).to_hex()[..16]),
     };
-    paths.home().join("install").join(format!("{}-{scope}.json", target.name()))
+    format!("{}-{scope}", target.name())
+}
+
+fn record_path(paths: &Paths, target: Target, project: Option<&Path>) -> PathBuf {
+    paths.home().join("install").join(format!("{}.json", install_name(target, project)))
 }
 
 fn load_record(path: &Path) -> Record {

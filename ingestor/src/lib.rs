@@ -18,8 +18,11 @@
 //! - [`extract`]: friction-moment memory extraction; [`dedup`]: merging
 //!   near-duplicates; [`external`]: the external extractor's JSON contract.
 //! - [`hook`]: the write-side hooks and their detached ingestion worker;
-//!   [`install`]: wiring hooks and the MCP server into Claude Code and Codex;
+//!   [`install`]: wiring hooks and the MCP server into Claude Code and Codex,
+//!   and [`schedule`] a timer for the trainer;
 //!   [`quickstart`]: the first run, on the user's history or [`demo`]'s corpus.
+//! - [`record`]: `record` (a command or a piped transcript as a session) and
+//!   `link` (an agent's `span.link`).
 
 pub mod adapter;
 pub mod adapters;
@@ -35,10 +38,12 @@ pub mod install;
 pub mod memories;
 pub mod patch;
 pub mod quickstart;
+pub mod record;
 pub mod redact;
 pub mod render;
 pub mod runner;
 pub mod scan;
+pub mod schedule;
 pub mod tapes;
 
 pub use error::Error;

@@ -6,7 +6,8 @@
 //! Hashes follow [`crate::adapter::content_hash`]: the *before* text of a hunk
 //! is its context and removed lines (` ` and `-`), the *after* text its
 //! context and added lines (` ` and `+`), each without the one-character
-//! prefix. An added file's after text is its whole content, a deleted file's
+//! prefix. The texts themselves are kept too (`before_text`, `after_text`,
+//! cut like a tool output) for provenance, except for excluded paths. An added file's after text is its whole content, a deleted file's
 //! before text its whole content (when the harness recorded it).
 
 use serde_json::Value;
@@ -221,6 +222,13 @@ pub fn whole_file(before: Option<&str>, after: Option<&str>) -> Hunk {
     }
 }
 
+/// A hunk's text as kept in the event: cut in the middle like a tool output.
+fn capped(text: &str) -> String {
+    let mut t = text.to_owned();
+    crate::redact::cap_tool_output(&mut t);
+    t
+}
+
 /// The `code.edit` bodies of one file edit: one per hunk (at least one).
 /// `hashes` false drops the content hashes (excluded paths).
 pub fn code_edits(edit: &FileEdit, call_id: Option<&str>, hashes: bool) -> Vec<CodeEdit> {
@@ -244,6 +252,8 @@ pub fn code_edits(edit: &FileEdit, call_id: Option<&str>, hashes: bool) -> Vec<C
                 after_range: h.after_range,
                 before_hash: want_before.then(|| content_hash(&h.before)),
                 after_hash: want_after.then(|| content_hash(&h.after)),
+                before_text: (want_before && !h.before.is_empty()).then(|| capped(&h.before)),
+                after_text: (want_after && !h.after.is_empty()).then(|| capped(&h.after)),
                 ..base.clone()
             }
         })

@@ -13,7 +13,10 @@
 //!    also a demo project's session start and one of its prompts).
 //! 4. Train: `engram-trainer run` when it sits next to this binary and some
 //!    ended session has served rankings; then `engram-trainer report --html`.
-//!    A missing trainer is reported, never an error.
+//!    A missing trainer is reported, never an error. With the demo corpus,
+//!    whose routine sessions carry a time-of-day pattern, the trained model
+//!    passes its gates, and one query's ranking is shown before training (the
+//!    baseline's order) and after (the new model's).
 //! 5. A short summary and what to do next.
 
 use std::io::Write;
@@ -208,6 +211,7 @@ pub fn run(
             .context("preview the injection")?;
         o.block(&p.render(), "   ")?;
         let prompt = "pnpm test fails with a Redis connection error, how do I run the tests?";
+        let env = demo_env(&s.cwd);
         let tz = injection::time_zone(config);
         let served = injection::serve(
             journal.store(),
@@ -218,7 +222,7 @@ pub fn run(
                 trigger: trigger::PROMPT,
                 query: prompt,
                 session: None,
-                project: Some(&s.project),
+                project: Some(&env.project),
                 now,
                 status_line: false,
                 explore_draw: 1.0,
@@ -266,6 +270,18 @@ pub fn run(
                 o.block(&text, "   ")?;
             }
             Err(why) => o.line(&format!("   The trainer failed: {why}"))?,
+        }
+        if summary.demo {
+            match pattern_preview(paths, config, &demo_sessions) {
+                Ok(Some(lines)) => {
+                    o.line("")?;
+                    for l in lines {
+                        o.line(&format!("   {l}"))?;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => o.line(&format!("   (no before/after preview: {e})"))?,
+            }
         }
         let report = paths.home().join("report.html");
         let arg = report.to_string_lossy().into_owned();
@@ -329,6 +345,12 @@ fn key(s: &DemoSession) -> SessionKey {
     SessionKey::new(h, &s.id)
 }
 
+/// The project a demo session's folder is to the hooks: its detected key
+/// (which the scan gives its memories) and name (which its query names).
+fn demo_env(cwd: &str) -> shared::event::EnvDetected {
+    shared::env::detect(Path::new(cwd), shared::env::home_dir().as_deref(), &shared::env::Patterns::builtin())
+}
+
 /// Ingests the demo sessions in time order, each preceded by the rankings
 /// its hooks would have served; returns the scans' total and the rankings.
 fn ingest_demo(
@@ -351,14 +373,16 @@ fn ingest_demo(
                 .query_row("SELECT COUNT(*) FROM rankings WHERE session_key = ?1", [session.as_str()], |r| r.get(0))
                 .unwrap_or(0);
             if already == 0 {
-                let ctx = SessionContext::load(
+                let env = demo_env(&s.cwd);
+                let mut ctx = SessionContext::load(
                     journal.store(),
-                    Some(s.project.clone()),
+                    Some(env.project.clone()),
                     Some(s.cwd.clone()),
                     Some("main".into()),
                     Some(&session),
                 )
                 .context("read the session context")?;
+                ctx.name = Some(env.name.clone());
                 let mut moments: Vec<(Ts, &str, String)> = vec![(s.start, trigger::SESSION_START, ctx.query())];
                 moments.extend(s.prompts.iter().map(|(t, p)| (*t, trigger::PROMPT, p.clone())));
                 for (at, trig, query) in moments {
@@ -371,7 +395,7 @@ fn ingest_demo(
                             trigger: trig,
                             query: &query,
                             session: Some(&session),
-                            project: Some(&s.project),
+                            project: Some(&env.project),
                             now: at,
                             status_line: trig == trigger::SESSION_START,
                             explore_draw: 1.0,
@@ -432,4 +456,82 @@ fn merge(total: &mut ScanSummary, one: &ScanSummary) {
     total.cursors += one.cursors;
     total.last_lsn = one.last_lsn;
     total.elapsed_ms += one.elapsed_ms;
+}
+
+/// One query's ranking before training (the baseline's order) and after (the
+/// promoted model's own order): a `webapp` session starting at the demo
+/// routines' morning hour, whose lessons are marked. `None` without a model.
+fn pattern_preview(paths: &Paths, config: &Config, sessions: &[DemoSession]) -> Result<Option<Vec<String>>, Error> {
+    const SHOWN: usize = 5;
+    let Some(model) = injection::load_model(paths).context("load the serving model")? else { return Ok(None) };
+    let Some(last) = sessions.iter().filter(|s| s.project == "webapp").max_by_key(|s| s.start) else {
+        return Ok(None);
+    };
+    let journal = Journal::open(paths, WRITER).context("open the journal")?;
+    let store = journal.store();
+    let (routine, hour) = demo::ROUTINE_HOURS[0];
+    let lessons = demo::ROUTINE_LESSONS.iter().find(|(k, _)| *k == routine).map_or(&[][..], |(_, w)| *w);
+    // The routines' hours are UTC hours: the next such morning after the corpus.
+    let day = 86_400_000;
+    let mut at = Ts(last.start.0 - last.start.0.rem_euclid(day) + hour * 3_600_000);
+    while at <= last.start {
+        at = Ts(at.0 + day);
+    }
+    let env = demo_env(&last.cwd);
+    let mut ctx =
+        SessionContext::load(store, Some(env.project.clone()), Some(last.cwd.clone()), Some("main".into()), None)
+            .context("read the session context")?;
+    ctx.name = Some(env.name.clone());
+    let query = ctx.query();
+    let tz = injection::time_zone(config);
+    let req = shared::rank::RankRequest {
+        query: &query,
+        query_embedding: None,
+        session: None,
+        project: Some(&env.project),
+        trigger: trigger::SESSION_START,
+        now: at,
+        tz: &tz,
+        k: config.injection.session_start_k,
+        budget_chars: config.injection.budget_chars,
+        require_match: false,
+        explore_draw: 1.0,
+    };
+    let ranking = shared::rank::rank(store, config, Some(model.serving()), &req).context("rank the preview")?;
+    let needed = |text: &str| {
+        let lower = text.to_lowercase();
+        lessons.iter().any(|w| lower.contains(w))
+    };
+    let order = |rank: &dyn Fn(&shared::rank::RankedMemory) -> Option<u32>| -> Vec<&shared::rank::RankedMemory> {
+        let mut v: Vec<_> = ranking.items.iter().filter(|i| rank(i).is_some()).collect();
+        v.sort_by_key(|i| rank(i));
+        v
+    };
+    let before = order(&|i| Some(i.baseline_rank));
+    let after = order(&|i| i.predictor_rank);
+    let hits = |v: &[&shared::rank::RankedMemory]| v.iter().take(SHOWN).filter(|i| needed(&i.memory.content)).count();
+    let line = |n: usize, i: &shared::rank::RankedMemory| {
+        let mark = if needed(&i.memory.content) { "*" } else { " " };
+        format!("    {n}. [{mark}] {}", render::short(&i.memory.content, 96))
+    };
+    let mut out = vec![
+        format!(
+            "One query before and after training: a session starting in {} at {hour:02}:00 UTC, when this",
+            last.cwd
+        ),
+        format!(
+            "user's routine needs the lessons marked [*] ({}); nothing in the query names them.",
+            lessons.join(", ")
+        ),
+        format!("   Before (the baseline's order): {} of the top {SHOWN} marked", hits(&before)),
+    ];
+    out.extend(before.iter().take(SHOWN).enumerate().map(|(n, i)| line(n + 1, i)));
+    out.push(format!("   After (model v{}'s own order): {} of the top {SHOWN} marked", model.version, hits(&after)));
+    out.extend(after.iter().take(SHOWN).enumerate().map(|(n, i)| line(n + 1, i)));
+    out.push(format!(
+        "The model's order is served once it beats the baseline in your own sessions (now α {:.2}{}).",
+        ranking.alpha,
+        if ranking.alpha >= 1.0 { ", cold start" } else { "" }
+    ));
+    Ok(Some(out))
 }

@@ -1,4 +1,4 @@
-//! Signet's predictor as a frozen reference: its `SGPT` v1 checkpoint reader and its exact forward pass (f64).
+//! Signet's predictor as a frozen reference: its `SGPT` v1 checkpoint reader and writer, and its exact forward pass (f64).
 //!
 //! Layout of an `SGPT` v1 file (reference §8, little-endian):
 //!
@@ -13,6 +13,9 @@
 //! ```
 //!
 //! There is no checksum in that format; lengths are checked against the config.
+//! [`encode_sgpt`] writes the same bytes Signet's `checkpoint::save` writes
+//! for the same weights (so that its sidecar can read a file Engram saved
+//! back), and [`decode_sgpt`] ∘ [`encode_sgpt`] is the identity.
 //!
 //! The forward pass (reference §3) is reproduced exactly, including its
 //! quirks, so that its weights and rankings can be compared with ours:
@@ -153,6 +156,44 @@ pub fn decode_sgpt(bytes: &[u8]) -> Result<SignetModel, Error> {
     Ok(SignetModel { config, version, flags, down, q, k, v, gate, hash, project })
 }
 
+/// Writes an `SGPT` v1 file (see the module documentation): tensors row-major,
+/// in Signet's order, each value as little-endian f64.
+pub fn encode_sgpt(model: &SignetModel) -> Vec<u8> {
+    let config = serde_json::to_vec(&model.config).unwrap_or_else(|_| unreachable!("plain integers serialise"));
+    let mut out = Vec::with_capacity(24 + config.len() + 7 * 4 + model.param_count() * 8);
+    out.extend_from_slice(b"SGPT");
+    out.extend_from_slice(&model.version.to_le_bytes());
+    out.extend_from_slice(&model.flags.to_le_bytes());
+    let len = |n: usize| u32::try_from(n).unwrap_or_else(|_| panic!("SGPT: a length of {n} does not fit in u32"));
+    out.extend_from_slice(&len(config.len()).to_le_bytes());
+    out.extend_from_slice(&config);
+    out.extend_from_slice(&7u32.to_le_bytes());
+    let gate = DMatrix::from_row_slice(1, model.gate.len(), &model.gate);
+    for m in [&model.down, &model.q, &model.k, &model.v, &gate, &model.hash, &model.project] {
+        out.extend_from_slice(&len(m.len()).to_le_bytes());
+        for r in 0..m.nrows() {
+            for c in 0..m.ncols() {
+                out.extend_from_slice(&m[(r, c)].to_le_bytes());
+            }
+        }
+    }
+    out
+}
+
+impl SignetConfig {
+    /// Signet's `ScorerConfig::default()` with its `--native-dim`.
+    pub fn with_native_dim(native_dim: usize) -> SignetConfig {
+        SignetConfig {
+            native_dim,
+            internal_dim: 64,
+            value_dim: 32,
+            extra_features: 17,
+            hash_buckets: 16_384,
+            project_slots: 32,
+        }
+    }
+}
+
 fn layer_norm(x: &DVector<f64>) -> DVector<f64> {
     let n = x.len() as f64;
     let mean = x.sum() / n;
@@ -162,6 +203,31 @@ fn layer_norm(x: &DVector<f64>) -> DVector<f64> {
 }
 
 impl SignetModel {
+    /// Weights of `config`'s shapes drawn from a seeded N(0, σ²) with Signet's
+    /// scales (reference §3). Not Signet's own initial weights: for tests and
+    /// golden files that need a model in its format.
+    pub fn seeded(config: SignetConfig, seed: u64) -> SignetModel {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut normal = move || -> f64 {
+            let u1: f64 = 1.0 - rng.random::<f64>();
+            let u2: f64 = rng.random::<f64>();
+            (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        };
+        let c = config;
+        let mut mat = |rows: usize, cols: usize, sigma: f64| DMatrix::from_fn(rows, cols, |_, _| normal() * sigma);
+        let inv = |n: usize| 1.0 / (n.max(1) as f64).sqrt();
+        let down = mat(c.internal_dim, c.native_dim, inv(c.native_dim));
+        let q = mat(c.internal_dim, c.internal_dim, inv(c.internal_dim));
+        let k = mat(c.internal_dim, c.internal_dim, inv(c.internal_dim));
+        let v = mat(c.value_dim, c.internal_dim, inv(c.internal_dim));
+        let gate_len = c.value_dim + c.extra_features + c.internal_dim + 1;
+        let gate = mat(1, gate_len, inv(c.internal_dim)).as_slice().to_vec();
+        let hash = mat(c.hash_buckets, c.internal_dim, inv(c.internal_dim));
+        let project = mat(c.project_slots, c.internal_dim, inv(c.internal_dim));
+        SignetModel { config, version: 1, flags: 0, down, q, k, v, gate, hash, project }
+    }
+
     /// Total number of parameters (1,110,130 for the default config).
     pub fn param_count(&self) -> usize {
         self.down.len()

@@ -91,6 +91,9 @@ struct Session {
 pub struct DbLists {
     /// One list per qualifying session that has candidates, newest first.
     pub samples: Vec<Sample>,
+    /// The same lists as Signet's `score` would receive them (to score them
+    /// with Signet's weights too).
+    pub inputs: Vec<SignetInputs>,
     /// `session_scores` rows below the confidence threshold.
     pub skipped: u64,
 }
@@ -288,6 +291,7 @@ pub fn read_lists(
     }
 
     let mut samples = Vec::new();
+    let mut all_inputs = Vec::new();
     for (s, rows) in per_session {
         // The session began with its first served candidate (FTS-only rows come later).
         let start_text = rows
@@ -360,13 +364,9 @@ pub fn read_lists(
             None => None,
         };
         let n = rows.len();
-        let list = List::build(
-            model,
-            native_dim,
-            SignetInputs { context_embedding, context_text, n, embeddings, texts, features, project_slot: 0 },
-            Ts(start_ms),
-            tz,
-        )?;
+        let inputs = SignetInputs { context_embedding, context_text, n, embeddings, texts, features, project_slot: 0 };
+        all_inputs.push(inputs.clone());
+        let list = List::build(model, native_dim, inputs, Ts(start_ms), tz)?;
         let query = list.query();
         let candidates = list.candidates();
         samples.push(Sample {
@@ -387,7 +387,7 @@ pub fn read_lists(
             weight: s.confidence.clamp(0.0, 1.0) as f32,
         });
     }
-    Ok(DbLists { samples, skipped: skipped.max(0) as u64 })
+    Ok(DbLists { samples, inputs: all_inputs, skipped: skipped.max(0) as u64 })
 }
 
 /// The label of one candidate (see the module documentation).

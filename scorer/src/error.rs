@@ -43,6 +43,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The request cannot be carried out in the scorer's present state (says why).
+    #[error("{0}")]
+    Refused(String),
     /// The work was cancelled because the scorer is shutting down.
     #[error("cancelled: the scorer is shutting down")]
     Cancelled,
@@ -70,14 +73,38 @@ impl Error {
         Error::Database { path: path.to_path_buf(), context: context.into(), source }
     }
 
-    /// The JSON-RPC error: -32602 for bad input (parameters, or values the
-    /// model refuses), -32000 when cancelled by shutdown, -32603 otherwise.
-    pub fn to_rpc(&self) -> RpcError {
+    /// Whether the caller's input is at fault (a parameter, or a value the
+    /// model refuses: a size, a non-finite number, a range).
+    pub fn is_invalid_input(&self) -> bool {
+        use predictor::Error as P;
         match self {
-            Error::InvalidParams { .. } | Error::Model(_) => RpcError::invalid_params(self),
-            Error::Shared(e) if e.class() == shared::error::ErrorClass::InvalidInput => RpcError::invalid_params(self),
-            Error::Cancelled => RpcError::server(self),
-            _ => RpcError::internal(self),
+            Error::InvalidParams { .. } => true,
+            Error::Model(
+                P::DimensionMismatch { .. }
+                | P::NonFinite { .. }
+                | P::OutOfRange { .. }
+                | P::EmptyCandidate { .. }
+                | P::TokenOutOfRange { .. }
+                | P::InvalidSample { .. },
+            ) => true,
+            Error::Shared(e) => e.class() == shared::error::ErrorClass::InvalidInput,
+            _ => false,
+        }
+    }
+
+    /// The JSON-RPC error. Where JSON-RPC fixes the code: -32602 for invalid
+    /// params (including values out of range and sizes that do not fit),
+    /// -32603 for an internal failure (a handler that panicked). Every other
+    /// handler error (a file or database that cannot be read or written, a
+    /// checkpoint that does not load, weights that cannot train, shutdown) is
+    /// Signet's -32000.
+    pub fn to_rpc(&self) -> RpcError {
+        if self.is_invalid_input() {
+            return RpcError::invalid_params(self);
+        }
+        match self {
+            Error::Panicked(_) => RpcError::internal(self),
+            _ => RpcError::server(self),
         }
     }
 }

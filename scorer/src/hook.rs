@@ -7,7 +7,9 @@
 //! rank with the serving model, record what was served (`session.started`
 //! at session start, `ranking.served` always, `fts.hits` at prompts) and print
 //! `{"hookSpecificOutput":{"hookEventName":…,"additionalContext":…}}`, or
-//! nothing when no memory is injected. The text is bounded by
+//! nothing when no memory is injected. Before an edit, a "why this code
+//! exists" note may come first ([`shared::provenance::note`]), from the same
+//! budget. The text is bounded by
 //! `injection.max_chars` and memories already shown in the session are
 //! never repeated (see [`shared::injection`]).
 //!
@@ -112,7 +114,7 @@ pub fn run(
     let input = HookInput::parse(input).map_err(|why| Error::params("stdin", why))?;
     let harness = input.harness(harness);
     let session = input.session_key(harness);
-    let config = Config::load(&paths.config()).unwrap_or_else(|e| {
+    let mut config = Config::load(&paths.config()).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "invalid configuration; using the defaults");
         Config::default()
     });
@@ -151,6 +153,11 @@ pub fn run(
             ctx.name = env.as_ref().map(|e| e.name.clone());
             ctx.query()
         }
+    };
+    let note = if event == HookEvent::PreToolUse {
+        provenance_note(&store, session.as_ref(), &input, &mut config)
+    } else {
+        None
     };
     let model = injection::load_model(paths).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "cannot load the serving model; ranking with the baseline only");
@@ -226,6 +233,15 @@ pub fn run(
             Body::FtsHits(FtsHits { ranking_id: Some(ranking_id), memory_ids: fts }),
         ));
     }
+    if let Some((n, text)) = &note {
+        let body = Body::ProvenanceNoted(shared::event::ProvenanceNoted {
+            source_session: n.source.clone(),
+            file: n.file.clone(),
+            confidence: n.confidence,
+            chars: u32::try_from(text.chars().count()).unwrap_or(u32::MAX),
+        });
+        events.push(Event::new(now, &writer, session.clone(), body));
+    }
     let mut recorder_started = false;
     if !events.is_empty() {
         shared::hook::spool_unsynced(paths, &events)?;
@@ -242,8 +258,40 @@ pub fn run(
     drop(store);
     phases.lap("close");
     tracing::debug!(event = event.name(), injected = served.injected.len(), phases_ms = ?phases.laps, "hook served");
-    let stdout = served.context.map(|text| output(event, &text));
+    let context = match (note.map(|(_, text)| text), served.context) {
+        (Some(n), Some(c)) => Some(format!("{n}\n{c}")),
+        (n, c) => n.or(c),
+    };
+    let stdout = context.map(|text| output(event, &text));
     Ok(HookOutcome { stdout, injected: served.injected.len(), recorder_started })
+}
+
+/// Before an edit, the "why this code exists" note (provenance, seed 003;
+/// see [`shared::provenance::note`]), framed, with the injection budget
+/// lowered by its size so that note and memories together stay within
+/// `injection.max_chars`. `None` (logged on error) when there is nothing
+/// strong to say or no room.
+fn provenance_note(
+    store: &Store,
+    session: Option<&shared::ids::SessionKey>,
+    input: &HookInput,
+    config: &mut Config,
+) -> Option<(shared::provenance::note::Note, String)> {
+    use shared::event::{INJECTION_CLOSE, INJECTION_OPEN};
+    let tool = input.tool_name.as_deref()?;
+    let note = shared::provenance::note::note(store, session, tool, &input.tool_input, input.cwd.as_deref())
+        .inspect_err(|e| tracing::warn!(error = %e, "no provenance note: explain failed"))
+        .ok()??;
+    let clean = note.text.replace(INJECTION_CLOSE, "").replace(INJECTION_OPEN, "");
+    let text = format!("{INJECTION_OPEN}\n{clean}\n{INJECTION_CLOSE}");
+    let room = text.chars().count() + 1;
+    let inj = &mut config.injection;
+    if room * 2 > inj.max_chars {
+        return None;
+    }
+    inj.max_chars -= room;
+    inj.budget_chars = inj.budget_chars.saturating_sub(room);
+    Some((note, text))
 }
 
 /// The internal `engram-scorer hook` argument of the recorder.

@@ -27,6 +27,7 @@
 //! | [`search`] | memory search (CLI `search`, MCP `memory_search`), recorded |
 //! | [`cli`] | `engram-scorer search` and `context` on the command line |
 //! | [`web`] | `engram-scorer web`: the local web UI and REST API |
+//! | [`provenance`] | `engram-scorer explain` and `view`: why a span of code exists |
 //! | [`error`] | [`Error`] and its JSON-RPC codes |
 //!
 //! **Architecture invariants.** Stdout carries only protocol lines; logs go to
@@ -43,6 +44,7 @@ pub mod hook;
 pub mod mcp;
 pub mod native;
 pub mod protocol;
+pub mod provenance;
 pub mod recorder;
 pub mod score_line;
 pub mod search;

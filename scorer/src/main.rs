@@ -76,6 +76,52 @@ enum Command {
         #[arg(long)]
         allow_remote: bool,
     },
+    /// Why a span of code exists: the sessions that produced it, with transcript (JSON; --pretty for text).
+    Explain {
+        /// FILE:START-END, FILE:LINE or FILE; `-` explains text read from stdin.
+        target: String,
+        /// Print text for people instead of JSON.
+        #[arg(long)]
+        pretty: bool,
+        /// Events of transcript before each touch.
+        #[arg(long, default_value_t = 3)]
+        before: usize,
+        /// Events of transcript after each touch.
+        #[arg(long, default_value_t = 3)]
+        after: usize,
+        /// Touches only (session, offset, confidence), no transcript.
+        #[arg(long)]
+        brief: bool,
+        /// Lineage edges below this are not followed (agent links always are).
+        #[arg(long, default_value_t = shared::provenance::explain::MIN_CONFIDENCE)]
+        min_confidence: f32,
+        /// Include weak touches, low-confidence and location-only edges.
+        #[arg(long)]
+        all: bool,
+        /// Grow the span until at most N sessions are found.
+        #[arg(long, value_name = "N")]
+        expand_until: Option<usize>,
+        /// Most sessions shown.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// The raw transcript of a session around an offset (from `explain`).
+    View {
+        /// harness:id (or the harness id alone).
+        session: String,
+        /// Offset of the event in the session.
+        #[arg(long, default_value_t = 0)]
+        at: u64,
+        /// Events before it.
+        #[arg(long, default_value_t = 10)]
+        before: u64,
+        /// Events after it.
+        #[arg(long, default_value_t = 10)]
+        after: u64,
+        /// Print text for people instead of JSON.
+        #[arg(long)]
+        pretty: bool,
+    },
     /// Show what would be injected for a directory (default: the current one) and why.
     Context {
         /// The directory a session would start in.
@@ -157,6 +203,22 @@ fn main() -> ExitCode {
             shared::logging::init_stderr("info");
             scorer::web::run(p, scorer::web::WebOptions { bind, port, allow_remote }, shutdown)
         }),
+        Command::Explain { target, pretty, before, after, brief, min_confidence, all, expand_until, limit } => paths()
+            .and_then(|p| {
+                let opts = shared::provenance::explain::ExplainOptions {
+                    before,
+                    after,
+                    brief,
+                    min_confidence,
+                    all,
+                    limit,
+                    ..Default::default()
+                };
+                let req = scorer::provenance::ExplainRequest { target, expand_until, pretty };
+                scorer::provenance::explain_cmd(&p, &req, &opts, &mut std::io::stdin().lock(), &mut stdout.lock())
+            }),
+        Command::View { session, at, before, after, pretty } => paths()
+            .and_then(|p| scorer::provenance::view_cmd(&p, &session, (at, before, after), pretty, &mut stdout.lock())),
         Command::Context { cwd, prompt, json } => {
             paths().and_then(|p| scorer::cli::context(&p, cwd, prompt, json, &mut stdout.lock()))
         }

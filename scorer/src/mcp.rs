@@ -11,7 +11,8 @@
 //!   End of input ends the process (exit 0).
 //! * **Tools** ([`tools`]): `memory_search`, `memory_save`, `memory_get`,
 //!   `memory_list`, `memory_forget`, `memory_pin`, `memory_unpin`,
-//!   `memory_feedback`, `memory_timeline`, `memory_stats`, each with a JSON
+//!   `memory_feedback`, `memory_timeline`, `memory_stats`, `memory_explain`
+//!   (provenance: why a span of code exists), each with a JSON
 //!   Schema for its input (unknown arguments are refused). A result carries
 //!   the data as `structuredContent` and as compact JSON text. A failing call
 //!   (bad argument, unknown memory, store error) is a result with
@@ -253,6 +254,8 @@ pub fn tools() -> Vec<Value> {
             schema(json!({"project": {"type": "string", "description": "Only this project"}}), &[]),
             read_only,
         ),
+        // Provenance (seed 003): why a span of code exists.
+        crate::provenance::mcp_tool(),
     ]
 }
 
@@ -490,6 +493,7 @@ impl McpServer {
             "memory_feedback" => self.feedback(&a),
             "memory_timeline" => self.timeline(&a),
             "memory_stats" => self.stats(&a),
+            "memory_explain" => self.explain(&a),
             other => Err(ToolError(format!("tool {other} has no implementation"))),
         }
     }
@@ -746,6 +750,42 @@ impl McpServer {
             return Err(ToolError(format!("no events recorded for session {s}")));
         }
         Ok(json!({"session": session.map(|s| s.0), "project": project, "entries": entries}))
+    }
+
+    /// `memory_explain` (provenance, seed 003): see [`crate::provenance::mcp_tool`].
+    fn explain(&mut self, a: &Args<'_>) -> ToolResult {
+        let Some(paths) = self.paths.clone() else {
+            return Err(ToolError("no data home: set ENGRAM_HOME or HOME".into()));
+        };
+        let line = |k: &str| -> std::result::Result<Option<u32>, ToolError> {
+            a.number(k)?
+                .map(|x| {
+                    if x >= 1.0 && x.fract() == 0.0 && x <= f64::from(u32::MAX) {
+                        Ok(x as u32)
+                    } else {
+                        Err(ToolError(format!("{k} must be a line number (1 or more), not {x}")))
+                    }
+                })
+                .transpose()
+        };
+        let defaults = shared::provenance::explain::ExplainOptions::default();
+        let opts = shared::provenance::explain::ExplainOptions {
+            before: a.count("before", 3, 0, 50)?,
+            after: a.count("after", 3, 0, 50)?,
+            brief: a.bool("brief")?.unwrap_or(false),
+            min_confidence: a.number("min_confidence")?.map_or(defaults.min_confidence, |x| x.clamp(0.0, 1.0) as f32),
+            all: a.bool("all")?.unwrap_or(false),
+            limit: a.count("limit", 5, 1, 50)?,
+            windows: 2,
+            event_chars: 800,
+            ..defaults
+        };
+        let expand = match a.get("expand_until") {
+            Some(_) => Some(a.count("expand_until", 1, 1, 1000)?),
+            None => None,
+        };
+        let (file, text) = (a.str("file")?, a.str("text")?);
+        Ok(crate::provenance::mcp_explain(&paths, file, (line("start")?, line("end")?), text, expand, &opts)?)
     }
 
     fn stats(&mut self, a: &Args<'_>) -> ToolResult {

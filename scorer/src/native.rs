@@ -148,7 +148,9 @@ impl Native {
             p.budget_chars.map_or(inj.budget_chars, |b| usize::try_from(b).unwrap_or(usize::MAX)).min(inj.max_chars);
         let require_match = p.require_match.unwrap_or(trigger != trigger::SESSION_START);
         let now = p.now_ms.map_or_else(Ts::now, Ts);
-        let model = serving.trained.then_some(ServingModel { model: &serving.model, version: serving.version });
+        // Signet's weights score Signet's lists only: the pipeline then ranks with the baseline.
+        let model =
+            serving.engram().filter(|_| serving.trained).map(|model| ServingModel { model, version: serving.version });
         let config = self.config.clone();
         let tz = self.tz.clone();
         let unapplied = self.recorder().map(Recorder::unapplied).unwrap_or_default();

@@ -206,11 +206,13 @@ impl Params for Request {
 /// Result of `status` (Signet's six fields, then Engram's).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StatusResult {
-    /// Weights were trained (in this process, or loaded from a checkpoint).
+    /// The serving weights are trained ones (trained in this process, loaded
+    /// from a checkpoint, or promoted by the trainer).
     pub trained: bool,
-    /// Lists (sessions) the serving weights were trained on, over their life.
+    /// Sessions trained on in this process (for `train`, the labels), as Signet counts.
     pub training_pairs: u64,
-    /// Version of the serving weights (persisted in checkpoints).
+    /// Version of the serving weights: 1 for fresh ones, +1 for each training
+    /// published; persisted in Engram checkpoints (an SGPT file is version 1).
     pub model_version: u64,
     /// When they were last trained, `YYYY-MM-DDThh:mm:ssZ`, or null.
     pub last_trained: Option<String>,
@@ -228,6 +230,8 @@ pub struct StatusResult {
     pub model_native_dimensions: usize,
     /// Engram: a training run is in progress.
     pub training: bool,
+    /// Engram: the serving weights' format, `engram` or `signet-sgpt-v1`.
+    pub format: String,
 }
 
 /// One scored candidate.
@@ -249,7 +253,8 @@ pub struct ScoreResult {
 /// Result of `train`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrainResult {
-    /// Listwise loss of the list before the step.
+    /// Listwise loss of the list before the step: `KL(softmax(labels/T) ‖
+    /// softmax(logits/T))` in nats.
     pub loss: f64,
     /// Optimizer steps taken in this process.
     pub step: u64,
@@ -258,9 +263,10 @@ pub struct TrainResult {
 /// Result of `train_from_db` (Signet's eight fields, then Engram's).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrainFromDbResult {
-    /// Mean training loss of the last epoch (0 without samples).
+    /// Mean listwise loss (KL in nats at the temperature) over the last
+    /// epoch's lists, weighted by confidence (0 without samples).
     pub loss: f64,
-    /// Optimizer steps taken in this process.
+    /// Optimizer steps taken in this process (one per list, as Signet's).
     pub step: u64,
     /// Sessions in the training split.
     pub samples_used: u64,
@@ -288,6 +294,9 @@ pub struct TrainFromDbResult {
     pub canary_ndcg_before: Option<f64>,
     /// Engram: the serving model version after the call.
     pub model_version: u64,
+    /// Engram: the file written when `checkpoint_saved`: `checkpoint_path`,
+    /// or beside it when that file holds another format (see `save_checkpoint`).
+    pub checkpoint_file: Option<String>,
 }
 
 /// Result of `save_checkpoint`.
@@ -299,6 +308,11 @@ pub struct SaveResult {
     pub bytes: u64,
     /// Engram: version of the saved weights.
     pub model_version: u64,
+    /// Engram: the file written: `path`, or beside it (`<path>.engram`,
+    /// `<path>.sgpt`) when `path` holds another format.
+    pub path: String,
+    /// Engram: the format written, `engram` or `signet-sgpt-v1`.
+    pub format: String,
 }
 
 /// One memory of a `rank` result.

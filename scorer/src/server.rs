@@ -43,9 +43,9 @@ use crate::protocol::{
     ReloadResult, Request, SIGNET_FEATURES, SaveCheckpointParams, SaveResult, ScoreEntry, ScoreParams, ScoreResult,
     ShutdownResult, StatusResult,
 };
-use crate::serving::{Origin, PointerWatch, Serving, Slot, load_file};
-use crate::signet::{List, SignetInputs, order_desc, softmax};
-use crate::training::{Job, Trainer, TrainingContext, flags_from_signet, guarded, panic_message, save};
+use crate::serving::{Origin, PointerWatch, Serving, Slot, Weights, load_checkpoint, save};
+use crate::signet::{List, SignetInputs, order_desc, signet_logits, softmax};
+use crate::training::{Job, Trainer, TrainingContext, guarded, panic_message};
 
 /// How often the main loop looks at the shutdown flag while idle.
 const TICK: Duration = Duration::from_millis(25);
@@ -133,7 +133,7 @@ impl Server {
         let mut watch = PointerWatch::new(opts.paths.clone());
         let promoted = watch.mark_seen();
         let native_dim = opts.native_dim;
-        let checkpoint = opts.checkpoint.clone().filter(|p| p.exists());
+        let checkpoint = opts.checkpoint.clone().filter(|p| !crate::serving::checkpoint_files(p).is_empty());
         if let Some(p) = &opts.checkpoint
             && checkpoint.is_none()
         {
@@ -151,6 +151,7 @@ impl Server {
             cancel: Arc::new(AtomicBool::new(false)),
             busy: Arc::new(AtomicBool::new(false)),
             steps: Arc::new(AtomicU64::new(0)),
+            pairs: Arc::new(AtomicU64::new(0)),
         };
         let trainer = Trainer::spawn(ctx);
         Server {
@@ -285,21 +286,21 @@ impl Server {
             None if self.fresh_pending => None,
             None => Some(self.slot.load()),
         };
-        let (trained, pairs, version, last, origin, checkpoint, model_dim) = match &serving {
+        let (trained, version, last, origin, checkpoint, model_dim, format) = match &serving {
             Some(s) => (
                 s.trained,
-                s.training_pairs,
                 s.version,
                 s.last_trained(),
                 s.origin.name(),
                 s.checkpoint_hash().map(str::to_owned),
-                s.model.config().native_dim,
+                s.native_dim(),
+                s.format().name(),
             ),
-            None => (false, 0, 1, None, Origin::Fresh.name(), None, self.opts.native_dim),
+            None => (false, 1, None, Origin::Fresh.name(), None, self.opts.native_dim, "engram"),
         };
         StatusResult {
             trained,
-            training_pairs: pairs,
+            training_pairs: self.trainer.pairs(),
             model_version: version,
             last_trained: last,
             native_dimensions: self.opts.native_dim,
@@ -309,6 +310,7 @@ impl Server {
             checkpoint,
             model_native_dimensions: model_dim,
             training: self.trainer.busy(),
+            format: format.to_owned(),
         }
     }
 
@@ -318,22 +320,25 @@ impl Server {
             return Err(Error::params("candidate_ids", "cannot score an empty candidate set"));
         }
         let serving = self.slot.load();
-        let list = List::build(
-            &serving.model,
-            self.opts.native_dim,
-            SignetInputs {
-                context_embedding: p.context_embedding,
-                context_text: p.context_text,
-                n,
-                embeddings: p.candidate_embeddings.unwrap_or_default(),
-                texts: p.candidate_texts.unwrap_or_default(),
-                features: p.candidate_features.unwrap_or_default(),
-                project_slot: p.project_slot.unwrap_or(0),
-            },
-            shared::time::Ts::now(),
-            self.native.tz(),
-        )?;
-        let probs = softmax(&list.logits(&serving.model)?);
+        let inputs = SignetInputs {
+            context_embedding: p.context_embedding,
+            context_text: p.context_text,
+            n,
+            embeddings: p.candidate_embeddings.unwrap_or_default(),
+            texts: p.candidate_texts.unwrap_or_default(),
+            features: p.candidate_features.unwrap_or_default(),
+            project_slot: p.project_slot.unwrap_or(0),
+        };
+        let probs = match &serving.weights {
+            Weights::Engram(model) => {
+                let list = List::build(model, self.opts.native_dim, inputs, shared::time::Ts::now(), self.native.tz())?;
+                softmax(&list.logits(model)?)
+            }
+            Weights::Signet(model) => {
+                let logits = signet_logits(model, self.opts.native_dim, &inputs)?;
+                crate::signet::softmax64(&logits)
+            }
+        };
         if probs.iter().any(|p| !p.is_finite()) {
             return Err(Error::Panicked("the model produced non-finite scores".into()));
         }
@@ -373,9 +378,15 @@ impl Server {
             let path = PathBuf::from(&p.path);
             let result = guarded(|| {
                 let serving = slot.load();
-                let bytes = save(&serving, &path, flags_from_signet(p.flags.unwrap_or(0)))?;
-                tracing::info!(path = %path.display(), bytes, version = serving.version, "checkpoint saved");
-                Ok(SaveResult { saved: true, bytes, model_version: serving.version })
+                let saved = save(&serving, &path, p.flags.unwrap_or(0))?;
+                tracing::info!(path = %saved.path.display(), bytes = saved.bytes, version = serving.version, "checkpoint saved");
+                Ok(SaveResult {
+                    saved: true,
+                    bytes: saved.bytes,
+                    model_version: serving.version,
+                    path: saved.path.display().to_string(),
+                    format: serving.format().name().to_owned(),
+                })
             });
             let line = match result {
                 Ok(r) => encode_result(&id, &r),
@@ -415,7 +426,8 @@ impl Server {
     }
 }
 
-/// The first weights: the `--checkpoint` file if it loads, else the promoted
+/// The first weights: the `--checkpoint` file (or the newer one written
+/// beside it, see [`crate::serving`]) if it loads, else the promoted
 /// checkpoint, else fresh ones.
 fn initial_weights(
     checkpoint: Option<PathBuf>,
@@ -424,12 +436,14 @@ fn initial_weights(
     native_dim: usize,
 ) -> Serving {
     if let Some(path) = checkpoint {
-        match load_file(&path, native_dim) {
-            Ok(c) => {
-                tracing::info!(path = %path.display(), version = c.meta.model_version, "serving the checkpoint");
-                return Serving::from_checkpoint(c, Origin::Checkpoint(path));
+        match load_checkpoint(&path, native_dim) {
+            Some(s) => {
+                tracing::info!(path = %path.display(), version = s.version, format = s.format().name(), "serving the checkpoint");
+                return s;
             }
-            Err(e) => tracing::warn!(error = %e, "the checkpoint cannot be served; starting from other weights"),
+            None => {
+                tracing::warn!(path = %path.display(), "the checkpoint cannot be served; starting from other weights")
+            }
         }
     }
     if let (Some(hash), Some(paths)) = (promoted, paths) {

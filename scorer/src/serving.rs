@@ -10,6 +10,14 @@
 //! request; the file is only read when its inode, size or mtime changed) and
 //! loads the checkpoint it names, verifying its blake3 against its name and
 //! its internal checksum: a bad file is logged and the old weights keep serving.
+//!
+//! **Two formats.** The weights are Engram's model, or a Signet `SGPT` v1
+//! checkpoint given with `--checkpoint`, served as it is with Signet's own
+//! forward pass ([`Weights::Signet`]). [`save`] never overwrites a file that
+//! holds the other format (or anything else that is not ours): it writes
+//! beside it, `<path>.engram` or `<path>.sgpt`, and [`load_checkpoint`] serves
+//! the newest of `<path>` and those two. So a user can switch from Signet's
+//! sidecar to Engram's and back and lose neither side's weights.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -19,6 +27,7 @@ use std::thread::JoinHandle;
 
 use predictor::checkpoint::{self, Checkpoint, Flags, TrainingMeta};
 use predictor::model::{Model, ModelConfig};
+use predictor::signet::{SignetModel, decode_sgpt, encode_sgpt};
 use predictor::train::AdamState;
 use shared::models;
 use shared::paths::Paths;
@@ -54,19 +63,70 @@ impl Origin {
     }
 }
 
+/// The weights themselves, in one of the two architectures.
+#[derive(Clone, Debug)]
+pub enum Weights {
+    /// Engram's model.
+    Engram(Model),
+    /// Signet's model, read from an `SGPT` v1 file and scored exactly as its
+    /// sidecar scores (`predictor::signet`).
+    Signet(Arc<SignetModel>),
+}
+
+/// A checkpoint file's format, from its first bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Engram's (`ENGRMPRD`).
+    Engram,
+    /// Signet's `SGPT`.
+    Sgpt,
+    /// Anything else (including a file too short to tell).
+    Other,
+}
+
+impl Format {
+    /// The format of `bytes`.
+    pub fn of(bytes: &[u8]) -> Format {
+        if bytes.starts_with(&checkpoint::MAGIC) {
+            Format::Engram
+        } else if bytes.starts_with(b"SGPT") {
+            Format::Sgpt
+        } else {
+            Format::Other
+        }
+    }
+
+    /// The name `status` reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Engram => "engram",
+            Format::Sgpt => "signet-sgpt-v1",
+            Format::Other => "unknown",
+        }
+    }
+
+    /// The suffix of a file written beside one of another format.
+    fn suffix(self) -> &'static str {
+        match self {
+            Format::Sgpt => "sgpt",
+            _ => "engram",
+        }
+    }
+}
+
 /// One immutable set of serving weights with what `status` reports about them.
 #[derive(Clone, Debug)]
 pub struct Serving {
     /// The weights.
-    pub model: Model,
+    pub weights: Weights,
     /// Adam state matching them, when known (kept in saved checkpoints).
     pub optimizer: Option<AdamState>,
     /// Model version (persisted in checkpoints; +1 per published training).
     pub version: u64,
     /// Trained, or loaded from a checkpoint.
     pub trained: bool,
-    /// Lists trained on over the weights' life.
-    pub training_pairs: u64,
+    /// Lists trained on over the weights' life (kept in Engram checkpoints).
+    pub trained_lists: u64,
     /// Optimizer steps over the weights' life.
     pub steps: u64,
     /// When last trained (ms since the epoch).
@@ -82,11 +142,11 @@ impl Serving {
     pub fn fresh(native_dim: usize) -> Result<Serving> {
         let config = ModelConfig { native_dim, ..ModelConfig::default() };
         Ok(Serving {
-            model: Model::new(config, INIT_SEED)?,
+            weights: Weights::Engram(Model::new(config, INIT_SEED)?),
             optimizer: None,
             version: 1,
             trained: false,
-            training_pairs: 0,
+            trained_lists: 0,
             steps: 0,
             last_trained_ms: None,
             origin: Origin::Fresh,
@@ -98,11 +158,11 @@ impl Serving {
     pub fn from_checkpoint(ckpt: Checkpoint, origin: Origin) -> Serving {
         let meta = ckpt.meta;
         Serving {
-            model: ckpt.model,
+            weights: Weights::Engram(ckpt.model),
             optimizer: ckpt.optimizer,
             version: meta.model_version.max(1),
             trained: true,
-            training_pairs: meta.trained_lists,
+            trained_lists: meta.trained_lists,
             steps: meta.steps,
             last_trained_ms: (meta.timestamp_ms > 0).then_some(meta.timestamp_ms),
             origin,
@@ -110,19 +170,80 @@ impl Serving {
         }
     }
 
-    /// The checkpoint to save (weights, optimizer state, metadata).
-    pub fn to_checkpoint(&self, flags: Flags) -> Checkpoint {
+    /// Signet's weights from an `SGPT` file. They count as trained (Signet
+    /// writes the file after training; its own sidecar reports `false` after
+    /// loading, so its daemon never scores with them until it retrains), at
+    /// version 1 (the file has none; Signet reports its format version, 1),
+    /// last trained when the file was written.
+    pub fn from_sgpt(model: SignetModel, origin: Origin, written_ms: Option<i64>) -> Serving {
+        Serving {
+            weights: Weights::Signet(Arc::new(model)),
+            optimizer: None,
+            version: 1,
+            trained: true,
+            trained_lists: 0,
+            steps: 0,
+            last_trained_ms: written_ms,
+            origin,
+            generation: 0,
+        }
+    }
+
+    /// Engram's model, when the weights are Engram's.
+    pub fn engram(&self) -> Option<&Model> {
+        match &self.weights {
+            Weights::Engram(m) => Some(m),
+            Weights::Signet(_) => None,
+        }
+    }
+
+    /// The embedding size the weights use (0 = text only).
+    pub fn native_dim(&self) -> usize {
+        match &self.weights {
+            Weights::Engram(m) => m.config().native_dim,
+            Weights::Signet(m) => m.config.native_dim,
+        }
+    }
+
+    /// The format [`save`] writes these weights in.
+    pub fn format(&self) -> Format {
+        match &self.weights {
+            Weights::Engram(_) => Format::Engram,
+            Weights::Signet(_) => Format::Sgpt,
+        }
+    }
+
+    /// The checkpoint to save (weights, optimizer state, metadata), for Engram's weights.
+    pub fn to_checkpoint(&self, model: &Model, flags: Flags) -> Checkpoint {
         Checkpoint {
             flags,
-            model: self.model.clone(),
+            model: model.clone(),
             optimizer: self.optimizer.clone(),
             meta: TrainingMeta {
                 model_version: self.version,
                 steps: self.steps,
-                trained_lists: self.training_pairs,
+                trained_lists: self.trained_lists,
                 timestamp_ms: self.last_trained_ms.unwrap_or(0),
                 notes: format!("engram-scorer {}", env!("CARGO_PKG_VERSION")),
             },
+        }
+    }
+
+    /// The file bytes of these weights in their own format; `signet_flags` is
+    /// the caller's flags word (bit 0 pretrained base, bit 1 fine-tuned).
+    pub fn encode(&self, signet_flags: u32) -> Vec<u8> {
+        match &self.weights {
+            Weights::Engram(m) => {
+                checkpoint::encode(&self.to_checkpoint(
+                    m,
+                    Flags { pretrained_base: signet_flags & 1 != 0, fine_tuned: signet_flags & 2 != 0 },
+                ))
+            }
+            Weights::Signet(m) => {
+                let mut m = (**m).clone();
+                m.flags = signet_flags;
+                encode_sgpt(&m)
+            }
         }
     }
 
@@ -218,29 +339,108 @@ impl Slot {
     }
 }
 
-/// Loads an Engram checkpoint from any file (`--checkpoint`), checking its
-/// checksum and that its embedding size is `native_dim`.
-pub fn load_file(path: &Path, native_dim: usize) -> Result<Checkpoint> {
+/// Loads the weights of one file (`--checkpoint`), in either format: an
+/// Engram checkpoint (checksum verified) or a Signet `SGPT` v1 file, whose
+/// embedding size must be `native_dim`.
+pub fn load_file(path: &Path, native_dim: usize) -> Result<Serving> {
     let bytes = std::fs::read(path).map_err(|e| Error::io("read checkpoint", path, e))?;
-    if bytes.starts_with(b"SGPT") {
-        return Err(Error::params(
-            "checkpoint",
-            format!(
-                "{} is a Signet SGPT checkpoint: its architecture is not Engram's; \
-                 train_from_db will write an Engram checkpoint",
-                path.display()
-            ),
-        ));
-    }
-    let ckpt = checkpoint::decode(&bytes, None)?;
-    let found = ckpt.model.config().native_dim;
+    let origin = Origin::Checkpoint(path.to_path_buf());
+    let (serving, found) = match Format::of(&bytes) {
+        Format::Sgpt => {
+            let model = decode_sgpt(&bytes)?;
+            let found = model.config.native_dim;
+            (Serving::from_sgpt(model, origin, modified_ms(path)), found)
+        }
+        _ => {
+            let ckpt = checkpoint::decode(&bytes, None)?;
+            let found = ckpt.model.config().native_dim;
+            (Serving::from_checkpoint(ckpt, origin), found)
+        }
+    };
     if found != native_dim {
         return Err(Error::params(
             "checkpoint",
             format!("{} holds weights for {found}-dimensional embeddings, not {native_dim}", path.display()),
         ));
     }
-    Ok(ckpt)
+    Ok(serving)
+}
+
+fn modified_ms(path: &Path) -> Option<i64> {
+    let t = std::fs::metadata(path).ok()?.modified().ok()?;
+    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    i64::try_from(d.as_millis()).ok()
+}
+
+/// The file written beside `path` for weights of `format`.
+pub fn beside(path: &Path, format: Format) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".");
+    name.push(format.suffix());
+    PathBuf::from(name)
+}
+
+/// The files `--checkpoint path` may name, newest first: `path` itself and
+/// what [`save`] writes beside it (ties keep that order).
+pub fn checkpoint_files(path: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<(PathBuf, i64)> = [path.to_path_buf(), beside(path, Format::Engram), beside(path, Format::Sgpt)]
+        .into_iter()
+        .filter_map(|p| {
+            let meta = std::fs::metadata(&p).ok().filter(|m| m.is_file() && m.len() > 0)?;
+            let ms = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
+            Some((p, i64::try_from(ms).unwrap_or(i64::MAX)))
+        })
+        .collect();
+    files.sort_by_key(|f| std::cmp::Reverse(f.1));
+    files.into_iter().map(|(p, _)| p).collect()
+}
+
+/// Serves `--checkpoint path`: the newest loadable of [`checkpoint_files`];
+/// `None` when there is none (each failure is logged).
+pub fn load_checkpoint(path: &Path, native_dim: usize) -> Option<Serving> {
+    for file in checkpoint_files(path) {
+        match load_file(&file, native_dim) {
+            Ok(s) => return Some(s),
+            Err(e) => tracing::warn!(file = %file.display(), error = %e, "this checkpoint cannot be served"),
+        }
+    }
+    None
+}
+
+/// Where [`save`] writes weights of `format` asked for at `path`: `path`
+/// itself when it is absent, empty or already holds that format; otherwise
+/// beside it, so that a file of another format (Signet's `SGPT` at its
+/// daemon's `model.bin`, say) is never overwritten.
+pub fn save_target(path: &Path, format: Format) -> PathBuf {
+    use std::io::Read as _;
+    let mut head = [0u8; 8];
+    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
+    if n == 0 || Format::of(&head[..n]) == format { path.to_path_buf() } else { beside(path, format) }
+}
+
+/// What [`save`] wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Saved {
+    /// The file written (`path`, or the file beside it).
+    pub path: PathBuf,
+    /// Its size.
+    pub bytes: u64,
+}
+
+/// Writes `serving` in its own format at [`save_target`]`(path)`,
+/// atomically (temporary file in the same directory, fsync, rename,
+/// directory fsync).
+pub fn save(serving: &Serving, path: &Path, signet_flags: u32) -> Result<Saved> {
+    let bytes = serving.encode(signet_flags);
+    let target = save_target(path, serving.format());
+    if target != path {
+        tracing::info!(
+            asked = %path.display(), written = %target.display(),
+            "the file holds another format: kept, and the weights written beside it"
+        );
+    }
+    shared::fsutil::atomic_write(&target, &bytes).map_err(|e| Error::io("write checkpoint", &target, e))?;
+    Ok(Saved { path: target, bytes: bytes.len() as u64 })
 }
 
 /// Identity of the pointer file as last seen.
@@ -351,7 +551,7 @@ mod tests {
         let h1 = models::write_checkpoint(&paths, &tiny_checkpoint(3)).unwrap();
         models::promote(&paths, &h1).unwrap();
         let s = watch.poll().unwrap().unwrap();
-        assert_eq!((s.version, s.trained, s.training_pairs), (3, true, 7));
+        assert_eq!((s.version, s.trained, s.trained_lists), (3, true, 7));
         assert_eq!(s.checkpoint_hash(), Some(h1.as_str()));
         assert_eq!(s.last_trained().as_deref(), Some("2023-11-14T22:13:20Z"));
         assert!(watch.poll().is_none(), "unchanged pointer");
@@ -371,14 +571,78 @@ mod tests {
     }
 
     #[test]
-    fn signet_and_mismatched_checkpoints_are_refused_by_name() {
+    fn sgpt_files_load_and_mismatched_ones_are_refused_by_name() {
+        use predictor::signet::{SignetConfig, SignetModel};
         let dir = tempfile::tempdir().unwrap();
         let sgpt = dir.path().join("model.bin");
         std::fs::write(&sgpt, b"SGPT\x01\x00\x00\x00").unwrap();
-        assert!(load_file(&sgpt, 768).unwrap_err().to_string().contains("Signet"));
+        assert!(load_file(&sgpt, 768).unwrap_err().to_string().contains("SGPT"), "a truncated SGPT file");
+        let m = SignetModel::seeded(SignetConfig { hash_buckets: 64, ..SignetConfig::with_native_dim(8) }, 3);
+        std::fs::write(&sgpt, encode_sgpt(&m)).unwrap();
+        let s = load_file(&sgpt, 8).unwrap();
+        assert!(s.trained && s.version == 1 && s.engram().is_none() && s.format() == Format::Sgpt);
+        assert!(load_file(&sgpt, 768).unwrap_err().to_string().contains("8-dimensional"));
         let ours = dir.path().join("ours.ckpt");
         std::fs::write(&ours, tiny_checkpoint(2)).unwrap();
         assert!(load_file(&ours, 768).unwrap_err().to_string().contains("0-dimensional"));
-        assert_eq!(load_file(&ours, 0).unwrap().meta.model_version, 2);
+        assert_eq!(load_file(&ours, 0).unwrap().version, 2);
+    }
+
+    #[test]
+    fn saving_never_overwrites_a_file_of_another_format() {
+        use predictor::signet::{SignetConfig, SignetModel};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("model.bin");
+        let signet = SignetModel::seeded(SignetConfig { hash_buckets: 64, ..SignetConfig::with_native_dim(4) }, 9);
+        let signet_bytes = encode_sgpt(&signet);
+        std::fs::write(&path, &signet_bytes).unwrap();
+        // Engram weights asked to go to Signet's file: written beside it.
+        let engram = Serving::fresh(4).unwrap();
+        let saved = save(&engram, &path, 0).unwrap();
+        assert_eq!(saved.path, beside(&path, Format::Engram));
+        assert_eq!(std::fs::read(&path).unwrap(), signet_bytes, "Signet's file is untouched");
+        // Saved again: the Engram file beside it is replaced, Signet's still kept.
+        assert_eq!(save(&engram, &path, 2).unwrap().path, beside(&path, Format::Engram));
+        assert_eq!(std::fs::read(&path).unwrap(), signet_bytes);
+        // Signet weights go to Signet's file (same format) …
+        let served = load_file(&path, 4).unwrap();
+        assert_eq!(save(&served, &path, 0).unwrap().path, path);
+        assert_eq!(std::fs::read(&path).unwrap(), signet_bytes, "same weights, same bytes");
+        // … and beside an Engram file, never over it.
+        let other = dir.path().join("engram.ckpt");
+        save(&engram, &other, 0).unwrap();
+        let before = std::fs::read(&other).unwrap();
+        assert_eq!(save(&served, &other, 0).unwrap().path, beside(&other, Format::Sgpt));
+        assert_eq!(std::fs::read(&other).unwrap(), before);
+        // A file that is neither is kept too.
+        let notes = dir.path().join("notes.txt");
+        std::fs::write(&notes, "mine").unwrap();
+        assert_eq!(save(&engram, &notes, 0).unwrap().path, beside(&notes, Format::Engram));
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), "mine");
+    }
+
+    #[test]
+    fn the_newest_of_a_checkpoint_and_the_files_beside_it_serves() {
+        use predictor::signet::{SignetConfig, SignetModel};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("model.bin");
+        assert!(load_checkpoint(&path, 4).is_none());
+        let signet = SignetModel::seeded(SignetConfig { hash_buckets: 64, ..SignetConfig::with_native_dim(4) }, 9);
+        std::fs::write(&path, encode_sgpt(&signet)).unwrap();
+        assert_eq!(load_checkpoint(&path, 4).unwrap().format(), Format::Sgpt);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut trained = Serving::fresh(4).unwrap();
+        trained.version = 5;
+        save(&trained, &path, 0).unwrap();
+        let s = load_checkpoint(&path, 4).unwrap();
+        assert_eq!((s.format(), s.version), (Format::Engram, 5), "Engram's later weights beside it serve");
+        // Signet trained again afterwards and rewrote its file: its weights are the newest.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&path, encode_sgpt(&signet)).unwrap();
+        assert_eq!(load_checkpoint(&path, 4).unwrap().format(), Format::Sgpt);
+        // A damaged newest file falls back to the next one.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&path, b"SGPT garbage").unwrap();
+        assert_eq!(load_checkpoint(&path, 4).unwrap().format(), Format::Engram);
     }
 }

@@ -1,5 +1,7 @@
 //! Signet compatibility: its 17 feature values mapped onto Engram's signals,
-//! and the lists `score` and `train` build from Signet-shaped params.
+//! the lists `score` and `train` build from Signet-shaped params, and
+//! [`signet_logits`], which scores those params with Signet's own weights
+//! (an `SGPT` checkpoint) exactly as its sidecar does.
 //!
 //! # Feature mapping (reference §3 order)
 //!
@@ -41,6 +43,7 @@ use std::f32::consts::TAU;
 use predictor::baseline::effective_score;
 use predictor::features::{CandidateSignals, SessionSignals};
 use predictor::model::{Candidate, Model, Query};
+use predictor::signet::{SignetCandidate, SignetModel};
 use predictor::tokenizer::{fnv1a64, token_ids};
 use shared::time::Ts;
 
@@ -113,7 +116,7 @@ pub fn session_signals(row: Option<&[f32]>, project_slot: u64, now: Ts, tz: &jif
 }
 
 /// Signet-shaped inputs of one list, before validation.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct SignetInputs {
     /// Query embedding.
     pub context_embedding: Option<Vec<f32>>,
@@ -159,6 +162,94 @@ fn check_finite(field: impl Fn() -> String, values: &[f32]) -> Result<()> {
     }
 }
 
+/// Checks Signet-shaped inputs against the protocol's `native_dim`: one row
+/// per candidate (or none) in each list, a context embedding of `native_dim`
+/// values, 17-value feature rows, finite numbers everywhere they are used
+/// (an embedding row of another length means "no embedding", as in Signet).
+pub fn validate(inputs: &SignetInputs, native_dim: usize) -> Result<()> {
+    let n = inputs.n;
+    check_len("candidate_embeddings", inputs.embeddings.len(), n)?;
+    check_len("candidate_texts", inputs.texts.len(), n)?;
+    check_len("candidate_features", inputs.features.len(), n)?;
+    if let Some(e) = &inputs.context_embedding {
+        if e.len() != native_dim {
+            return Err(Error::params(
+                "context_embedding",
+                format!("expected {native_dim} values (--native-dim), got {}", e.len()),
+            ));
+        }
+        check_finite(|| "context_embedding".into(), e)?;
+    }
+    for (i, row) in inputs.features.iter().enumerate() {
+        if let Some(row) = row {
+            if row.len() != SIGNET_FEATURES {
+                return Err(Error::params(
+                    format!("candidate_features[{i}]"),
+                    format!("expected {SIGNET_FEATURES} values, got {}", row.len()),
+                ));
+            }
+            check_finite(|| format!("candidate_features[{i}]"), row)?;
+        }
+    }
+    for (i, e) in inputs.embeddings.iter().enumerate() {
+        if let Some(v) = e.as_ref().filter(|v| v.len() == native_dim) {
+            check_finite(|| format!("candidate_embeddings[{i}]"), v)?;
+        }
+    }
+    Ok(())
+}
+
+/// The mean of the usable rows, the stand-in of a candidate with no content
+/// (see the module documentation).
+fn mean_row<'a>(rows: impl Iterator<Item = &'a Vec<f32>>, dim: usize) -> Option<Vec<f32>> {
+    let mut mean = vec![0.0f32; dim];
+    let mut k = 0usize;
+    for v in rows {
+        for (m, x) in mean.iter_mut().zip(v.iter()) {
+            *m += x;
+        }
+        k += 1;
+    }
+    (k > 0).then(|| {
+        mean.iter_mut().for_each(|m| *m /= k as f32);
+        mean
+    })
+}
+
+/// Logits of Signet's own model for `inputs` (validated as [`validate`]
+/// does), computed exactly as its sidecar computes them (reference §3), with
+/// what Signet refuses made usable: a missing context embedding is zeros (no
+/// similarity term), a candidate with neither a usable embedding nor a text
+/// gets the mean of the list's usable embeddings (else an empty text, which
+/// encodes to zeros), a missing feature row is zeros (as in Signet).
+pub fn signet_logits(model: &SignetModel, native_dim: usize, inputs: &SignetInputs) -> Result<Vec<f64>> {
+    validate(inputs, native_dim)?;
+    let dim = model.config.native_dim;
+    let wide = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<f64>>();
+    let context = inputs.context_embedding.as_deref().filter(|e| e.len() == dim).map_or(vec![0.0; dim], wide);
+    let usable = |i: usize| inputs.embeddings.get(i).and_then(Option::as_ref).filter(|v| v.len() == dim);
+    let text = |i: usize| inputs.texts.get(i).and_then(Option::as_deref);
+    let stand_in = mean_row((0..inputs.n).filter_map(usable), dim).map(|m| wide(&m));
+    let embeddings: Vec<Option<Vec<f64>>> = (0..inputs.n)
+        .map(|i| match usable(i) {
+            Some(v) => Some(wide(v)),
+            None if text(i).is_none() => stand_in.clone(),
+            None => None,
+        })
+        .collect();
+    let features: Vec<Option<Vec<f64>>> =
+        (0..inputs.n).map(|i| inputs.features.get(i).and_then(Option::as_deref).map(wide)).collect();
+    let candidates: Vec<SignetCandidate<'_>> = (0..inputs.n)
+        .map(|i| SignetCandidate {
+            embedding: embeddings[i].as_deref(),
+            text: text(i).or(embeddings[i].is_none().then_some("")),
+            features: features[i].as_deref(),
+        })
+        .collect();
+    let slot = usize::try_from(inputs.project_slot).unwrap_or(usize::MAX);
+    Ok(model.logits(&context, &candidates, slot)?)
+}
+
 impl List {
     /// Validates `inputs` against the protocol's `native_dim` and builds the
     /// model inputs (see the module documentation).
@@ -169,46 +260,20 @@ impl List {
         now: Ts,
         tz: &jiff::tz::TimeZone,
     ) -> Result<List> {
+        validate(&inputs, native_dim)?;
         let cfg = *model.config();
         let n = inputs.n;
-        check_len("candidate_embeddings", inputs.embeddings.len(), n)?;
-        check_len("candidate_texts", inputs.texts.len(), n)?;
-        check_len("candidate_features", inputs.features.len(), n)?;
         let usable = |len: usize| cfg.native_dim > 0 && len == cfg.native_dim && len == native_dim;
-        let query_embedding = match inputs.context_embedding {
-            Some(e) if e.len() != native_dim => {
-                return Err(Error::params(
-                    "context_embedding",
-                    format!("expected {native_dim} values (--native-dim), got {}", e.len()),
-                ));
-            }
-            Some(e) => {
-                check_finite(|| "context_embedding".into(), &e)?;
-                usable(e.len()).then_some(e)
-            }
-            None => None,
-        };
+        let query_embedding = inputs.context_embedding.filter(|e| usable(e.len()));
         let query_tokens = inputs.context_text.as_deref().map(|t| token_ids(t, cfg.hash_buckets)).unwrap_or_default();
-        for (i, row) in inputs.features.iter().enumerate() {
-            if let Some(row) = row {
-                if row.len() != SIGNET_FEATURES {
-                    return Err(Error::params(
-                        format!("candidate_features[{i}]"),
-                        format!("expected {SIGNET_FEATURES} values, got {}", row.len()),
-                    ));
-                }
-                check_finite(|| format!("candidate_features[{i}]"), row)?;
-            }
-        }
         let session_row = inputs.features.iter().flatten().map(Vec::as_slice).find(|f| has_time(f));
         let session = session_signals(session_row, inputs.project_slot, now, tz);
         let mut embeddings: Vec<Option<Vec<f32>>> =
             if inputs.embeddings.is_empty() { vec![None; n] } else { inputs.embeddings };
-        for (i, e) in embeddings.iter_mut().enumerate() {
-            match e {
-                Some(v) if usable(v.len()) => check_finite(|| format!("candidate_embeddings[{i}]"), v)?,
-                // Signet: a row of another length means "no embedding".
-                _ => *e = None,
+        for e in &mut embeddings {
+            // Signet: a row of another length means "no embedding".
+            if !e.as_ref().is_some_and(|v| usable(v.len())) {
+                *e = None;
             }
         }
         let mut tokens: Vec<Vec<u32>> = vec![Vec::new(); n];
@@ -227,22 +292,12 @@ impl List {
         let empty: Vec<bool> = (0..n).map(|i| embeddings[i].is_none() && tokens[i].is_empty()).collect();
         let mut stand_in = None;
         if empty.iter().any(|&e| e) {
-            let present: Vec<&Vec<f32>> = embeddings.iter().flatten().collect();
-            if present.is_empty() {
+            stand_in = mean_row(embeddings.iter().flatten(), cfg.native_dim);
+            if stand_in.is_none() {
                 let token = no_content_token(cfg.hash_buckets);
                 for (t, _) in tokens.iter_mut().zip(&empty).filter(|(_, e)| **e) {
                     t.push(token);
                 }
-            } else {
-                let mut mean = vec![0.0f32; cfg.native_dim];
-                for v in &present {
-                    for (m, x) in mean.iter_mut().zip(v.iter()) {
-                        *m += x;
-                    }
-                }
-                let k = present.len() as f32;
-                mean.iter_mut().for_each(|m| *m /= k);
-                stand_in = Some(mean);
             }
         }
         let uses_stand_in = if stand_in.is_some() { empty } else { vec![false; n] };
@@ -278,8 +333,13 @@ impl List {
 
 /// Softmax of `logits` in f64 (what Signet returns as `score`).
 pub fn softmax(logits: &[f32]) -> Vec<f64> {
-    let max = logits.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
-    let e: Vec<f64> = logits.iter().map(|&v| (f64::from(v) - max).exp()).collect();
+    softmax64(&logits.iter().map(|&v| f64::from(v)).collect::<Vec<f64>>())
+}
+
+/// Softmax of f64 logits (Signet's weights score in f64).
+pub fn softmax64(logits: &[f64]) -> Vec<f64> {
+    let max = logits.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v));
+    let e: Vec<f64> = logits.iter().map(|&v| (v - max).exp()).collect();
     let s: f64 = e.iter().sum();
     e.into_iter().map(|v| v / s).collect()
 }

@@ -6,12 +6,22 @@
 //! canary split (Signet's: the 10 newest sessions, or every session when
 //! there are 10 or fewer): the last epoch's loss is finite, the canary score
 //! variance is above zero and, when trained weights were serving, the canary
-//! top-5 overlap with them is at least 60% and the canary NDCG@10 is not
-//! lower than theirs by more than 0.15. Weights that fail a gate are
-//! discarded: the old ones keep serving and no checkpoint is written (the
-//! peer serves them anyway). A run stops early at shutdown or when it
+//! NDCG@10 is not lower than theirs by more than 0.15 and (when they are
+//! Engram's: the top 5 of another architecture says nothing about forgetting)
+//! the canary top-5 overlap with them is at least 60%. Weights that fail a
+//! gate are discarded: the old ones keep serving and no checkpoint is written
+//! (the peer serves them anyway). A run stops early at shutdown or when it
 //! exceeds its time budget (25 s by default, inside the daemon's 30 s RPC
 //! timeout); the epochs done so far are kept and gated.
+//!
+//! **Counters mean what Signet's mean.** `step` is the optimizer steps taken
+//! in this process, one per list (batches of one list, as Signet's); status's
+//! `training_pairs` is the sessions trained on in this process (for `train`,
+//! the labels, as Signet counts them); `loss` is the mean over the last
+//! epoch's lists of `KL(softmax(labels/T) ‖ softmax(logits/T))` in nats, at
+//! the request's temperature (default 0.5), each list weighted by its
+//! scorer's confidence. Signet's SGPT weights never train here: training
+//! starts from fresh Engram weights and replaces them only through the gates.
 
 pub use shared::logging::panic_message;
 use std::path::Path;
@@ -21,7 +31,6 @@ use std::sync::mpsc::{self, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use predictor::checkpoint::{self, Flags};
 use predictor::metrics::ndcg_at_k;
 use predictor::model::Model;
 use predictor::train::{AdamParams, AdamState, Averaging, Sample, TrainConfig, clip_gradients};
@@ -30,8 +39,8 @@ use shared::time::Ts;
 
 use crate::error::{Error, Result};
 use crate::protocol::{TrainFromDbParams, TrainFromDbResult, TrainParams, TrainResult};
-use crate::serving::{Origin, Serving, Slot};
-use crate::signet::{List, SignetInputs, order_desc, softmax};
+use crate::serving::{Origin, Serving, Slot, Weights, save};
+use crate::signet::{List, SignetInputs, order_desc, signet_logits, softmax, softmax64};
 
 /// Sessions held out as the canary (Signet's choice).
 pub const CANARY_SESSIONS: usize = 10;
@@ -61,6 +70,8 @@ pub struct TrainingContext {
     pub busy: Arc<AtomicBool>,
     /// Optimizer steps taken in this process.
     pub steps: Arc<AtomicU64>,
+    /// Sessions (for `train`, labels) trained on in this process.
+    pub pairs: Arc<AtomicU64>,
 }
 
 /// A queued training request.
@@ -124,6 +135,11 @@ impl Trainer {
         self.ctx.busy.load(Ordering::SeqCst)
     }
 
+    /// Sessions (for `train`, labels) trained on in this process (status's `training_pairs`).
+    pub fn pairs(&self) -> u64 {
+        self.ctx.pairs.load(Ordering::SeqCst)
+    }
+
     /// Stops the job in hand at its next check and refuses queued ones.
     pub fn cancel(&self) {
         self.ctx.cancel.store(true, Ordering::SeqCst);
@@ -176,19 +192,31 @@ pub fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     }
 }
 
-/// The weights training starts from: the serving ones when they fit the
-/// protocol's embedding size, else fresh ones (with their lineage reset).
-fn starting_point(ctx: &TrainingContext, serving: &Serving) -> Result<Serving> {
-    if serving.model.config().native_dim == ctx.native_dim {
-        Ok(serving.clone())
-    } else {
-        tracing::info!(
-            serving = serving.model.config().native_dim,
-            native_dim = ctx.native_dim,
-            "the serving weights use another embedding size; training fresh weights"
-        );
-        Serving::fresh(ctx.native_dim)
+/// The weights training starts from, and Engram's model in them: the
+/// serving ones when they are Engram's and fit the protocol's embedding
+/// size, else fresh ones (with their lineage reset).
+fn starting_point(ctx: &TrainingContext, serving: &Serving) -> Result<(Serving, Model)> {
+    match &serving.weights {
+        Weights::Engram(m) if m.config().native_dim == ctx.native_dim => Ok((serving.clone(), m.clone())),
+        Weights::Engram(m) => {
+            tracing::info!(
+                serving = m.config().native_dim,
+                native_dim = ctx.native_dim,
+                "the serving weights use another embedding size; training fresh weights"
+            );
+            fresh_start(ctx)
+        }
+        Weights::Signet(_) => {
+            tracing::info!("Signet's SGPT weights are serving; training fresh Engram weights to replace them");
+            fresh_start(ctx)
+        }
     }
+}
+
+fn fresh_start(ctx: &TrainingContext) -> Result<(Serving, Model)> {
+    let fresh = Serving::fresh(ctx.native_dim)?;
+    let model = fresh.engram().cloned().unwrap_or_else(|| unreachable!("fresh weights are Engram's"));
+    Ok((fresh, model))
 }
 
 fn temperature(t: Option<f64>) -> Result<f32> {
@@ -216,9 +244,16 @@ pub fn train(ctx: &TrainingContext, p: TrainParams) -> Result<TrainResult> {
     }
     let t = temperature(p.temperature)?;
     let serving = ctx.slot.load();
-    let mut next = starting_point(ctx, &serving)?;
+    if matches!(serving.weights, Weights::Signet(_)) {
+        return Err(Error::Refused(
+            "Signet's SGPT weights are serving and are not trained here: one step from fresh weights \
+             would replace them; use train_from_db, whose gates decide the switch"
+                .into(),
+        ));
+    }
+    let (mut next, mut model) = starting_point(ctx, &serving)?;
     let list = List::build(
-        &next.model,
+        &model,
         ctx.native_dim,
         SignetInputs {
             context_embedding: p.context_embedding,
@@ -232,19 +267,17 @@ pub fn train(ctx: &TrainingContext, p: TrainParams) -> Result<TrainResult> {
         Ts::now(),
         &ctx.tz,
     )?;
-    let (loss, mut grads) = next.model.loss_and_gradients(&list.query(), &list.candidates(), &p.labels, t, 1.0)?;
+    let (loss, mut grads) = model.loss_and_gradients(&list.query(), &list.candidates(), &p.labels, t, 1.0)?;
     let norm = clip_gradients(&mut grads, CLIP_NORM);
     if loss.is_finite() && norm.is_finite() {
-        if next.optimizer.is_none() {
-            next.optimizer = Some(AdamState::new(&next.model));
-        }
-        if let Some(opt) = next.optimizer.as_mut() {
-            opt.apply(&mut next.model, &grads, &AdamParams::default());
-        }
+        let opt = next.optimizer.get_or_insert_with(|| AdamState::new(&model));
+        opt.apply(&mut model, &grads, &AdamParams::default());
+        next.weights = Weights::Engram(model);
         let step = ctx.steps.fetch_add(1, Ordering::SeqCst) + 1;
+        ctx.pairs.fetch_add(p.labels.len() as u64, Ordering::SeqCst);
         next.version += 1;
         next.trained = true;
-        next.training_pairs += 1;
+        next.trained_lists += 1;
         next.steps += 1;
         next.last_trained_ms = Some(Ts::now().millis());
         next.origin = Origin::Trained;
@@ -271,6 +304,25 @@ fn canary_scores(model: &Model, canary: &[Sample]) -> Result<CanaryScores> {
         probs.push(softmax(&model.score(&s.query.as_query(), &cands)?));
     }
     Ok(CanaryScores { probs })
+}
+
+/// Canary scores of the serving weights, in their own architecture.
+fn serving_canary_scores(
+    weights: &Weights,
+    native_dim: usize,
+    canary: &[Sample],
+    inputs: &[SignetInputs],
+) -> Result<CanaryScores> {
+    match weights {
+        Weights::Engram(model) => canary_scores(model, canary),
+        Weights::Signet(model) => {
+            let probs = inputs
+                .iter()
+                .map(|i| signet_logits(model, native_dim, i).map(|z| softmax64(&z)))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(CanaryScores { probs })
+        }
+    }
 }
 
 fn top5_overlap(before: &CanaryScores, after: &CanaryScores) -> f64 {
@@ -324,15 +376,18 @@ pub fn train_from_db(ctx: &TrainingContext, p: TrainFromDbParams) -> Result<Trai
     let epochs = usize::try_from(p.epochs.unwrap_or(3)).unwrap_or(usize::MAX).min(1000);
     let limit = p.limit.unwrap_or(5000);
     let serving = ctx.slot.load();
-    let mut next = starting_point(ctx, &serving)?;
-    let before_trained = next.trained;
-    let lists =
-        crate::db::read_lists(Path::new(&p.db_path), &next.model, ctx.native_dim, limit, min_confidence, &ctx.tz)?;
+    let (mut next, mut model) = starting_point(ctx, &serving)?;
+    // Gates against the serving weights apply when they are trained ones.
+    let before_trained = serving.trained;
+    let same_architecture = serving.engram().is_some();
+    let lists = crate::db::read_lists(Path::new(&p.db_path), &model, ctx.native_dim, limit, min_confidence, &ctx.tz)?;
     let mut samples = lists.samples;
+    let mut inputs = lists.inputs;
     let (canary, train): (Vec<Sample>, Vec<Sample>) = if samples.len() <= CANARY_SESSIONS {
         (samples.clone(), samples)
     } else {
         let rest = samples.split_off(CANARY_SESSIONS);
+        inputs.truncate(CANARY_SESSIONS);
         (samples, rest)
     };
     let mut result = TrainFromDbResult {
@@ -351,28 +406,41 @@ pub fn train_from_db(ctx: &TrainingContext, p: TrainFromDbParams) -> Result<Trai
         canary_ndcg: None,
         canary_ndcg_before: None,
         model_version: serving.version,
+        checkpoint_file: None,
     };
     if train.is_empty() {
         result.failure = Some("no qualifying session with candidates".into());
         result.duration_ms = started.elapsed().as_millis() as u64;
         return Ok(result);
     }
-    let before = canary_scores(&next.model, &canary)?;
-    let mut opt = next.optimizer.take().unwrap_or_else(|| AdamState::new(&next.model));
-    // The last epoch's weights, as Signet's `train` keeps them: this path has
-    // no validation split to show that a mean of epochs is better here.
-    let cfg = TrainConfig { epochs, temperature: t, seed: 0x5eed, averaging: Averaging::Off, ..TrainConfig::default() };
+    let before = serving_canary_scores(&serving.weights, ctx.native_dim, &canary, &inputs)?;
+    let mut opt = next.optimizer.take().unwrap_or_else(|| AdamState::new(&model));
+    // Signet's schedule: one list per step (so `step` counts what Signet's
+    // counts), one temperature for every list, the last epoch's weights (this
+    // path has no validation split to show that a mean of epochs is better).
+    let cfg = TrainConfig {
+        epochs,
+        batch_size: 1,
+        temperature: t,
+        low_spread_temperature: t,
+        seed: 0x5eed,
+        averaging: Averaging::Off,
+        ..TrainConfig::default()
+    };
     let budget = ctx.budget;
     let cancel = Arc::clone(&ctx.cancel);
-    let report = predictor::train::train(&mut next.model, &mut opt, &train, &[], &cfg, &mut || {
+    let report = predictor::train::train(&mut model, &mut opt, &train, &[], &cfg, &mut || {
         cancel.load(Ordering::SeqCst) || started.elapsed() > budget
     })?;
     if ctx.cancel.load(Ordering::SeqCst) {
         return Err(Error::Cancelled);
     }
     result.step = ctx.steps.fetch_add(report.steps, Ordering::SeqCst) + report.steps;
+    if report.steps > 0 {
+        ctx.pairs.fetch_add(train.len() as u64, Ordering::SeqCst);
+    }
     result.loss = report.epochs.last().map_or(0.0, |e| f64::from(e.train_loss));
-    let after = canary_scores(&next.model, &canary)?;
+    let after = canary_scores(&model, &canary)?;
     result.canary_score_variance = pooled_variance(&after);
     result.canary_topk_stability = top5_overlap(&before, &after);
     result.canary_ndcg = mean_ndcg(&after, &canary);
@@ -389,7 +457,7 @@ pub fn train_from_db(ctx: &TrainingContext, p: TrainFromDbParams) -> Result<Trai
         failures.push("the canary score variance is 0".to_owned());
     }
     if before_trained {
-        if result.canary_topk_stability < MIN_TOP5_OVERLAP {
+        if same_architecture && result.canary_topk_stability < MIN_TOP5_OVERLAP {
             failures.push(format!(
                 "canary top-5 overlap with the serving weights is {:.2}, below {MIN_TOP5_OVERLAP}",
                 result.canary_topk_stability
@@ -409,10 +477,11 @@ pub fn train_from_db(ctx: &TrainingContext, p: TrainFromDbParams) -> Result<Trai
         result.duration_ms = started.elapsed().as_millis() as u64;
         return Ok(result);
     }
+    next.weights = Weights::Engram(model);
     next.optimizer = Some(opt);
-    next.version += 1;
+    next.version = serving.version + 1;
     next.trained = true;
-    next.training_pairs += report.trained_lists;
+    next.trained_lists += report.trained_lists;
     next.steps += report.steps;
     next.last_trained_ms = Some(Ts::now().millis());
     next.origin = Origin::Trained;
@@ -422,8 +491,11 @@ pub fn train_from_db(ctx: &TrainingContext, p: TrainFromDbParams) -> Result<Trai
             result.model_version = published.version;
             tracing::info!(version = published.version, steps = report.steps, "published newly trained weights");
             if let Some(path) = p.checkpoint_path.as_deref() {
-                match save(&published, Path::new(path), Flags { pretrained_base: false, fine_tuned: true }) {
-                    Ok(_) => result.checkpoint_saved = true,
+                match save(&published, Path::new(path), FINE_TUNED) {
+                    Ok(saved) => {
+                        result.checkpoint_saved = true;
+                        result.checkpoint_file = Some(saved.path.display().to_string());
+                    }
                     Err(e) => {
                         tracing::error!(error = %e, "could not write the checkpoint");
                         result.failure = Some(format!("checkpoint not written: {e}"));
@@ -439,15 +511,5 @@ pub fn train_from_db(ctx: &TrainingContext, p: TrainFromDbParams) -> Result<Trai
     Ok(result)
 }
 
-/// Writes `serving` as an Engram checkpoint at `path`, atomically (temporary
-/// file in the same directory, fsync, rename, directory fsync). Returns the size.
-pub fn save(serving: &Serving, path: &Path, flags: Flags) -> Result<u64> {
-    let bytes = checkpoint::encode(&serving.to_checkpoint(flags));
-    shared::fsutil::atomic_write(path, &bytes).map_err(|e| Error::io("write checkpoint", path, e))?;
-    Ok(bytes.len() as u64)
-}
-
-/// Signet's `flags` word as Engram flags (bit 0 pretrained base, bit 1 fine-tuned).
-pub fn flags_from_signet(bits: u32) -> Flags {
-    Flags { pretrained_base: bits & 1 != 0, fine_tuned: bits & 2 != 0 }
-}
+/// Signet's flags word of weights fine-tuned on the user's data (bit 1).
+const FINE_TUNED: u32 = 2;

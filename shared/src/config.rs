@@ -54,10 +54,6 @@ pub struct PredictorConfig {
     pub train_interval_sessions: u32,
     /// Scored sessions needed before the predictor may influence injection.
     pub min_training_sessions: u32,
-    /// A score request slower than this falls back to the baseline.
-    pub score_timeout_ms: u64,
-    /// Disable the predictor after this many crashes in an hour.
-    pub crash_disable_threshold: u32,
     /// The RRF constant k.
     pub rrf_k: f32,
     /// Probability of an exploration slot per ranking.
@@ -68,6 +64,13 @@ pub struct PredictorConfig {
     pub max_training_seconds: u64,
     /// Candidate pool size after pre-filtering.
     pub candidate_pool_size: usize,
+    // Unattended learning (issue 16): when the hooks start `engram-trainer run`.
+    /// Start `engram-trainer run` from the hooks when it is due (see `auto_train_*`).
+    pub auto_train: bool,
+    /// Ended sessions not yet labelled before the hooks start a run.
+    pub auto_train_min_sessions: u32,
+    /// Least time between two runs the hooks start, in minutes.
+    pub auto_train_interval_minutes: u64,
 }
 
 impl Default for PredictorConfig {
@@ -76,13 +79,14 @@ impl Default for PredictorConfig {
             enabled: true,
             train_interval_sessions: 10,
             min_training_sessions: 10,
-            score_timeout_ms: 120,
-            crash_disable_threshold: 3,
             rrf_k: 12.0,
             exploration_rate: 0.05,
             drift_reset_window: 10,
             max_training_seconds: 30,
             candidate_pool_size: 100,
+            auto_train: true,
+            auto_train_min_sessions: 1,
+            auto_train_interval_minutes: 10,
         }
     }
 }

@@ -246,6 +246,9 @@ bodies! {
     // Environment model (shared::env): projects, stacks, tags.
     /// What environment detection found for a session's working directory.
     "env.detected" => EnvDetected(EnvDetected),
+    // Provenance (seed 003).
+    /// A "why this code exists" note was put into a session before an edit.
+    "provenance.noted" => ProvenanceNoted(ProvenanceNoted),
 }
 
 impl Serialize for Event {
@@ -564,6 +567,13 @@ pub struct CodeEdit {
     /// The tool call that made the edit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+    /// The replaced text (what `before_hash` hashes), for provenance: its
+    /// fingerprints, tombstones and lineage. Absent for excluded paths.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before_text: Option<String>,
+    /// The written text (what `after_hash` hashes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_text: Option<String>,
 }
 
 /// `span.link`.
@@ -1050,6 +1060,27 @@ pub struct EnvDetected {
     pub stack: Vec<String>,
     /// The environment's tags (sorted, unique).
     pub tags: Vec<String>,
+}
+
+// ---------------------------------------------------------------------------
+// Provenance (seed 003)
+// ---------------------------------------------------------------------------
+
+/// `provenance.noted`: before an edit in this event's session, the agent
+/// was told which earlier session produced the code about to change (at
+/// most once per session, source session and file).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProvenanceNoted {
+    /// The session named in the note.
+    pub source_session: SessionKey,
+    /// The file about to change, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The evidence's confidence.
+    pub confidence: f32,
+    /// Characters injected.
+    pub chars: u32,
 }
 
 fn is_zero(x: &u64) -> bool {

@@ -1,6 +1,7 @@
 //! Infrastructure shared by the Engram binaries: the event schema, the tape
 //! log, the SQLite projection, JSON-RPC framing, configuration and paths.
 
+pub mod autotrain;
 pub mod base64;
 pub mod config;
 pub mod env;
@@ -16,6 +17,7 @@ pub mod logging;
 pub mod memory_ops;
 pub mod models;
 pub mod paths;
+pub mod provenance;
 pub mod rank;
 pub mod redact;
 pub mod rpc;

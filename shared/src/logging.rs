@@ -17,12 +17,21 @@ fn filter(default: &str) -> EnvFilter {
     EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new(default))
 }
 
+/// Whether log lines on stderr may carry colour codes: only when stderr is a
+/// terminal and `NO_COLOR` is unset (a daemon that reads our stderr through a
+/// pipe logs it verbatim).
+pub fn stderr_colours() -> bool {
+    use std::io::IsTerminal as _;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 /// Logs to stderr at `default` level unless `ENGRAM_LOG` says otherwise.
 /// Calling it twice is harmless.
 pub fn init_stderr(default: &str) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter(default))
         .with_writer(std::io::stderr)
+        .with_ansi(stderr_colours())
         .with_target(false)
         .compact()
         .try_init();

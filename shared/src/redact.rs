@@ -440,8 +440,8 @@ pub fn redact_body(body: &mut Body) {
         Body::CodeRead(b) => redact_string(&mut b.file),
         Body::CodeEdit(b) => {
             redact_string(&mut b.file);
-            if let Some(m) = &mut b.move_to {
-                redact_string(m);
+            for s in [&mut b.move_to, &mut b.before_text, &mut b.after_text].into_iter().flatten() {
+                redact_string(s);
             }
         }
         Body::SpanLink(b) => {

@@ -15,13 +15,38 @@ pub struct Ts(pub i64);
 
 const MS_PER_DAY: i64 = 86_400_000;
 
+/// The environment variable that sets the clock of every Engram process (see [`Ts::now`]).
+pub const CLOCK_ENV: &str = "ENGRAM_NOW";
+
 impl Ts {
-    /// The current wall-clock time. Writers only: never call this from a projection.
+    /// The current time. Writers only: never call this from a projection.
+    ///
+    /// The wall clock, unless [`CLOCK_ENV`] (`ENGRAM_NOW`) sets it: then the
+    /// process's clock starts at that instant (RFC 3339 or Unix milliseconds)
+    /// the first time it is read and runs from there at the wall clock's
+    /// pace. Simulations of weeks of use set it for every hook they run, and
+    /// the processes those hooks start inherit it.
     pub fn now() -> Ts {
+        static OFFSET: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+        let wall = Ts::wall();
+        let offset = *OFFSET.get_or_init(|| {
+            std::env::var(CLOCK_ENV).ok().and_then(|v| Ts::parse_clock(&v)).map_or(0, |start| start.0 - wall.0)
+        });
+        Ts(wall.0.saturating_add(offset))
+    }
+
+    /// The wall clock, whatever [`CLOCK_ENV`] says.
+    pub fn wall() -> Ts {
         match SystemTime::now().duration_since(UNIX_EPOCH) {
             Ok(d) => Ts(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
             Err(e) => Ts(-i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX)),
         }
+    }
+
+    /// A clock setting: Unix milliseconds or RFC 3339.
+    pub fn parse_clock(text: &str) -> Option<Ts> {
+        let text = text.trim();
+        text.parse::<i64>().ok().map(Ts).or_else(|| Ts::parse(text))
     }
 
     /// Whole milliseconds since the epoch.

@@ -1,18 +1,29 @@
-//! Support code for the end-to-end tests that run the real Engram binaries.
+//! Support code for the end-to-end tests that run the real Engram binaries,
+//! the session driver that plays agent sessions through the real hooks
+//! ([`driver`]), and the scenario benchmark built on it ([`scenario`]).
+
+pub mod driver;
+pub mod learning;
+pub mod scenario;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Builds (or brings up to date) `bin` of `package` in the profile the calling
-/// test was built with, and returns its path. Call it once per test process
-/// (behind a `OnceLock`).
+/// test (or binary) was built with, and returns its path. Call it once per
+/// process (behind a `OnceLock`).
 ///
 /// # Panics
 /// When the build fails (the test cannot run without the binary).
 pub fn build_bin(package: &str, bin: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test executable's path");
-    // <target>/<profile>/deps/<test binary>
-    let profile_dir = exe.parent().and_then(Path::parent).expect("<target>/<profile>/deps").to_path_buf();
+    // <target>/<profile>/deps/<test binary>, or <target>/<profile>/<binary>
+    let dir = exe.parent().expect("the executable's directory");
+    let profile_dir = if dir.file_name().is_some_and(|n| n == "deps" || n == "examples") {
+        dir.parent().expect("<target>/<profile>/deps").to_path_buf()
+    } else {
+        dir.to_path_buf()
+    };
     let target_dir = profile_dir.parent().expect("a target directory");
     let mut cmd = Command::new(env!("CARGO"));
     cmd.args(["build", "--quiet", "-p", package, "--bin", bin, "--target-dir"]).arg(target_dir);

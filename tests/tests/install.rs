@@ -56,7 +56,12 @@ fn install_cmd(w: &World, args: &[&str]) -> Command {
 }
 
 fn run(w: &World, args: &[&str]) -> String {
-    let out = install_cmd(w, args).output().unwrap();
+    run_cmd(install_cmd(w, args), args)
+}
+
+/// Runs `cmd`, which must succeed; its stdout.
+fn run_cmd(mut cmd: Command, args: &[&str]) -> String {
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
         "{args:?}: {}\n{}",
@@ -386,4 +391,106 @@ fn uninstall_after_the_user_edited_the_files_removes_only_engram() {
         std::fs::read(w.root().join(".codex/hooks.json")).unwrap(),
         std::fs::read(fixture("codex-home/.codex/hooks.json")).unwrap()
     );
+}
+
+/// Fake `crontab` and `systemctl` for the schedule tests: the crontab lives
+/// in `<tools>/crontab.txt`; systemctl logs its arguments to
+/// `<tools>/systemctl.log` and answers `show-environment` when
+/// `<tools>/systemd` exists. Returns the tools directory.
+fn fake_tools(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let tools = dir.join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    let t = tools.display();
+    let crontab = format!(
+        "#!/bin/sh\nf={t}/crontab.txt\ncase \"$1\" in\n  -l) if [ -f \"$f\" ]; then cat \"$f\"; else echo 'no crontab for me' >&2; exit 1; fi;;\n  \
+         -r) rm -f \"$f\";;\n  -) cat > \"$f\";;\n  *) exit 2;;\nesac\n"
+    );
+    let systemctl = format!(
+        "#!/bin/sh\necho \"$*\" >> {t}/systemctl.log\nif [ \"$2\" = show-environment ] && [ ! -f {t}/systemd ]; then exit 1; fi\nexit 0\n"
+    );
+    for (name, text) in [("crontab", crontab), ("systemctl", systemctl)] {
+        let p = tools.join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    tools
+}
+
+fn with_tools(w: &World, tools: &Path, args: &[&str]) -> String {
+    tests::build_bin("trainer", "engram-trainer"); // --schedule wants it beside the others
+    let mut c = install_cmd(w, args);
+    c.env("PATH", format!("{}:{}", tools.display(), std::env::var("PATH").unwrap_or_default()));
+    run_cmd(c, args)
+}
+
+#[test]
+fn install_schedule_cron_adds_one_line_and_uninstall_restores_the_crontab() {
+    let w = World::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let tools = fake_tools(scratch.path());
+    let crontab = tools.join("crontab.txt");
+    let mine = "MAILTO=me@example.com\n# nightly\n0 3 * * * /usr/local/bin/backup.sh\n";
+    std::fs::write(&crontab, mine).unwrap();
+
+    let out = with_tools(&w, &tools, &["install", "claude", "--schedule", "cron"]);
+    assert!(out.contains("S schedule (crontab)"), "{out}");
+    let text = std::fs::read_to_string(&crontab).unwrap();
+    assert!(text.starts_with(mine), "the user's lines stay first and unchanged:\n{text}");
+    let ours: Vec<&str> = text.lines().filter(|l| l.contains("engram-trainer")).collect();
+    assert_eq!(ours.len(), 1, "{text}");
+    assert!(ours[0].starts_with("*/30 * * * * ENGRAM_HOME=") && ours[0].contains(" run --log-file # engram"), "{text}");
+    // A second install (another harness) shares it; nothing changes.
+    with_tools(&w, &tools, &["install", "codex", "--schedule", "cron"]);
+    assert_eq!(std::fs::read_to_string(&crontab).unwrap(), text);
+    // Uninstalling one keeps it for the other; the last one restores the bytes.
+    let out = with_tools(&w, &tools, &["uninstall", "claude"]);
+    assert!(out.contains("kept for codex-user"), "{out}");
+    assert_eq!(std::fs::read_to_string(&crontab).unwrap(), text);
+    with_tools(&w, &tools, &["uninstall", "codex"]);
+    assert_eq!(std::fs::read_to_string(&crontab).unwrap(), mine, "restored byte for byte");
+
+    // No crontab before: none after.
+    std::fs::remove_file(&crontab).unwrap();
+    with_tools(&w, &tools, &["install", "claude", "--schedule", "cron"]);
+    assert!(crontab.exists());
+    with_tools(&w, &tools, &["uninstall", "claude"]);
+    assert!(!crontab.exists(), "crontab -r: there was none before install");
+
+    // Edited since install: only Engram's line goes, the user's new one stays.
+    std::fs::write(&crontab, mine).unwrap();
+    with_tools(&w, &tools, &["install", "claude", "--schedule", "cron"]);
+    let mut edited = std::fs::read_to_string(&crontab).unwrap();
+    edited.push_str("15 * * * * /usr/local/bin/sync.sh\n");
+    std::fs::write(&crontab, &edited).unwrap();
+    with_tools(&w, &tools, &["uninstall", "claude"]);
+    assert_eq!(std::fs::read_to_string(&crontab).unwrap(), format!("{mine}15 * * * * /usr/local/bin/sync.sh\n"));
+}
+
+#[test]
+fn install_schedule_systemd_writes_a_user_timer_and_uninstall_removes_it() {
+    let w = World::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let tools = fake_tools(scratch.path());
+    std::fs::write(tools.join("systemd"), "").unwrap();
+    let before = snapshot(&w, w.root());
+    // No kind given: systemd, since `systemctl --user` answers.
+    let out = with_tools(&w, &tools, &["install", "claude", "--schedule"]);
+    assert!(out.contains("S schedule (systemd user timer)"), "{out}");
+    let units = w.root().join(".config/systemd/user");
+    let service = std::fs::read_to_string(units.join("engram-trainer.service")).unwrap();
+    let timer = std::fs::read_to_string(units.join("engram-trainer.timer")).unwrap();
+    assert!(service.contains("ExecStart=") && service.contains("engram-trainer run --log-file"), "{service}");
+    assert!(service.contains(&format!("Environment=ENGRAM_HOME={}", w.home().display())), "{service}");
+    assert!(timer.contains("OnUnitActiveSec=30min"), "{timer}");
+    let log = std::fs::read_to_string(tools.join("systemctl.log")).unwrap();
+    assert!(log.contains("--user daemon-reload") && log.contains("--user enable --now engram-trainer.timer"), "{log}");
+    assert!(!tools.join("crontab.txt").exists(), "no crontab touched");
+
+    with_tools(&w, &tools, &["uninstall", "claude"]);
+    let log = std::fs::read_to_string(tools.join("systemctl.log")).unwrap();
+    assert!(log.contains("--user disable --now engram-trainer.timer"), "{log}");
+    // The units and the directories install created for them are gone; the
+    // Claude Code settings are back to what they were.
+    assert_eq!(snapshot(&w, w.root()), before);
 }

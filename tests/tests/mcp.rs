@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use common::World;
 use serde_json::{Value, json};
 
-const TOOLS: [&str; 10] = [
+const TOOLS: [&str; 11] = [
     "memory_search",
     "memory_save",
     "memory_get",
@@ -32,6 +32,7 @@ const TOOLS: [&str; 10] = [
     "memory_feedback",
     "memory_timeline",
     "memory_stats",
+    "memory_explain",
 ];
 
 /// A Python with the `mcp` package: `<target>/mcp-venv`, created and filled
@@ -82,7 +83,7 @@ fn the_official_python_client_lists_and_calls_every_tool() {
     assert!(init["capabilities"]["tools"].is_object());
     assert!(init["instructions"].as_str().unwrap().contains("memory_feedback"));
 
-    // tools/list: the ten tools, each with an object schema naming its required arguments.
+    // tools/list: every tool, each with an object schema naming its required arguments.
     let tools: BTreeMap<&str, &Value> =
         legacy["tools"].as_array().unwrap().iter().map(|t| (t["name"].as_str().unwrap(), t)).collect();
     let mut names: Vec<&str> = tools.keys().copied().collect();

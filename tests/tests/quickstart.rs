@@ -20,7 +20,23 @@ fn without_history_the_demo_corpus_runs_the_whole_pipeline() {
     assert!(out.contains("<engram-context>"), "shows what would be injected:\n{out}");
     assert!(w.count("SELECT COUNT(*) FROM memories WHERE is_deleted = 0") >= 10);
     assert!(w.count("SELECT COUNT(*) FROM rankings") > 0, "the demo replay records served rankings");
-    assert_eq!(w.count("SELECT COUNT(*) FROM sessions"), 12);
+    assert_eq!(w.count("SELECT COUNT(*) FROM sessions"), 30);
+}
+
+#[test]
+fn the_demo_trains_a_model_that_passes_its_gates_and_shows_one_ranking_before_and_after() {
+    let w = World::new();
+    tests::build_bin("trainer", "engram-trainer"); // quickstart runs the one next to it
+    let out = w.ok(&["quickstart", "--cwd", "/home/demo/webapp"]);
+    let trained = out.lines().find(|l| l.contains("trained v1")).unwrap_or_else(|| panic!("no training:\n{out}"));
+    assert!(trained.contains(": promoted v1"), "the first model passes its gates: {trained}");
+    assert_eq!(w.count("SELECT COUNT(*) FROM models"), 1);
+    let marked = |label: &str| -> usize {
+        let line = out.lines().find(|l| l.contains(label)).unwrap_or_else(|| panic!("{label:?} missing:\n{out}"));
+        line.split(": ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).unwrap()
+    };
+    let (before, after) = (marked("Before (the baseline's order)"), marked("After (model v1's own order)"));
+    assert!(after > before, "the model serves the morning's lessons better ({before} → {after} of 5):\n{out}");
 }
 
 #[test]

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use predictor::checkpoint::{self, Checkpoint, Flags, TrainingMeta};
 use predictor::model::{Model, ModelConfig};
+use predictor::signet::{SignetCandidate, SignetConfig, SignetModel, encode_sgpt};
 use serde_json::{Value, json};
 use shared::event::{Body, MemoryAdded};
 use shared::ids::{MemoryId, SessionKey};
@@ -25,6 +26,21 @@ fn scorer_bin() -> &'static Path {
     BIN.get_or_init(|| tests::build_bin("scorer", "engram-scorer"))
 }
 
+/// `engram-scorer ARGS` in an empty environment but for `PATH`, with its
+/// data home under `home`, logging at `log`, stdin and stdout piped.
+fn scorer_command(home: &Path, args: &[&str], log: &str) -> Command {
+    let mut cmd = Command::new(scorer_bin());
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("ENGRAM_HOME", home.join("engram"))
+        .env("ENGRAM_LOG", log)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    cmd
+}
+
 /// A running scorer with a line reader on its stdout.
 struct Sidecar {
     child: Child,
@@ -34,18 +50,7 @@ struct Sidecar {
 
 impl Sidecar {
     fn spawn(home: &Path, args: &[&str]) -> Sidecar {
-        let mut child = Command::new(scorer_bin())
-            .args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", home)
-            .env("ENGRAM_HOME", home.join("engram"))
-            .env("ENGRAM_LOG", "warn")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+        let mut child = scorer_command(home, args, "warn").stderr(Stdio::inherit()).spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -240,6 +245,122 @@ fn signet_daemon_session_train_save_kill_restart() {
     s.send(&daemon_score("req-2", 30));
     assert_eq!(check_scores(&s.recv_within(Duration::from_secs(60)), 30), trained);
     assert!(s.close_and_wait().success(), "end of stdin exits 0");
+}
+
+/// What Signet's sidecar computes for [`daemon_score`] with `model`, by id,
+/// had its daemon's `null` rows been sent as the mean of the other rows (the
+/// stand-in Engram uses; Signet's own sidecar refuses nulls).
+fn signet_expected(model: &SignetModel, n: usize) -> Vec<(String, f64)> {
+    let wide = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<f64>>();
+    let rows: Vec<Option<Vec<f64>>> = (0..n).map(|i| (i % 3 != 2).then(|| wide(vector(100 + i as u64, 768)))).collect();
+    let present: Vec<&Vec<f64>> = rows.iter().flatten().collect();
+    // The mean is taken in f32, as the scorer takes it, then widened.
+    let mean: Vec<f64> = {
+        let mut m = vec![0.0f32; 768];
+        for r in &present {
+            for (a, b) in m.iter_mut().zip(r.iter()) {
+                *a += *b as f32;
+            }
+        }
+        m.iter().map(|v| f64::from(v / present.len() as f32)).collect()
+    };
+    let features: Vec<Vec<f64>> = (0..n).map(|i| wide(signet_features(i))).collect();
+    let candidates: Vec<SignetCandidate<'_>> = (0..n)
+        .map(|i| SignetCandidate {
+            embedding: Some(rows[i].as_deref().unwrap_or(&mean)),
+            text: None,
+            features: Some(&features[i]),
+        })
+        .collect();
+    let p = model.scores(&wide(vector(1, 768)), &candidates, 0).unwrap();
+    (0..n).map(|i| (format!("mem-{i}"), p[i])).collect()
+}
+
+fn assert_scores_match(served: &[(String, f64)], expected: &[(String, f64)]) {
+    for (id, score) in served {
+        let want = expected.iter().find(|(e, _)| e == id).unwrap().1;
+        assert!((score - want).abs() < 1e-12, "{id}: served {score}, Signet's forward pass {want}");
+    }
+}
+
+#[test]
+fn a_signet_sgpt_checkpoint_serves_its_weights_and_switching_formats_keeps_both_files() {
+    let home = tempfile::tempdir().unwrap();
+    let ckpt = home.path().join("predictor/model.bin");
+    std::fs::create_dir_all(ckpt.parent().unwrap()).unwrap();
+    // The golden file: Signet's default shape, in its SGPT v1 layout (reference §8).
+    let signet = SignetModel::seeded(SignetConfig::with_native_dim(768), 2026);
+    let signet_bytes = encode_sgpt(&signet);
+    assert_eq!(signet_bytes.len(), 8_881_199);
+    std::fs::write(&ckpt, &signet_bytes).unwrap();
+    let ckpt_arg = ckpt.to_str().unwrap().to_owned();
+    let args = ["--native-dim", "768", "--checkpoint", ckpt_arg.as_str()];
+
+    // Signet -> Engram: its weights serve, trained, with Signet's own scores.
+    let mut s = Sidecar::spawn(home.path(), &args);
+    let status = s.call("req-1", "status", json!({}))["result"].clone();
+    check_status_shape(&status);
+    assert_eq!(
+        (status["trained"].clone(), status["model_version"].clone(), status["format"].clone()),
+        (json!(true), json!(1), json!("signet-sgpt-v1")),
+        "{status}"
+    );
+    s.send(&daemon_score("req-2", 30));
+    let served = check_scores(&s.recv_within(Duration::from_secs(60)), 30);
+    assert_scores_match(&served, &signet_expected(&signet, 30));
+
+    // Training replaces them only through the gates, and never over Signet's file.
+    let db = home.path().join("memories.db");
+    scorer::fixtures::signet_db(&db, &scorer::fixtures::SignetDbSpec { dim: 768, ..Default::default() }).unwrap();
+    let r = s.call("req-3", "train_from_db", json!({"agent_id": "default", "db_path": db, "checkpoint_path": ckpt}));
+    let t = r["result"].clone();
+    eprintln!("train_from_db with Signet's weights serving: {t}");
+    let r = s.call("req-4", "save_checkpoint", json!({"path": ckpt, "flags": 0}));
+    let saved_to = r["result"]["path"].as_str().unwrap().to_owned();
+    assert_eq!(std::fs::read(&ckpt).unwrap(), signet_bytes, "Signet's file is untouched: {t}");
+    let engram_file = home.path().join("predictor/model.bin.engram");
+    if t["published"] == true {
+        assert_eq!(saved_to, engram_file.display().to_string());
+        assert_eq!(t["checkpoint_file"], json!(engram_file.display().to_string()), "{t}");
+    } else {
+        assert_eq!(saved_to, ckpt_arg, "still Signet's weights, saved in Signet's format: {t}");
+    }
+    s.signal("-KILL");
+    drop(s);
+
+    // Back to Signet: its binary reads model.bin, which still holds exactly its weights.
+    assert_eq!(predictor::signet::decode_sgpt(&std::fs::read(&ckpt).unwrap()).unwrap(), signet);
+    if t["published"] == true {
+        // Engram again: the newest file serves (its own, written after Signet's).
+        let mut s = Sidecar::spawn(home.path(), &args);
+        assert_eq!(s.call("req-1", "status", json!({}))["result"]["format"], "engram");
+        drop(s);
+    }
+    // Signet trained again and rewrote its file: now that is the newest, and
+    // Engram's file beside it is kept.
+    std::thread::sleep(Duration::from_millis(20));
+    let retrained = SignetModel::seeded(SignetConfig::with_native_dim(768), 2027);
+    std::fs::write(&ckpt, encode_sgpt(&retrained)).unwrap();
+    let kept = std::fs::read(&engram_file).ok();
+    let mut s = Sidecar::spawn(home.path(), &args);
+    assert_eq!(s.call("req-1", "status", json!({}))["result"]["format"], "signet-sgpt-v1");
+    s.send(&daemon_score("req-2", 30));
+    let served = check_scores(&s.recv_within(Duration::from_secs(60)), 30);
+    assert_scores_match(&served, &signet_expected(&retrained, 30));
+    assert!(s.close_and_wait().success());
+    assert_eq!(std::fs::read(&engram_file).ok(), kept, "Engram's file beside it is never removed");
+}
+
+#[test]
+fn stderr_carries_no_colour_codes_through_a_pipe() {
+    let home = tempfile::tempdir().unwrap();
+    let args = ["--native-dim", "8", "--checkpoint", "/nonexistent/dir/model.bin"];
+    let mut child = scorer_command(home.path(), &args, "debug").stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !stderr.is_empty(), "{stderr}");
+    assert!(!stderr.contains('\x1b'), "ANSI codes in a piped stderr: {stderr:?}");
 }
 
 #[test]

@@ -50,8 +50,27 @@ fn a_second_run_exits_at_once_and_nothing_new_is_one_line() {
     let line = w.run_trainer(&[]);
     assert!(line.starts_with("scored 3 sessions"), "{line}");
     assert!(!line.contains("trained"), "3 new sessions are fewer than train_interval_sessions: {line}");
+    assert!(
+        line.contains("; not training: ") && line.contains("of 5 labelled sessions needed for a first model"),
+        "{line}"
+    );
+    // Sessions that ended with nothing served cannot be labelled: the run says so.
+    let key = shared::ids::SessionKey::new("claude", "unserved");
+    let at = w.now();
+    w.journal
+        .append(&[
+            shared::event::Event::new(
+                at,
+                "sim",
+                Some(key.clone()),
+                shared::event::Body::SessionStarted(Default::default()),
+            ),
+            shared::event::Event::new(at, "sim", Some(key), shared::event::Body::SessionEnded(Default::default())),
+        ])
+        .unwrap();
     let line = w.run_trainer(&[]);
-    assert!(line.starts_with("nothing new: 3 sessions scored"), "{line}");
+    assert!(line.starts_with("nothing new: 3 sessions scored; not training: "), "{line}");
+    assert!(line.contains("1 ended session had no memories served"), "{line}");
 }
 
 #[test]

@@ -125,12 +125,13 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run { force, base_weights, now, .. } => {
             let opts = RunOptions { now, force_train: force, base_weights };
-            match run::run(&paths, &config, &opts, &shutdown)? {
-                RunOutcome::Busy { lock } => {
-                    println!("another engram-trainer run holds {}; exiting", lock.display());
-                }
-                RunOutcome::Done(summary) => println!("{summary}"),
-            }
+            // Printed, and logged too: a run the hooks start has no terminal.
+            let line = match run::run(&paths, &config, &opts, &shutdown)? {
+                RunOutcome::Busy { lock } => format!("another engram-trainer run holds {}; exiting", lock.display()),
+                RunOutcome::Done(summary) => summary.to_string(),
+            };
+            tracing::info!("{line}");
+            println!("{line}");
             Ok(ExitCode::SUCCESS)
         }
         Command::Canary { checkpoint, dataset, json, now } => {

@@ -90,6 +90,8 @@ pub struct RunSummary {
     pub interrupted: bool,
     /// Sessions that could not be read (left pending).
     pub unreadable: u32,
+    /// Why no training ran, when none did (e.g. "3 of 10 new labelled sessions").
+    pub not_training: Option<String>,
 }
 
 impl fmt::Display for RunSummary {
@@ -101,11 +103,12 @@ impl fmt::Display for RunSummary {
             if self.tracker.cold_start_exited { "" } else { " (cold start)" },
             self.model_version.map_or("none".to_owned(), |v| format!("v{v}")),
         );
+        let why_not = self.not_training.as_deref().map(|w| format!("; not training: {w}")).unwrap_or_default();
         if self.scored == 0 && self.training.is_none() && self.unreadable == 0 && self.reconciled.is_none() {
             if self.interrupted {
                 return write!(f, "interrupted before any work: {} sessions scored; {state}", self.total_scored);
             }
-            return write!(f, "nothing new: {} sessions scored; {state}", self.total_scored);
+            return write!(f, "nothing new: {} sessions scored{why_not}; {state}", self.total_scored);
         }
         write!(
             f,
@@ -149,7 +152,7 @@ impl fmt::Display for RunSummary {
         if self.interrupted {
             write!(f, "; interrupted")?;
         }
-        write!(f, "; {state}")
+        write!(f, "{why_not}; {state}")
     }
 }
 
@@ -278,10 +281,16 @@ pub fn comparison_event(
     }
 }
 
-/// Why training is due now, or `None`.
-fn training_due(store: &Store, config: &Config, force: bool, drift: bool) -> Result<Option<&'static str>> {
+/// Why training is due now (`Ok`), or why it is not (`Err`, in words for
+/// the run's summary: what is missing and how much of it there is).
+fn training_due(
+    store: &Store,
+    config: &Config,
+    force: bool,
+    drift: bool,
+) -> Result<std::result::Result<&'static str, String>> {
     if drift {
-        return Ok(Some("drift reset"));
+        return Ok(Ok("drift reset"));
     }
     let conn = store.conn();
     let last_run: Option<i64> = conn
@@ -290,10 +299,10 @@ fn training_due(store: &Store, config: &Config, force: bool, drift: bool) -> Res
     let last_drift: Option<i64> =
         conn.query_row("SELECT MAX(created_ms) FROM drift_resets", [], |r| r.get(0)).sql("read drift resets")?;
     if last_drift.is_some_and(|d| last_run.is_none_or(|r| d > r)) {
-        return Ok(Some("drift reset without a retrain yet"));
+        return Ok(Ok("drift reset without a retrain yet"));
     }
     if force {
-        return Ok(Some("forced"));
+        return Ok(Ok("forced"));
     }
     let trainable: Vec<_> = train_data::scored_sessions(store, MIN_SCORER_CONFIDENCE)?
         .into_iter()
@@ -302,15 +311,58 @@ fn training_due(store: &Store, config: &Config, force: bool, drift: bool) -> Res
     let new = trainable.iter().filter(|s| last_run.is_none_or(|r| s.scored_ms > r)).count();
     let interval = config.predictor.train_interval_sessions.max(1) as usize;
     if new >= interval {
-        return Ok(Some("new sessions"));
+        return Ok(Ok("new sessions"));
     }
     let has_model: bool =
         conn.query_row("SELECT EXISTS (SELECT 1 FROM models)", [], |r| r.get(0)).sql("read models")?;
-    if !has_model && new > 0 && trainable.len() >= interval.min(config.predictor.min_training_sessions.max(1) as usize)
-    {
-        return Ok(Some("no model yet"));
+    let first = interval.min(config.predictor.min_training_sessions.max(1) as usize);
+    if !has_model && new > 0 && trainable.len() >= first {
+        return Ok(Ok("no model yet"));
     }
-    Ok(None)
+    Ok(Err(not_due_reason(store, has_model, new, interval, trainable.len(), first)?))
+}
+
+/// Why training is not due, in words: how many labelled sessions there are
+/// against how many are needed, and why sessions that ended are not labelled.
+fn not_due_reason(
+    store: &Store,
+    has_model: bool,
+    new: usize,
+    interval: usize,
+    trainable: usize,
+    first: usize,
+) -> Result<String> {
+    let mut why = if has_model {
+        format!("{new} of {interval} new labelled sessions since the last training run")
+    } else {
+        format!("{trainable} of {first} labelled sessions needed for a first model")
+    };
+    let conn = store.conn();
+    let unserved: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM sessions s WHERE s.ended_ms IS NOT NULL
+               AND NOT EXISTS (SELECT 1 FROM rankings r WHERE r.session_key = s.session_key)",
+            [],
+            |r| r.get(0),
+        )
+        .sql("count ended sessions without rankings")?;
+    if unserved > 0 {
+        why.push_str(&format!(
+            "; {unserved} ended session{} had no memories served (no hooks installed while they ran), \
+             so there is nothing to label in them",
+            if unserved == 1 { "" } else { "s" }
+        ));
+    }
+    let scored: i64 =
+        conn.query_row("SELECT COUNT(*) FROM session_scores", [], |r| r.get(0)).sql("count scored sessions")?;
+    let unusable = (scored.max(0) as usize).saturating_sub(trainable);
+    if unusable > 0 {
+        why.push_str(&format!(
+            "; {unusable} labelled session{} held out for the canary or scored below confidence {MIN_SCORER_CONFIDENCE}",
+            if unusable == 1 { " is" } else { "s are" }
+        ));
+    }
+    Ok(why)
 }
 
 /// Scores, compares and trains (see the module docs).
@@ -408,9 +460,18 @@ pub fn run(paths: &Paths, config: &Config, opts: &RunOptions, shutdown: &Shutdow
         );
     }
 
-    if !shutdown.requested()
-        && let Some(why) = training_due(journal.store(), config, opts.force_train, summary.drift_resets > 0)?
+    let due = if shutdown.requested() {
+        Err("interrupted".to_owned())
+    } else {
+        training_due(journal.store(), config, opts.force_train, summary.drift_resets > 0)?
+    };
+    if let Err(why) = &due
+        && !shutdown.requested()
     {
+        tracing::info!(reason = %why, "not training");
+        summary.not_training = Some(why.clone());
+    }
+    if let Ok(why) = due {
         let drift = why.starts_with("drift");
         tracing::info!(reason = why, "training");
         let req = TrainRequest {

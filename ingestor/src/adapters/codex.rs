@@ -59,7 +59,7 @@ pub struct CodexCall {
     pub id: String,
     /// Tool name.
     pub name: String,
-    /// Edits parsed from an `apply_patch` call (no content kept, only hashes).
+    /// Edits parsed from an `apply_patch` call, emitted once its output says it applied.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub edits: Vec<CodeEdit>,
     /// Exclusion pattern matched by the call's paths.

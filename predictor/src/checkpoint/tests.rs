@@ -367,3 +367,20 @@ fn malformed_sgpt_files_are_rejected_with_offsets() {
     wrong[0] = b'X';
     assert!(decode_sgpt(&wrong).expect_err("magic").to_string().contains("SGPT magic"));
 }
+
+#[test]
+fn sgpt_files_are_written_byte_for_byte_as_signet_writes_them() {
+    use crate::signet::{SignetConfig, SignetModel, encode_sgpt};
+    // The file built by hand from reference §8 comes back out identical.
+    let (_, bytes) = synthetic_sgpt();
+    assert_eq!(encode_sgpt(&decode_sgpt(&bytes).expect("sgpt")), bytes);
+    // Signet's default shape: 8,881,199 bytes with a 111-byte config (reference §8).
+    let m = SignetModel::seeded(SignetConfig::with_native_dim(768), 5);
+    let out = encode_sgpt(&m);
+    assert_eq!(out.len(), 8_881_199);
+    assert_eq!(u32::from_le_bytes(out[12..16].try_into().expect("4 bytes")), 111);
+    assert_eq!(m.param_count(), 1_110_130);
+    let back = decode_sgpt(&out).expect("round trip");
+    assert_eq!(back, m);
+    assert_eq!(SignetModel::seeded(SignetConfig::with_native_dim(768), 5), m, "seeded weights are deterministic");
+}

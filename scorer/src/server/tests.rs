@@ -199,7 +199,8 @@ fn train_publishes_new_weights_and_save_checkpoint_round_trips() {
     let s = h.call(3, "status", json!({}))["result"].clone();
     assert_eq!(
         (s["trained"].clone(), s["model_version"].clone(), s["training_pairs"].clone()),
-        (json!(true), json!(3), json!(2))
+        (json!(true), json!(3), json!(6)),
+        "Signet counts the labels trained on by `train`"
     );
     assert!(s["last_trained"].as_str().unwrap().ends_with('Z'));
     let r = h.call(4, "train", json!({"candidate_embeddings": [emb(1.0)], "labels": [1.0, 2.0]}));
@@ -241,7 +242,7 @@ fn a_promoted_checkpoint_is_picked_up_without_restart() {
     let mut model = Serving::fresh(DIM).unwrap();
     model.version = 42;
     model.trained = true;
-    let bytes = predictor::checkpoint::encode(&model.to_checkpoint(predictor::checkpoint::Flags::default()));
+    let bytes = model.encode(0);
     let hash = shared::models::write_checkpoint(&paths, &bytes).unwrap();
     shared::models::promote(&paths, &hash).unwrap();
     let s = h.call(2, "status", json!({}))["result"].clone();
@@ -281,15 +282,110 @@ fn train_from_db_returns_all_eight_fields_and_gates() {
     }
     assert_eq!(t["samples_used"], 20, "30 confident sessions minus a canary of 10: {t}");
     assert_eq!(t["samples_skipped"], 6, "{t}");
-    assert!(t["step"].as_u64().unwrap() > 0);
+    assert_eq!(t["step"], 60, "one step per list and epoch, as Signet counts: {t}");
+    assert!(t["loss"].as_f64().unwrap() > 0.0 && t["loss"].as_f64().unwrap() < 10.0, "KL in nats: {t}");
     // Untrained weights were serving, so only loss and variance gate the first run.
     assert_eq!(t["gates_passed"], true, "{t}");
     assert_eq!(t["checkpoint_saved"], true, "{t}");
     assert!(ckpt.exists());
     let s = h.call(2, "status", json!({}))["result"].clone();
-    assert_eq!((s["trained"].clone(), s["model_version"].clone()), (json!(true), json!(2)));
+    assert_eq!(
+        (s["trained"].clone(), s["model_version"].clone(), s["training_pairs"].clone()),
+        (json!(true), json!(2), json!(20))
+    );
     let out = h.finish();
     assert!(out.is_empty(), "{out:?}");
+}
+
+fn tiny_signet(native_dim: usize) -> predictor::signet::SignetModel {
+    use predictor::signet::{SignetConfig, SignetModel};
+    SignetModel::seeded(SignetConfig { hash_buckets: 256, ..SignetConfig::with_native_dim(native_dim) }, 77)
+}
+
+#[test]
+fn a_signet_checkpoint_is_served_with_its_own_weights_and_never_overwritten() {
+    use predictor::signet::{SignetCandidate, encode_sgpt};
+    let keep = tempfile::tempdir().unwrap();
+    let path = keep.path().join("model.bin");
+    let signet = tiny_signet(DIM);
+    let signet_bytes = encode_sgpt(&signet);
+    std::fs::write(&path, &signet_bytes).unwrap();
+    let h = Harness::with(|o, _| o.checkpoint = Some(path.clone()));
+    let s = h.call(1, "status", json!({"agent_id": "default"}))["result"].clone();
+    assert_eq!(
+        (s["trained"].clone(), s["model_version"].clone(), s["format"].clone(), s["weights"].clone()),
+        (json!(true), json!(1), json!("signet-sgpt-v1"), json!("checkpoint")),
+        "{s}"
+    );
+    // Scores are Signet's own for its weights, on the daemon's request shape
+    // (a null embedding takes the mean of the others, as for Engram weights).
+    let f: Vec<Vec<f32>> = (0..3).map(|i| features(1.0 + i as f64, 0.5)).collect();
+    let r = h.call(
+        2,
+        "score",
+        json!({"agent_id": "default", "context_embedding": emb(1.0), "candidate_ids": ["a", "b", "c"],
+               "candidate_embeddings": [emb(1.0), emb(-0.5), null], "candidate_features": f}),
+    );
+    let wide = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<f64>>();
+    let (e0, e1) = (wide(emb(1.0)), wide(emb(-0.5)));
+    let mean: Vec<f64> = e0.iter().zip(&e1).map(|(a, b)| (a + b) / 2.0).collect();
+    let fw: Vec<Vec<f64>> = f.iter().cloned().map(wide).collect();
+    let expected = signet
+        .scores(
+            &e0,
+            &[
+                SignetCandidate { embedding: Some(&e0), text: None, features: Some(&fw[0]) },
+                SignetCandidate { embedding: Some(&e1), text: None, features: Some(&fw[1]) },
+                SignetCandidate { embedding: Some(&mean), text: None, features: Some(&fw[2]) },
+            ],
+            0,
+        )
+        .unwrap();
+    for entry in r["result"]["scores"].as_array().unwrap() {
+        let i = ["a", "b", "c"].iter().position(|id| entry["id"] == *id).unwrap();
+        assert!((entry["score"].as_f64().unwrap() - expected[i]).abs() < 1e-12, "{r} vs {expected:?}");
+    }
+    // `train` would replace them with one step of fresh weights: refused, -32000.
+    let r = h.call(3, "train", json!({"candidate_embeddings": [emb(1.0), emb(-1.0)], "labels": [1.0, 0.0]}));
+    assert_eq!(r["error"]["code"], -32000, "{r}");
+    // save_checkpoint writes Signet's format back to Signet's file: same bytes.
+    let r = h.call(4, "save_checkpoint", json!({"path": path, "flags": 0}));
+    assert_eq!((r["result"]["format"].clone(), r["result"]["path"].clone()), (json!("signet-sgpt-v1"), json!(path)));
+    assert_eq!(std::fs::read(&path).unwrap(), signet_bytes);
+    // train_from_db replaces them through the gates; its Engram checkpoint goes beside Signet's file.
+    let db = h.home.path().join("memories.db");
+    crate::fixtures::signet_db(&db, &crate::fixtures::SignetDbSpec { dim: DIM, ..Default::default() }).unwrap();
+    let r = h.call(5, "train_from_db", json!({"db_path": db, "checkpoint_path": path, "epochs": 3}));
+    let t = &r["result"];
+    assert!(t["canary_topk_stability"].is_f64(), "{r}");
+    if t["published"] == true {
+        let beside = format!("{}.engram", path.display());
+        assert_eq!(t["checkpoint_file"], json!(beside), "{t}");
+        assert_eq!(h.call(6, "status", json!({}))["result"]["format"], "engram");
+    } else {
+        assert!(t["failure"].as_str().unwrap().contains("NDCG"), "only the NDCG gate can refuse the switch: {t}");
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), signet_bytes, "Signet's file is never overwritten");
+    h.finish();
+}
+
+#[test]
+fn errors_of_handlers_use_signets_code() {
+    let h = Harness::new();
+    let r = h.call(1, "train_from_db", json!({"db_path": h.home.path().join("none.db")}));
+    assert_eq!(r["error"]["code"], -32602, "a missing database is a bad parameter: {r}");
+    let bad = h.home.path().join("bad.db");
+    let conn = rusqlite::Connection::open(&bad).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE session_scores (id); CREATE TABLE session_memories (id); CREATE TABLE memories (id);",
+    )
+    .unwrap();
+    drop(conn);
+    let r = h.call(2, "train_from_db", json!({"db_path": bad}));
+    assert_eq!(r["error"]["code"], -32000, "a database that cannot be read is a handler error: {r}");
+    let r = h.call(3, "save_checkpoint", json!({"path": "/proc/engram-cannot-write/model.bin"}));
+    assert_eq!(r["error"]["code"], -32000, "{r}");
+    h.finish();
 }
 
 #[test]

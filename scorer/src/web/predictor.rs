@@ -19,6 +19,12 @@ use super::state::Ctx;
 
 /// A margin within this of zero is a tie (the trainer's own epsilon).
 const TIE: f64 = 1e-6;
+/// Seed 002 §4.1's scoring budget (its `score_timeout_ms` default): a
+/// ranking p95 over it is slow. Rankings run in process, so nothing times out.
+pub const SCORE_BUDGET_MS: f64 = 120.0;
+/// Seed 002 §4.1's crash limit (its `crash_disable_threshold` default): this
+/// many failed hooks in an hour make the predictor's health 0.
+pub const CRASHES_PER_HOUR: usize = 3;
 
 fn rfc(ms: i64) -> String {
     Ts(ms).to_rfc3339()
@@ -435,7 +441,7 @@ pub fn health(ctx: &Ctx<'_>) -> ApiResult<Value> {
     ms.sort_by(f64::total_cmp);
     let p95 = if ms.is_empty() { None } else { Some(latency::percentile(&ms, 95.0)) };
     let crashes = samples.iter().filter(|x| x.ts >= hour_ago && x.op.starts_with("hook.") && !x.ok).count();
-    let crash_disabled = crashes as u32 >= ctx.config.predictor.crash_disable_threshold;
+    let crash_disabled = crashes >= CRASHES_PER_HOUR;
     let last_run: Option<(i64, f64)> = conn
         .query_row(
             "SELECT created_ms, loss FROM predictor_training_log WHERE gates_passed = 1
@@ -446,7 +452,7 @@ pub fn health(ctx: &Ctx<'_>) -> ApiResult<Value> {
         .optional()?;
     let drift_resets: i64 = conn.query_row("SELECT COUNT(*) FROM drift_resets", [], |r| r.get(0))?;
     let drift = drift_signal(ctx, ctx.now.0 - 30 * 86_400_000, ctx.now.0 + 1)?;
-    let timeout = ctx.config.predictor.score_timeout_ms as f64;
+    let timeout = SCORE_BUDGET_MS;
     let status = mode(&s);
     // Seed 002 §4.1: dead or crash-disabled 0; cold start 0.6; trained and
     // winning 0.8+; slow scoring −0.2; drift −0.1.
@@ -476,10 +482,13 @@ pub fn health(ctx: &Ctx<'_>) -> ApiResult<Value> {
     };
     let mut warnings = Vec::new();
     if slow {
-        warnings.push(format!("scoring p95 ({:.0} ms) is over score_timeout_ms ({timeout:.0} ms)", p95.unwrap_or(0.0)));
-    } else if p95.is_some_and(|p| p > 0.8 * timeout) {
         warnings
-            .push(format!("scoring p95 ({:.0} ms) approaches score_timeout_ms ({timeout:.0} ms)", p95.unwrap_or(0.0)));
+            .push(format!("scoring p95 ({:.0} ms) is over the scoring budget ({timeout:.0} ms)", p95.unwrap_or(0.0)));
+    } else if p95.is_some_and(|p| p > 0.8 * timeout) {
+        warnings.push(format!(
+            "scoring p95 ({:.0} ms) approaches the scoring budget ({timeout:.0} ms)",
+            p95.unwrap_or(0.0)
+        ));
     }
     if crashes > 0 {
         warnings.push(format!("{crashes} hook failure(s) in the last hour (see the error feed)"));
@@ -495,7 +504,7 @@ pub fn health(ctx: &Ctx<'_>) -> ApiResult<Value> {
         "last_score_latency_ms": last,
         "avg_score_latency_ms": avg,
         "p95_score_latency_ms": p95,
-        "score_timeout_ms": ctx.config.predictor.score_timeout_ms,
+        "score_budget_ms": SCORE_BUDGET_MS,
         "crash_count": crashes,
         "crash_disabled": crash_disabled,
         "model_version": s.model_version,
@@ -564,7 +573,7 @@ pub fn latency(ctx: &Ctx<'_>, hours: u64) -> Value {
         "since": rfc(since),
         "buckets_ms": latency::BUCKETS_MS,
         "operations": latency::summarize(&samples),
-        "score_timeout_ms": ctx.config.predictor.score_timeout_ms,
+        "score_budget_ms": SCORE_BUDGET_MS,
         "source": "logs/latency.jsonl (hooks and their rankings) and the training log",
     })
 }

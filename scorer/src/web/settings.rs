@@ -41,12 +41,6 @@ const KEYS: &[Key] = &[
         "Scored sessions needed before the predictor may influence injection.",
         Some((1.0, 100_000.0)),
     ),
-    ("predictor.score_timeout_ms", "A ranking slower than this falls back to the baseline.", Some((1.0, 60_000.0))),
-    (
-        "predictor.crash_disable_threshold",
-        "Disable the predictor after this many crashes in an hour.",
-        Some((1.0, 1000.0)),
-    ),
     ("predictor.rrf_k", "The constant k of reciprocal rank fusion (larger: flatter).", Some((1.0, 1000.0))),
     ("predictor.exploration_rate", "Probability of an exploration slot per ranking.", Some((0.0, 1.0))),
     (

@@ -183,7 +183,8 @@ pub fn baseline_scores(pool: &Pool) -> Vec<f32> {
 }
 
 /// Predictor logits for a pool; `None` without a model or if scoring fails
-/// (logged; serving falls back to the baseline).
+/// or panics (logged; serving falls back to the baseline, so a faulty model
+/// never costs a ranking).
 pub fn predictor_scores(
     model: &Model,
     pool: &Pool,
@@ -213,10 +214,18 @@ pub fn predictor_scores(
     if candidates.is_empty() {
         return Some(Vec::new());
     }
-    match model.score(&Query { tokens: &q_tokens, embedding: q_emb, session }, &candidates) {
-        Ok(scores) => Some(scores),
-        Err(e) => {
+    let scored = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        model.score(&Query { tokens: &q_tokens, embedding: q_emb, session }, &candidates)
+    }));
+    match scored {
+        Ok(Ok(scores)) => Some(scores),
+        Ok(Err(e)) => {
             tracing::warn!(error = %e, "the predictor could not score this pool; using the baseline");
+            None
+        }
+        Err(panic) => {
+            let why = crate::logging::panic_message(panic.as_ref());
+            tracing::error!(panic = %why, "the predictor panicked on this pool; using the baseline");
             None
         }
     }

@@ -17,6 +17,7 @@ use super::{MEMORY_CONTENT_WRITES, Store, read_applied_lsn};
 use crate::error::{Error, Result, SqlContext};
 use crate::event::*;
 use crate::ids::SessionKey;
+use crate::provenance::index::Indexer;
 use crate::rank::text::MemoryText;
 use crate::tape::Lsn;
 use crate::time::Ts;
@@ -66,7 +67,13 @@ impl Store {
     fn apply_pass(&mut self, batch: &[(Lsn, &Event)], isolate: bool) -> Result<Option<ApplyStats>> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).sql("begin apply")?;
         let applied = read_applied_lsn(&tx)?;
-        let mut projector = Projector { conn: &tx, sessions: BTreeMap::new(), stats: ApplyStats::default(), isolate };
+        let mut projector = Projector {
+            conn: &tx,
+            sessions: BTreeMap::new(),
+            stats: ApplyStats::default(),
+            isolate,
+            provenance: Indexer::default(),
+        };
         let mut last = applied;
         for (lsn, event) in batch {
             if *lsn <= applied {
@@ -80,6 +87,7 @@ impl Store {
             last = *lsn;
         }
         projector.flush_sessions()?;
+        projector.provenance.flush(&tx).sql("write the evidence index")?;
         let stats = projector.stats;
         if last > applied {
             tx.execute(
@@ -142,6 +150,8 @@ struct Projector<'c> {
     stats: ApplyStats,
     /// Run each event in its own savepoint so that a failing one can be skipped.
     isolate: bool,
+    /// Provenance: fingerprints, spans, lineage (`provenance::index`).
+    provenance: Indexer,
 }
 
 impl Projector<'_> {
@@ -398,6 +408,7 @@ impl Projector<'_> {
                     )?
                     .execute(params![event.id.as_str(), b.success_rate, b.window, ts.to_rfc3339(), ts.0])?;
             }
+            Body::ProvenanceNoted(b) => crate::provenance::index::noted(self.conn, event, b)?,
             Body::Meta(_)
             | Body::MsgIn(_)
             | Body::MsgOut(_)
@@ -438,6 +449,7 @@ impl Projector<'_> {
         if inserted == 0 {
             return Ok(None);
         }
+        self.provenance.event(self.conn, lsn, event, self.isolate)?;
         if !row.text.is_empty() {
             self.conn
                 .prepare_cached("INSERT INTO session_events_fts (rowid, text) VALUES (?1, ?2)")?

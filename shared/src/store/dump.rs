@@ -9,7 +9,7 @@ use crate::error::{Result, SqlContext};
 /// ordered by all of its columns, plus the result of each FTS index's
 /// integrity check against its content table. Two projections of the same
 /// log give identical dumps. With `positions: false`, log positions (columns
-/// named `lsn`, and `engram_state`) are left out, so that a log and the same
+/// named `lsn` or ending in `_lsn`, and `engram_state`) are left out, so that a log and the same
 /// log with duplicated events compare equal.
 pub fn canonical_dump(conn: &Connection, positions: bool) -> Result<String> {
     let mut out = String::new();
@@ -35,7 +35,7 @@ pub fn canonical_dump(conn: &Connection, positions: bool) -> Result<String> {
             .and_then(|mut s| s.query_map([], |r| r.get(1))?.collect())
             .sql("read columns")?;
         if !positions {
-            columns.retain(|c| c != "lsn");
+            columns.retain(|c| c != "lsn" && !c.ends_with("_lsn"));
         }
         let order: Vec<String> = (1..=columns.len()).map(|i| i.to_string()).collect();
         let with_rowid = table == "memories";

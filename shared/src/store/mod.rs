@@ -34,6 +34,7 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
     (2, "memory_usage", include_str!("../../../migrations/0002_memory_usage.sql")),
     (3, "memory_text", include_str!("../../../migrations/0003_memory_text.sql")),
     (7, "env", include_str!("../../../migrations/0007_env.sql")),
+    (8, "provenance", include_str!("../../../migrations/0008_provenance.sql")),
 ];
 
 /// The newest schema version this build knows: the last migration's.

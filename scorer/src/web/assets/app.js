@@ -792,7 +792,7 @@ views.predictor = async (params) => {
     statTile(st.comparisons, 'Comparisons', `${st.scored_sessions_any_confidence} sessions scored`),
     statTile(st.training_runs, 'Training runs', `${st.models_promoted} promoted`),
     statTile(st.drift_resets, 'Drift resets', `signal ${fmt(hl.scorer_drift_signal, 3)}`),
-    statTile(hl.p95_score_latency_ms !== null ? `${fmt(hl.p95_score_latency_ms, 1)} ms` : '—', 'Scoring p95', `timeout ${hl.score_timeout_ms} ms`),
+    statTile(hl.p95_score_latency_ms !== null ? `${fmt(hl.p95_score_latency_ms, 1)} ms` : '—', 'Scoring p95', `budget ${hl.score_budget_ms} ms`),
     statTile(st.last_run ? ago(st.last_run.at) : 'never', 'Last trained', st.last_run ? `loss ${fmt(st.last_run.loss, 3)}` : '')));
   if (hl.warnings.length) root.append(h('div', { class: 'card', role: 'alert', style: 'margin-top:12px' }, hl.warnings.map((w) => h('div', { class: 'badge warn' }, w))));
   root.append(h('h2', {}, 'Influence split'), alphaSplit(st.alpha));
@@ -884,7 +884,7 @@ function latencyEl(lat) {
   const acc = cssVar('--accent'), warn = cssVar('--warn'), bad = cssVar('--bad');
   return h('div', { class: 'grid cols2' }, lat.operations.map((o) => {
     const isScore = o.op.startsWith('score.');
-    const color = isScore && o.p95_ms > lat.score_timeout_ms ? bad : isScore && o.p95_ms > 0.8 * lat.score_timeout_ms ? warn : acc;
+    const color = isScore && o.p95_ms > lat.score_budget_ms ? bad : isScore && o.p95_ms > 0.8 * lat.score_budget_ms ? warn : acc;
     return h('div', { class: 'card', 'data-op': o.op },
       h('div', { class: 'row', style: 'flex-wrap:nowrap' }, h('strong', { class: 'mono' }, o.op), h('span', { class: 'spacer' }), sparkline(o.recent.map((r) => r[1]), color)),
       h('div', { class: 'small muted' }, `${o.count} sample${o.count === 1 ? '' : 's'} · p50 ${fmt(o.p50_ms, 1)} ms · p95 ${fmt(o.p95_ms, 1)} ms · p99 ${fmt(o.p99_ms, 1)} ms · max ${fmt(o.max_ms, 1)} ms`, o.failures ? ` · ${o.failures} failed` : ''),

@@ -1,0 +1,137 @@
+//! The scenario benchmark in CI (issue 15 item 8, issue 17's cross-project
+//! cases): every scenario of `tests/scenarios` played through the real
+//! hooks, its report printed, and the issues' thresholds asserted. Also:
+//! the suite's breadth, and the driver's own conformance (what it writes is
+//! what the real ingestor reads back).
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+use tests::driver::claude::ToolUse;
+use tests::driver::{Binaries, SETTLE_TIMEOUT, World};
+use tests::scenario::report::{Summary, Thresholds, run_all};
+use tests::scenario::run::Options;
+use tests::scenario::{KINDS, STACKS, Scope, default_dir, load_dir};
+
+#[test]
+fn the_suite_covers_every_stack_and_kind_of_lesson() {
+    let scenarios = load_dir(&default_dir()).unwrap();
+    assert!(scenarios.len() >= 30, "{} scenarios", scenarios.len());
+    let stacks: BTreeSet<&str> = scenarios.iter().flat_map(|s| s.stacks.iter().map(String::as_str)).collect();
+    let kinds: BTreeSet<&str> = scenarios.iter().flat_map(|s| s.kinds.iter().map(String::as_str)).collect();
+    for s in STACKS {
+        assert!(stacks.contains(s), "no scenario of stack {s}");
+    }
+    for k in KINDS {
+        assert!(kinds.contains(k), "no scenario of kind {k}");
+    }
+    // Issue 17: lessons shared by two projects of a stack, needed in a third,
+    // next to a project of another stack.
+    let shared = scenarios
+        .iter()
+        .filter(|s| {
+            s.lessons.values().any(|l| matches!(&l.scope, Scope::Projects(p) if p.len() >= 3)) && s.projects.len() >= 4
+        })
+        .count();
+    assert!(shared >= 4, "{shared} cross-project scenarios");
+}
+
+/// The kinds of the events `engram-ingestor tapes show` lists for a session.
+fn tape_events(w: &World, session: &str) -> Vec<Value> {
+    let out = w.run_ok(w.ingestor(&["tapes", "show", session, "--json"])).unwrap();
+    out.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn the_driver_plays_a_session_the_real_ingestor_reads_back() {
+    let w = World::new(Binaries::built()).unwrap();
+    let spec = tests::driver::ProjectSpec {
+        dir: "web".into(),
+        files: [("package.json".to_owned(), r#"{"name":"web"}"#.to_owned())].into(),
+        git: Some(tests::driver::GitSpec { remote: Some("git@github.com:acme/web.git".into()), ..Default::default() }),
+    };
+    let root = w.project(&spec).unwrap();
+    assert!(root.join(".git").is_dir() && root.join("package.json").is_file());
+    let id = "7d0c4b0e-5a8e-4f61-9c1e-2b7f3a9d8e01";
+    let mut s = w.claude_session(id, &root);
+    let start = s.start("startup").unwrap();
+    assert_eq!(start.len(), 1, "install registers one SessionStart hook");
+    assert!(start.iter().all(|c| c.problem.is_none()), "{start:?}");
+    s.prompt("install the dependencies").unwrap();
+    s.say("I'll use npm.").unwrap();
+    let failed = s.tool(&ToolUse::bash("npm install", 1, "npm ERR! code EUSAGE")).unwrap();
+    let events: Vec<&str> = failed.iter().map(|c| c.event.as_str()).collect();
+    assert_eq!(events, ["PreToolUse"], "no PostToolUse after a failure");
+    let calls = s.prompt("no, this repo uses pnpm").unwrap();
+    let events: Vec<&str> = calls.iter().map(|c| c.event.as_str()).collect();
+    assert_eq!(events, ["Stop", "UserPromptSubmit"]);
+    let ok = s.tool(&ToolUse::bash("pnpm install", 0, "Done in 1.2s")).unwrap();
+    let events: Vec<&str> = ok.iter().map(|c| c.event.as_str()).collect();
+    assert_eq!(events, ["PreToolUse", "PostToolUse"]);
+    let compact = s.compact("auto", "Installed the dependencies with pnpm.").unwrap();
+    let events: Vec<&str> = compact.iter().map(|c| c.event.as_str()).collect();
+    assert_eq!(events, ["Stop", "PreCompact", "SessionStart"]);
+    assert_eq!(compact[2].input["source"], "compact");
+    let end = s.end("prompt_input_exit").unwrap();
+    assert_eq!(end.iter().map(|c| c.event.as_str()).collect::<Vec<_>>(), ["SessionEnd"]);
+    let transcript = s.transcript().to_path_buf();
+    assert!(w.settle(SETTLE_TIMEOUT));
+
+    // Every line is one JSON record of Claude Code's envelope, chained by
+    // parentUuid (the compact boundary starts a new chain).
+    let text = std::fs::read_to_string(&transcript).unwrap();
+    let records: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut parent = Value::Null;
+    for r in &records {
+        assert_eq!(r["sessionId"], id);
+        assert_eq!(r["cwd"], root.to_string_lossy().as_ref());
+        assert_eq!(r["gitBranch"], "main");
+        if r["subtype"] != "compact_boundary" {
+            assert_eq!(r["parentUuid"], parent, "{r}");
+        }
+        parent = r["uuid"].clone();
+    }
+    let failure =
+        records.iter().find(|r| r["toolUseResult"].as_str().is_some_and(|t| t.starts_with("Error: Exit code 1")));
+    assert!(failure.is_some_and(|r| r["message"]["content"][0]["is_error"] == true));
+
+    // The ingestor read the prompts, the calls, the failure and the compaction.
+    let key = format!("claude:{id}");
+    let events = tape_events(&w, &key);
+    let kind = |k: &str| events.iter().filter(|e| e["k"] == k).count();
+    let prompts: Vec<&str> = events
+        .iter()
+        .filter(|e| e["k"] == "msg.in" && e["b"]["origin"].as_str().is_none_or(|o| o == "user"))
+        .filter_map(|e| e["b"]["text"].as_str())
+        .collect();
+    assert!(
+        prompts.contains(&"install the dependencies") && prompts.contains(&"no, this repo uses pnpm"),
+        "{prompts:?}"
+    );
+    assert_eq!(kind("tool.call"), 2);
+    assert_eq!(events.iter().filter(|e| e["k"] == "tool.result" && e["b"]["is_error"] == true).count(), 1);
+    assert!(events.iter().any(|e| e["k"] == "meta" && e["b"]["label"] == "compaction"), "{events:?}");
+    assert!(events.iter().any(|e| e["k"] == "session.ended"));
+}
+
+#[test]
+fn scenarios_meet_the_thresholds_of_issues_15_and_17() {
+    let scenarios = load_dir(&default_dir()).unwrap();
+    let reports = run_all(&scenarios, Binaries::built(), Options::default(), 4, &|_| {});
+    let summary = Summary::of(reports);
+    let report = summary.text(true);
+    println!("{report}");
+    let failed: Vec<String> = Thresholds::ISSUES
+        .check(&summary.total)
+        .into_iter()
+        .filter(|c| !c.pass)
+        .map(|c| format!("{}: {}", c.what, c.value))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "thresholds not met (cargo run --release -p tests --bin scenarios -- --verbose):\n  {}\n\n{report}",
+        failed.join("\n  ")
+    );
+}
