@@ -182,7 +182,7 @@ fn ranking_loop(j: &Journal, iters: usize) {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(99);
     let queries: Vec<String> = (0..64).map(|i| benches::lesson(&mut rng, 6 + i % 10)).collect();
     let sessions: Vec<SessionKey> = (0..8).map(|i| SessionKey(format!("claude:bench{i}"))).collect();
-    let limits = PoolLimits { pool: config.predictor.candidate_pool_size, ..PoolLimits::default() };
+    let limits = PoolLimits::of(&config);
     let store = j.store();
     let mut phases = Phases::default();
     for i in 0..iters {

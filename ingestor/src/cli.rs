@@ -17,7 +17,7 @@ use shared::time::Ts;
 use crate::adapter::WRITER;
 use crate::adapters::Harness;
 use crate::error::{EngramContext, Error};
-use crate::memories::{self, MemoryChange, NewMemory};
+use crate::memories::{self, MemoryChange, NewMemory, Saved};
 use crate::scan::{self, ScanOptions};
 use crate::{render, tapes};
 
@@ -54,6 +54,18 @@ pub enum Command {
     Install(InstallArgs),
     /// Remove exactly what install added.
     Uninstall(InstallArgs),
+    /// Merge conceptual duplicates (seed 000's dedup pipeline; an LLM judge only if configured).
+    Dedup {
+        /// Report what would be merged; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// At most this many passes (default: knowledge.dedup.max_passes).
+        #[arg(long)]
+        max_passes: Option<u32>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Record a session no adapter covers: run a command (`record -- CMD ARGS…`) or read a transcript (`--stdin`).
     Record {
         /// Read a transcript from stdin (seed 003 tape lines, or plain text).
@@ -146,6 +158,9 @@ pub struct InstallArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Claude Code: do not add the plugin with the /remember, /recall, /stash… skills.
+    #[arg(long)]
+    pub no_plugin: bool,
     /// Also run engram-trainer every 30 minutes: a systemd user timer, or a
     /// crontab line (default: systemd when `systemctl --user` answers). `uninstall` removes it.
     #[arg(long, value_name = "KIND", num_args = 0..=1, default_missing_value = "auto")]
@@ -192,7 +207,7 @@ pub enum MemoryCommand {
     Add {
         /// The text.
         text: String,
-        /// Type: fact, decision, preference, pattern, issue, context, correction, convention, gotcha, struggle.
+        /// Type: fact, decision, preference, pattern, issue, context, discovery, correction, convention, gotcha, struggle.
         #[arg(long = "type", default_value = "fact")]
         memory_type: String,
         /// 0..=1.
@@ -207,6 +222,12 @@ pub enum MemoryCommand {
         /// Pin it: always a candidate.
         #[arg(long)]
         pin: bool,
+        /// A memory it derives from (a `derives_from` edge); repeatable.
+        #[arg(long = "source", value_name = "ID")]
+        sources: Vec<String>,
+        /// Save it as given: no duplicate or conflict check, no graph edges.
+        #[arg(long)]
+        no_check: bool,
     },
     /// Change a memory's text, type, importance, tags or project.
     Update {
@@ -292,6 +313,65 @@ pub enum MemoryCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    // Seed 004's memory model (`shared::knowledge`).
+    /// The observation buffer: memories staged as conflicts or awaiting curation.
+    Staging {
+        /// Only this status: needs_clarification, pending, persisted, discarded.
+        #[arg(long)]
+        status: Option<String>,
+        /// Only this project.
+        #[arg(long)]
+        project: Option<String>,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Resolve a staged conflict: merge, keep_both, replace or skip.
+    Resolve {
+        /// The staged memory (obs_…).
+        id: String,
+        /// merge, keep_both, replace or skip.
+        #[arg(long)]
+        action: String,
+        /// Resolve against this memory instead of the one it was flagged against.
+        #[arg(long, value_name = "ID")]
+        existing: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The knowledge graph around a memory (breadth-first, both directions).
+    Graph {
+        /// Memory id.
+        id: String,
+        /// Edges away from it at most (1..=10).
+        #[arg(long, default_value_t = 5)]
+        depth: u32,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add an edge: FROM derives_from|leads_to|supports|contradicts|refines|supersedes TO.
+    Link {
+        /// Source memory.
+        from: String,
+        /// Target memory.
+        to: String,
+        /// The relation.
+        #[arg(long)]
+        relation: String,
+        /// Confidence, 0..=1.
+        #[arg(long, default_value_t = 1.0)]
+        strength: f32,
+    },
+    /// Remove an edge by id (see `memory graph`).
+    Unlink {
+        /// Edge id (edge_…).
+        id: String,
     },
 }
 
@@ -504,6 +584,18 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
             crate::quickstart::run(&paths, &config, &opts, env.now, &mut *env.out, shutdown)?;
             Ok(0)
         }
+        Command::Dedup { dry_run, max_passes, json } => {
+            let config = Config::load(&env.paths.config()).context("read the configuration")?;
+            let mut journal = shared::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
+            let opts = crate::dedup_run::DedupOptions { dry_run, max_passes };
+            let report = crate::dedup_run::run(&mut journal, &config, &opts, env.now)?;
+            if json {
+                env.json(&report)?;
+            } else {
+                env.write(&crate::dedup_run::render(&report))?;
+            }
+            Ok(0)
+        }
         Command::Install(args) => install(args, env, true),
         Command::Uninstall(args) => install(args, env, false),
         Command::Hook { event: HookTarget::Ingest, .. } => {
@@ -536,6 +628,7 @@ fn install(args: InstallArgs, env: &mut Env<'_>, add: bool) -> Result<u8, Error>
         bin_dir: bin_dir(args.bin_dir)?,
         engram_home: std::env::var_os("ENGRAM_HOME").filter(|v| !v.is_empty()).map(PathBuf::from),
         dirs: crate::install::HarnessDirs::from_env()?,
+        plugin: !args.no_plugin,
     };
     let mut report =
         if add { crate::install::install(&env.paths, &opts)? } else { crate::install::uninstall(&env.paths, &opts)? };
@@ -637,9 +730,29 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
     let mut journal = shared::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
     let j = &mut journal;
     match command {
-        MemoryCommand::Add { text, memory_type, importance, project, tags, pin } => {
-            let id = memories::add(j, NewMemory { text, memory_type, importance, project, tags, pinned: pin }, now)?;
-            env.line(id.as_str())?;
+        MemoryCommand::Add { text, memory_type, importance, project, tags, pin, sources, no_check } => {
+            let new = NewMemory { text, memory_type, importance, project, tags, pinned: pin };
+            if no_check {
+                let id = memories::add(j, new, now)?;
+                env.line(id.as_str())?;
+                return Ok(0);
+            }
+            let config = Config::load(&env.paths.config()).context("read the configuration")?;
+            match memories::save(j, &config, new, &sources, now)? {
+                Saved::Added { id, .. } => env.line(id.as_str())?,
+                Saved::Duplicate { of } => env.line(&format!(
+                    "not saved: a duplicate of {} ({:.0}% alike): {}",
+                    of.id,
+                    of.similarity * 100.0,
+                    render::short(&of.content, 90)
+                ))?,
+                Saved::Staged { stage_id, with, .. } => env.line(&format!(
+                    "staged as {stage_id}: {:.0}% alike to {} ({})\nresolve it with `engram-ingestor memory resolve {stage_id} --action merge|keep_both|replace|skip`",
+                    with.similarity * 100.0,
+                    with.id,
+                    render::short(&with.content, 90)
+                ))?,
+            }
         }
         MemoryCommand::Update { id, text, memory_type, importance, tags, project } => {
             let tags = (!tags.is_empty()).then_some(tags);
@@ -687,6 +800,46 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
             } else {
                 env.write(&render::memory_details(&d))?;
             }
+        }
+        MemoryCommand::Staging { status, project, limit, json } => {
+            let filter = shared::knowledge::buffer::StagedFilter { status, project, limit };
+            let list = memories::staging(j.store(), &filter)?;
+            if json {
+                env.json(&list)?;
+            } else if list.is_empty() {
+                env.line("nothing staged")?;
+            } else {
+                for s in &list {
+                    env.line(&render::staged_line(s))?;
+                }
+            }
+        }
+        MemoryCommand::Resolve { id, action, existing, json } => {
+            let config = Config::load(&env.paths.config()).context("read the configuration")?;
+            let r = memories::resolve(j, &config, &id, &action, existing.as_deref(), now)?;
+            if json {
+                env.json(&r)?;
+            } else {
+                let into = r.memory_id.as_ref().map(|m| format!(" into {m}")).unwrap_or_default();
+                let sup = r.superseded.as_ref().map(|m| format!("; {m} is superseded")).unwrap_or_default();
+                env.line(&format!("{}: {}{into}{sup}", r.conflict_id, r.action))?;
+            }
+        }
+        MemoryCommand::Graph { id, depth, json } => {
+            let g = memories::graph(j.store(), &id, depth)?;
+            if json {
+                env.json(&g)?;
+            } else {
+                env.write(&render::graph(&g))?;
+            }
+        }
+        MemoryCommand::Link { from, to, relation, strength } => {
+            let edge = memories::link(j, &from, &to, &relation, strength, now)?;
+            env.line(&format!("linked {from} {relation} {to} ({edge})"))?;
+        }
+        MemoryCommand::Unlink { id } => {
+            memories::unlink(j, &id, now)?;
+            env.line(&format!("removed {id}"))?;
         }
     }
     Ok(0)

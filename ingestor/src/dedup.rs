@@ -1,29 +1,37 @@
-//! Near-duplicate memories (seed 000, "Dedup Pipeline"): two memories are the
-//! same when their embeddings' cosine similarity is ≥ 0.85 (both must have
-//! one), else when their word overlap is ≥ 0.70.
+//! Near-duplicate memories at write time (seed 000, "Dedup Pipeline": the
+//! inline check; seed 004, "Conflict Detection").
 //!
-//! Word overlap is `|A ∩ B| / max(|A|, |B|)` over the sets of lower-case
-//! alphanumeric words of at least two characters, minus a short stop-word
-//! list, so "Use pnpm, not npm, in this repo." and "In this repo use pnpm not
-//! npm" match while a short text is not swallowed by a long one.
+//! The measure is [`shared::knowledge::similarity`]: cosine of embeddings
+//! when both memories have one, else word overlap. With conflict detection
+//! on (the default, `knowledge.conflicts`), a candidate more than 0.95 alike
+//! to an existing memory is a duplicate (merged into it: one more
+//! occurrence), more than the conflict threshold (0.65) alike is a conflict
+//! (staged for the user, see [`conflict_event`]), else new. With it off,
+//! seed 000's inline thresholds decide duplicates: cosine ≥ 0.85, or word
+//! overlap ≥ 0.70 without embeddings.
 //!
 //! Existing memories are reached through [`MemoryLookup`], so the store can
 //! answer from an FTS query or an in-memory list; a slice of
 //! [`ExistingMemory`] is a lookup that scans everything.
+//!
+//! The batch pipeline (`engram-ingestor dedup`) is [`crate::dedup_run`].
 
-use std::collections::BTreeSet;
+use shared::event::{Event, MemoryAdded, SCHEMA_VERSION};
+use shared::ids::{EventId, MemoryId, SessionKey};
+use shared::knowledge::buffer::DUPLICATE_SIMILARITY;
+use shared::knowledge::similarity::Scored;
+pub use shared::knowledge::similarity::{cosine, word_overlap, words};
 
-use shared::ids::{MemoryId, SessionKey};
+use crate::adapter::WRITER;
 
-/// Cosine similarity at or above which two embedded memories are duplicates.
+/// Cosine similarity at or above which two embedded memories are duplicates
+/// when conflict detection is off.
 pub const EMBEDDING_THRESHOLD: f32 = 0.85;
-/// Word overlap at or above which two memories are duplicates.
+/// Word overlap at or above which two memories are duplicates when conflict
+/// detection is off.
 pub const WORD_OVERLAP_THRESHOLD: f32 = 0.70;
-
-const STOP: &[&str] = &[
-    "a", "an", "the", "is", "are", "was", "be", "to", "of", "in", "on", "at", "it", "this", "that", "and", "or", "for",
-    "with", "as", "by", "we", "you", "i", "our", "your", "so", "do", "if", "when",
-];
+/// The conflict threshold of a lookup that does not say (seed 004's default).
+pub const DEFAULT_CONFLICT_THRESHOLD: f32 = 0.65;
 
 /// A memory already known to the store.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -45,6 +53,12 @@ pub trait MemoryLookup {
     /// the caller applies the thresholds). A memory with id `id` must be
     /// returned when it exists.
     fn candidates(&self, text: &str, id: &MemoryId) -> Vec<ExistingMemory>;
+
+    /// The similarity above which a new memory is flagged as a conflict;
+    /// `None` when conflict detection is off.
+    fn conflict_threshold(&self) -> Option<f32> {
+        Some(DEFAULT_CONFLICT_THRESHOLD)
+    }
 }
 
 impl MemoryLookup for [ExistingMemory] {
@@ -59,42 +73,6 @@ impl MemoryLookup for Vec<ExistingMemory> {
     }
 }
 
-/// The words compared by [`word_overlap`].
-pub fn words(text: &str) -> BTreeSet<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 2)
-        .map(str::to_lowercase)
-        .filter(|w| !STOP.contains(&w.as_str()))
-        .collect()
-}
-
-/// `|A ∩ B| / max(|A|, |B|)`; 0 when either is empty.
-pub fn word_overlap(a: &str, b: &str) -> f32 {
-    let (wa, wb) = (words(a), words(b));
-    let max = wa.len().max(wb.len());
-    if wa.is_empty() || wb.is_empty() {
-        return 0.0;
-    }
-    wa.intersection(&wb).count() as f32 / max as f32
-}
-
-/// Cosine similarity; 0 for mismatched lengths or zero vectors.
-pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    if a.len() != b.len() || a.is_empty() {
-        return 0.0;
-    }
-    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
-    for (x, y) in a.iter().zip(b) {
-        dot += f64::from(*x) * f64::from(*y);
-        na += f64::from(*x) * f64::from(*x);
-        nb += f64::from(*y) * f64::from(*y);
-    }
-    if na == 0.0 || nb == 0.0 {
-        return 0.0;
-    }
-    (dot / (na.sqrt() * nb.sqrt())) as f32
-}
-
 /// How similar two memories are, and whether that makes them duplicates:
 /// cosine when both have embeddings, else word overlap.
 pub fn similarity(a_text: &str, a_emb: Option<&[f32]>, b_text: &str, b_emb: Option<&[f32]>) -> (f32, bool) {
@@ -107,6 +85,63 @@ pub fn similarity(a_text: &str, a_emb: Option<&[f32]>, b_text: &str, b_emb: Opti
             let s = word_overlap(a_text, b_text);
             (s, s >= WORD_OVERLAP_THRESHOLD)
         }
+    }
+}
+
+/// What a write-time candidate is, given the existing memories.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Classified<'e> {
+    /// A duplicate of this memory (merge into it).
+    Duplicate(&'e ExistingMemory, f32),
+    /// Alike to this memory above the conflict threshold (stage it).
+    Conflict(&'e ExistingMemory, f32),
+    /// Neither.
+    New,
+}
+
+/// Classifies a candidate against `existing` (see the module docs);
+/// `conflict_threshold` is `None` when conflict detection is off.
+pub fn classify<'e>(
+    text: &str,
+    emb: Option<&[f32]>,
+    existing: &'e [ExistingMemory],
+    conflict_threshold: Option<f32>,
+) -> Classified<'e> {
+    let Some(threshold) = conflict_threshold else {
+        return best_duplicate(text, emb, existing).map_or(Classified::New, |m| {
+            Classified::Duplicate(m, similarity(text, emb, &m.text, m.embedding.as_deref()).0)
+        });
+    };
+    let best = existing
+        .iter()
+        .map(|m| (m, shared::knowledge::similarity::similarity(text, emb, &m.text, m.embedding.as_deref())))
+        .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.id.cmp(&a.0.id)));
+    match best {
+        Some((m, s)) if s > DUPLICATE_SIMILARITY => Classified::Duplicate(m, s),
+        Some((m, s)) if s > threshold => Classified::Conflict(m, s),
+        _ => Classified::New,
+    }
+}
+
+/// The `knowledge.staged` event of an extracted memory flagged against
+/// `with` (ids derived from the memory's, so extracting again is harmless).
+pub fn conflict_event(memory: MemoryAdded, with: &ExistingMemory, similarity: f32, ts: shared::time::Ts) -> Event {
+    let session = memory.source_session.clone();
+    let scored = Scored {
+        id: with.id.clone(),
+        content: with.text.clone(),
+        memory_type: String::new(),
+        project: None,
+        similarity,
+        created_ms: 0,
+    };
+    Event {
+        v: SCHEMA_VERSION,
+        id: EventId::derived(&[memory.memory_id.as_str(), "knowledge.staged"]),
+        ts,
+        writer: WRITER.to_owned(),
+        session,
+        body: shared::knowledge::buffer::conflict_body(memory, &scored),
     }
 }
 

@@ -85,6 +85,8 @@ pub struct Extraction {
     /// Candidates dropped as duplicates within the session or as already
     /// extracted.
     pub skipped: usize,
+    /// Candidates alike to a stored memory, staged for the user to resolve.
+    pub staged: usize,
 }
 
 /// Whether an event's text may be learned from.
@@ -638,7 +640,13 @@ pub fn resolve(cands: Vec<Candidate>, lookup: &dyn MemoryLookup) -> Extraction {
             skipped += 1;
             continue;
         }
-        if let Some(dup) = dedup::best_duplicate(&c.text, c.embedding.as_deref(), &existing) {
+        let (dup, conflict) =
+            match dedup::classify(&c.text, c.embedding.as_deref(), &existing, lookup.conflict_threshold()) {
+                dedup::Classified::Duplicate(d, _) => (Some(d), None),
+                dedup::Classified::Conflict(m, s) => (None, Some((m, s))),
+                dedup::Classified::New => (None, None),
+            };
+        if let Some(dup) = dup {
             if dup.sessions.contains(&c.session) {
                 skipped += 1;
                 continue;
@@ -659,25 +667,32 @@ pub fn resolve(cands: Vec<Candidate>, lookup: &dyn MemoryLookup) -> Extraction {
             ex.merged += 1;
             continue;
         }
+        let memory = MemoryAdded {
+            memory_id: id.clone(),
+            content: c.text,
+            memory_type: c.memory_type,
+            importance: c.importance,
+            project: c.project,
+            tags: c.tags,
+            pinned: false,
+            source: c.source,
+            source_session: Some(c.session.clone()),
+            source_event: Some(c.source_event),
+            speaker: None,
+        };
+        // Alike to a stored memory: staged for the user (seed 004 "Conflict Detection").
+        if let Some((with, similarity)) = conflict {
+            ex.events.push(dedup::conflict_event(memory, with, similarity, c.ts));
+            ex.staged += 1;
+            continue;
+        }
         ex.events.push(Event {
             v: SCHEMA_VERSION,
             id: EventId::derived(&[id.as_str(), "memory.added"]),
             ts: c.ts,
             writer: WRITER.to_owned(),
-            session: Some(c.session.clone()),
-            body: Body::MemoryAdded(MemoryAdded {
-                memory_id: id,
-                content: c.text,
-                memory_type: c.memory_type,
-                importance: c.importance,
-                project: c.project,
-                tags: c.tags,
-                pinned: false,
-                source: c.source,
-                source_session: Some(c.session),
-                source_event: Some(c.source_event),
-                speaker: None,
-            }),
+            session: Some(c.session),
+            body: Body::MemoryAdded(memory),
         });
         ex.added += 1;
     }

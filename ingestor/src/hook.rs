@@ -199,6 +199,7 @@ fn ingest(paths: &Paths, entries: &[String], shutdown: &Shutdown) -> Result<(), 
     if !files.is_empty() {
         let mut opts = ScanOptions::new(now);
         opts.paths = files;
+        opts.external_summaries = true;
         let s = scan::run(paths, &config, &opts, shutdown, &mut |_| {})?;
         tracing::info!(events = s.events_appended, "hook ingest: transcripts scanned");
     }
@@ -207,6 +208,7 @@ fn ingest(paths: &Paths, entries: &[String], shutdown: &Shutdown) -> Result<(), 
     if !harnesses.is_empty() {
         let mut opts = ScanOptions::new(now);
         opts.harnesses = harnesses;
+        opts.external_summaries = true;
         opts.since = Some(Ts(now.0 - RECENT));
         let s = scan::run(paths, &config, &opts, shutdown, &mut |_| {})?;
         tracing::info!(events = s.events_appended, "hook ingest: recent logs scanned");

@@ -25,6 +25,11 @@
 //! The result is parsed back to check it. A user's own `engram` MCP server is
 //! left alone (with a warning). Installing twice changes nothing.
 //!
+//! **Plugin** (Claude Code, unless `--no-plugin`): the hooks file also gets
+//! `extraKnownMarketplaces.engram` (a `directory` source in the data home,
+//! where install writes the marketplace with the plugin of seed 004's
+//! skills, see [`crate::plugin`]) and `enabledPlugins["engram@engram"]`.
+//!
 //! **Uninstall** removes exactly what install added. Install keeps, in the
 //! data home (`install/<harness>-<scope>.json`), each file's bytes before the
 //! first change and a hash of what it wrote: if the file is still exactly
@@ -111,6 +116,8 @@ pub struct InstallOptions {
     pub engram_home: Option<PathBuf>,
     /// Where the harness keeps its settings.
     pub dirs: HarnessDirs,
+    /// Claude Code: also add the plugin with seed 004's skills (see [`crate::plugin`]).
+    pub plugin: bool,
 }
 
 /// What happened to one file.
@@ -515,6 +522,94 @@ fn remove_hooks(root: &mut Json) -> Vec<String> {
     items
 }
 
+/// The `extraKnownMarketplaces.engram` entry for the marketplace in `dir`.
+fn marketplace_entry(dir: &Path) -> Json {
+    Json::Obj(vec![(
+        "source".into(),
+        Json::Obj(vec![
+            ("source".into(), Json::Str("directory".into())),
+            ("path".into(), Json::Str(dir.to_string_lossy().into_owned())),
+        ]),
+    )])
+}
+
+/// Whether a marketplace entry is Engram's (a directory source ending in the plugin directory).
+fn is_engram_marketplace(entry: &Json) -> bool {
+    let source = entry.get("source");
+    source.and_then(|s| s.get("source")).and_then(Json::str) == Some("directory")
+        && source.and_then(|s| s.get("path")).and_then(Json::str).is_some_and(|p| p.ends_with("claude-plugin"))
+}
+
+/// Registers the plugin's marketplace and enables the plugin; returns the `+` lines.
+fn merge_plugin(root: &mut Json, dir: &Path, path: &Path, warnings: &mut Vec<String>) -> Result<Vec<String>, Error> {
+    let mut items = Vec::new();
+    let wanted = marketplace_entry(dir);
+    let markets = root.object_at("extraKnownMarketplaces").ok_or_else(|| {
+        Error::InvalidArgument(format!("{}: \"extraKnownMarketplaces\" is not an object; fix it first", path.display()))
+    })?;
+    match markets.get(crate::plugin::NAME) {
+        Some(existing) if *existing == wanted => {}
+        Some(existing) if !is_engram_marketplace(existing) => {
+            warnings.push(format!(
+                "{}: extraKnownMarketplaces.engram is not Engram's; the plugin was not added",
+                path.display()
+            ));
+            if markets.is_empty_container() {
+                root.remove("extraKnownMarketplaces");
+            }
+            return Ok(items);
+        }
+        _ => {
+            let Json::Obj(m) = markets else { unreachable!("object_at returns an object") };
+            match m.iter_mut().find(|(k, _)| k == crate::plugin::NAME) {
+                Some(slot) => slot.1 = wanted,
+                None => m.push((crate::plugin::NAME.to_owned(), wanted)),
+            }
+            items.push(format!("+ extraKnownMarketplaces.engram: {}", dir.display()));
+        }
+    }
+    let enabled = root.object_at("enabledPlugins").ok_or_else(|| {
+        Error::InvalidArgument(format!("{}: \"enabledPlugins\" is not an object; fix it first", path.display()))
+    })?;
+    if enabled.get(crate::plugin::PLUGIN_ID) != Some(&Json::Bool(true)) {
+        let Json::Obj(m) = enabled else { unreachable!("object_at returns an object") };
+        match m.iter_mut().find(|(k, _)| k == crate::plugin::PLUGIN_ID) {
+            Some(slot) => slot.1 = Json::Bool(true),
+            None => m.push((crate::plugin::PLUGIN_ID.to_owned(), Json::Bool(true))),
+        }
+        items.push(format!(
+            "+ enabledPlugins.{}: skills /{}",
+            crate::plugin::PLUGIN_ID,
+            crate::plugin::skill_names().join(", /")
+        ));
+    }
+    Ok(items)
+}
+
+/// Takes the plugin's entries out; returns the `-` lines.
+fn remove_plugin(root: &mut Json) -> Vec<String> {
+    let mut items = Vec::new();
+    if let Some(markets) = root.get_mut("extraKnownMarketplaces")
+        && markets.get(crate::plugin::NAME).is_some_and(is_engram_marketplace)
+    {
+        markets.remove(crate::plugin::NAME);
+        items.push("- extraKnownMarketplaces.engram".to_owned());
+        if markets.is_empty_container() {
+            root.remove("extraKnownMarketplaces");
+        }
+    }
+    if !items.is_empty()
+        && let Some(enabled) = root.get_mut("enabledPlugins")
+        && enabled.remove(crate::plugin::PLUGIN_ID).is_some()
+    {
+        items.push(format!("- enabledPlugins.{}", crate::plugin::PLUGIN_ID));
+        if enabled.is_empty_container() {
+            root.remove("enabledPlugins");
+        }
+    }
+    items
+}
+
 fn mcp_entry(opts: &InstallOptions, scorer: &Path) -> Json {
     let mut entry = Vec::new();
     if opts.target == Target::Claude {
@@ -873,7 +968,7 @@ fn settings_files(opts: &InstallOptions) -> (PathBuf, PathBuf) {
     }
 }
 
-fn plan_install(opts: &InstallOptions, warnings: &mut Vec<String>) -> Result<Vec<Plan>, Error> {
+fn plan_install(opts: &InstallOptions, plugin_dir: &Path, warnings: &mut Vec<String>) -> Result<Vec<Plan>, Error> {
     let (scorer, ingestor) = binaries(opts)?;
     let specs = hook_specs(opts, &scorer, &ingestor);
     let (hooks_file, mcp_file) = settings_files(opts);
@@ -882,7 +977,10 @@ fn plan_install(opts: &InstallOptions, warnings: &mut Vec<String>) -> Result<Vec
     let hooks_path = resolve(&hooks_file);
     let before = read_text(&hooks_path)?;
     let mut doc = JsonDoc::parse(&hooks_path, before.as_deref())?;
-    let items = merge_hooks(&mut doc.root, &specs, &hooks_path)?;
+    let mut items = merge_hooks(&mut doc.root, &specs, &hooks_path)?;
+    if opts.plugin && opts.target == Target::Claude {
+        items.extend(merge_plugin(&mut doc.root, plugin_dir, &hooks_path, warnings)?);
+    }
     let after = if items.is_empty() && before.is_some() { before.clone().unwrap_or_default() } else { doc.render() };
     plans.push(Plan { path: hooks_path, before, after, items });
 
@@ -908,7 +1006,8 @@ fn plan_install(opts: &InstallOptions, warnings: &mut Vec<String>) -> Result<Vec
 /// Installs Engram's hooks and MCP server for `opts.target`.
 pub fn install(paths: &Paths, opts: &InstallOptions) -> Result<Report, Error> {
     let mut report = Report { dry_run: opts.dry_run, ..Report::default() };
-    let plans = plan_install(opts, &mut report.warnings)?;
+    let plugin_dir = crate::plugin::marketplace_dir(paths);
+    let plans = plan_install(opts, &plugin_dir, &mut report.warnings)?;
     let record_file = record_path(paths, opts.target, opts.project.as_deref());
     let mut record = load_record(&record_file);
     record.target = opts.target.name().to_owned();
@@ -946,11 +1045,47 @@ pub fn install(paths: &Paths, opts: &InstallOptions) -> Result<Report, Error> {
         }
         report.files.push(FileChange { path: plan.path, status, items: plan.items });
     }
+    if opts.plugin && opts.target == Target::Claude {
+        // The plugin's files live in the data home (rewritten when they differ).
+        let status = if crate::plugin::is_current(&plugin_dir) {
+            FileStatus::Unchanged
+        } else if plugin_dir.exists() {
+            FileStatus::Modified
+        } else {
+            FileStatus::Created
+        };
+        if status != FileStatus::Unchanged && !opts.dry_run {
+            crate::plugin::write(&plugin_dir).map_err(|e| Error::io(&plugin_dir, e))?;
+        }
+        let items = if status == FileStatus::Unchanged {
+            Vec::new()
+        } else {
+            vec![format!("+ plugin engram: skills /{}", crate::plugin::skill_names().join(", /"))]
+        };
+        report.files.push(FileChange { path: plugin_dir, status, items });
+    }
     if !opts.dry_run {
         let bytes = serde_json::to_vec_pretty(&record).unwrap_or_default();
         shared::fsutil::atomic_write(&record_file, &bytes).map_err(|e| Error::io(&record_file, e))?;
     }
     Ok(report)
+}
+
+/// Whether another scope's install (another install record of Claude Code)
+/// still has the plugin registered, so its files must stay.
+fn plugin_still_registered(paths: &Paths, opts: &InstallOptions) -> bool {
+    let mine = record_path(paths, opts.target, opts.project.as_deref());
+    let Ok(entries) = fs::read_dir(paths.home().join("install")) else { return false };
+    entries.filter_map(|e| e.ok()).map(|e| e.path()).any(|p| {
+        p != mine
+            && p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("claude-"))
+            && load_record(&p).files.iter().any(|f| {
+                read_text(&f.path)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|t| t.contains(&*crate::plugin::marketplace_dir(paths).to_string_lossy()))
+            })
+    })
 }
 
 /// Removes what install added for `opts.target` (see the module docs).
@@ -973,6 +1108,7 @@ pub fn uninstall(paths: &Paths, opts: &InstallOptions) -> Result<Report, Error> 
                 (Some(c), false) => {
                     let mut doc = JsonDoc::parse(&path, Some(c))?;
                     let mut items = remove_hooks(&mut doc.root);
+                    items.extend(remove_plugin(&mut doc.root));
                     items.extend(remove_mcp_json(&mut doc.root));
                     (String::new(), items)
                 }
@@ -1002,6 +1138,7 @@ pub fn uninstall(paths: &Paths, opts: &InstallOptions) -> Result<Report, Error> 
         } else {
             let mut doc = JsonDoc::parse(&path, Some(&text))?;
             let mut items = remove_hooks(&mut doc.root);
+            items.extend(remove_plugin(&mut doc.root));
             items.extend(remove_mcp_json(&mut doc.root));
             let after = if items.is_empty() { text.clone() } else { doc.render() };
             (after, items)
@@ -1027,6 +1164,18 @@ pub fn uninstall(paths: &Paths, opts: &InstallOptions) -> Result<Report, Error> 
         }
         report.files.push(FileChange { path: path.clone(), status, items });
         record.files.retain(|f| f.path != path);
+    }
+    // The plugin's files, once no settings file of this harness names them.
+    let plugin_dir = crate::plugin::marketplace_dir(paths);
+    if opts.target == Target::Claude && plugin_dir.exists() && !plugin_still_registered(paths, opts) {
+        if !opts.dry_run {
+            fs::remove_dir_all(&plugin_dir).map_err(|e| Error::io(&plugin_dir, e))?;
+        }
+        report.files.push(FileChange {
+            path: plugin_dir,
+            status: FileStatus::Deleted,
+            items: vec!["- plugin engram".to_owned()],
+        });
     }
     if !opts.dry_run {
         if record.files.is_empty() {

@@ -16,10 +16,12 @@
 //! - [`redact`]: secret redaction, path exclusion, size caps.
 //! - [`patch`]: `apply_patch`, unified diff and `structuredPatch` hunks.
 //! - [`extract`]: friction-moment memory extraction; [`dedup`]: merging
-//!   near-duplicates; [`external`]: the external extractor's JSON contract.
+//!   near-duplicates at write time; [`dedup_run`]: seed 000's dedup pipeline;
+//!   [`external`]: the external extractor's JSON contract.
 //! - [`hook`]: the write-side hooks and their detached ingestion worker;
 //!   [`install`]: wiring hooks and the MCP server into Claude Code and Codex,
-//!   and [`schedule`] a timer for the trainer;
+//!   [`plugin`]: the Claude Code plugin with seed 004's skills, and
+//!   [`schedule`]: a timer for the trainer;
 //!   [`quickstart`]: the first run, on the user's history or [`demo`]'s corpus.
 //! - [`record`]: `record` (a command or a piped transcript as a session) and
 //!   `link` (an agent's `span.link`).
@@ -28,6 +30,7 @@ pub mod adapter;
 pub mod adapters;
 pub mod cli;
 pub mod dedup;
+pub mod dedup_run;
 pub mod demo;
 pub mod discover;
 pub mod error;
@@ -37,6 +40,7 @@ pub mod hook;
 pub mod install;
 pub mod memories;
 pub mod patch;
+pub mod plugin;
 pub mod quickstart;
 pub mod record;
 pub mod redact;

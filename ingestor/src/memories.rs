@@ -4,8 +4,10 @@
 //! the journal, after checking that every memory it names exists; texts and
 //! tags are redacted like everything else that reaches a tape.
 
+use shared::config::Config;
 use shared::ids::MemoryId;
 use shared::journal::Journal;
+use shared::knowledge::{self, buffer::StagedRecord};
 use shared::memory_ops::{self as ops, OpError, Origin};
 use shared::store::Store;
 use shared::store::ingest::{MemoryFilter, MemoryRecord};
@@ -13,6 +15,7 @@ use shared::time::Ts;
 
 use crate::error::Error;
 
+pub use shared::knowledge::ops::{Resolution, Saved};
 pub use shared::memory_ops::{MAX_TEXT, MemoryChange, MemoryDetails, NewMemory, TYPES};
 
 impl From<OpError> for Error {
@@ -83,6 +86,62 @@ pub fn list(store: &Store, filter: &MemoryFilter) -> Result<Vec<MemoryRecord>, E
 /// One memory with its sessions and feedback.
 pub fn show(store: &Store, id: &str) -> Result<MemoryDetails, Error> {
     Ok(ops::show(store, id)?)
+}
+
+// Seed 004's memory model (`shared::knowledge`).
+
+/// Saves a memory (by the user) through conflict detection and the
+/// discovery engine, with `derives_from` edges to `sources`.
+pub fn save(journal: &mut Journal, config: &Config, m: NewMemory, sources: &[String], now: Ts) -> Result<Saved, Error> {
+    Ok(knowledge::ops::save(journal, config, m, &Origin::user(), sources, now)?)
+}
+
+/// Resolves a staged memory (by the user).
+pub fn resolve(
+    journal: &mut Journal,
+    config: &Config,
+    stage_id: &str,
+    action: &str,
+    existing: Option<&str>,
+    now: Ts,
+) -> Result<Resolution, Error> {
+    Ok(knowledge::ops::resolve(journal, config, stage_id, action, existing, "user", now)?)
+}
+
+/// The observation buffer.
+pub fn staging(store: &Store, filter: &knowledge::buffer::StagedFilter) -> Result<Vec<StagedRecord>, Error> {
+    knowledge::buffer::list(store, filter).map_err(|e| Error::engram("list the observation buffer", e))
+}
+
+/// The graph around a memory.
+pub fn graph(store: &Store, id: &str, depth: u32) -> Result<knowledge::graph::Graph, Error> {
+    if !(1..=knowledge::graph::HARD_MAX_DEPTH).contains(&depth) {
+        return Err(Error::InvalidArgument(format!(
+            "--depth must be from 1 to {}, not {depth}",
+            knowledge::graph::HARD_MAX_DEPTH
+        )));
+    }
+    ops::require_live(store, id)?;
+    knowledge::graph::traverse(store, id, depth, knowledge::graph::Direction::Both)
+        .map_err(|e| Error::engram("traverse the graph", e))?
+        .ok_or_else(|| Error::UnknownMemory { id: id.to_owned() })
+}
+
+/// Adds an edge (by the user); returns its id.
+pub fn link(
+    journal: &mut Journal,
+    from: &str,
+    to: &str,
+    relation: &str,
+    strength: f32,
+    now: Ts,
+) -> Result<String, Error> {
+    Ok(knowledge::ops::link(journal, from, to, relation, strength, "user", now)?)
+}
+
+/// Removes an edge.
+pub fn unlink(journal: &mut Journal, edge_id: &str, now: Ts) -> Result<(), Error> {
+    Ok(knowledge::ops::unlink(journal, edge_id, now)?)
 }
 
 #[cfg(test)]

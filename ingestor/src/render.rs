@@ -303,6 +303,44 @@ pub fn memory_line(m: &MemoryRecord) -> String {
     )
 }
 
+/// One line of `memory staging`.
+pub fn staged_line(s: &shared::knowledge::buffer::StagedRecord) -> String {
+    let against = match (&s.conflict_with, s.similarity) {
+        (Some(c), Some(sim)) => format!(" ~{c} {:.0}%", sim * 100.0),
+        (Some(c), None) => format!(" ~{c}"),
+        _ => String::new(),
+    };
+    let outcome = match (&s.resolution, &s.result_id) {
+        (Some(r), Some(m)) => format!(" -> {r} {m}"),
+        (Some(r), None) => format!(" -> {r}"),
+        _ => String::new(),
+    };
+    format!("{}  {:<19} {:<10}{against}{outcome}  {}", s.id, s.status, s.memory_type, short(&s.content, 80))
+}
+
+/// `memory graph`: the memories by depth, then the edges.
+pub fn graph(g: &shared::knowledge::graph::Graph) -> String {
+    let mut out = String::new();
+    for n in &g.nodes {
+        let indent = "  ".repeat(n.depth as usize);
+        let dep = if n.deprecated { " (deprecated)" } else { "" };
+        let _ = writeln!(out, "{indent}{} [{}]{dep} {}", n.id, n.memory_type, short(&n.content, 90));
+    }
+    if !g.edges.is_empty() {
+        out.push_str("edges:\n");
+        for e in &g.edges {
+            let _ = writeln!(out, "  {} {} {} ({:.2}, {}) {}", e.from, e.relation, e.to, e.strength, e.origin, e.id);
+        }
+    }
+    if g.depth_limited {
+        let _ = writeln!(out, "(cut at depth {}; more lies beyond)", g.max_depth);
+    }
+    if g.truncated {
+        out.push_str("(cut: too many memories)\n");
+    }
+    out
+}
+
 /// `memory show`.
 pub fn memory_details(d: &MemoryDetails) -> String {
     let m = &d.memory;

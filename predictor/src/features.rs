@@ -46,6 +46,7 @@
 //! | 32 | `states_time` | clamped to `[0, 1]` |
 //! | 33 | `first_person` | clamped to `[0, 1]` |
 //! | 34 | `date_match` | clamped to `[0, 1]` |
+//! | 35 | `graph_score` | clamped to `[0, 1]` |
 //!
 //! Features are only ever appended: a checkpoint written with fewer features
 //! loads with zero weights on the new ones (see [`crate::checkpoint::decode`]).
@@ -78,7 +79,7 @@ use crate::error::{Error, check_finite};
 use crate::tokenizer::fnv1a64;
 
 /// Number of encoded per-candidate features.
-pub const NUM_FEATURES: usize = 35;
+pub const NUM_FEATURES: usize = 36;
 
 /// Names of the encoded per-candidate features, in matrix row order.
 pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
@@ -117,6 +118,7 @@ pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
     "states_time",
     "first_person",
     "date_match",
+    "graph_score",
 ];
 
 /// Row index of a named feature, for callers and tests that need one.
@@ -217,6 +219,9 @@ pub struct CandidateSignals {
     /// The query names a date (a day, a month, a year) and the memory was
     /// created then, in `[0, 1]` (see `shared::rank::text::date_fit`).
     pub date_match: f32,
+    /// Best normalised BM25 of a strong hit the memory is linked to in the
+    /// knowledge graph, times the edge's strength, in `[0, 1]` (0 when unlinked).
+    pub graph_score: f32,
 }
 
 /// Signals of the session a list is ranked for; equal for every candidate of the list.
@@ -274,6 +279,7 @@ fn check_signals(i: usize, s: &CandidateSignals) -> Result<(), Error> {
     check_finite(name("states_time"), s.states_time)?;
     check_finite(name("first_person"), s.first_person)?;
     check_finite(name("date_match"), s.date_match)?;
+    check_finite(name("graph_score"), s.graph_score)?;
     if let Some(b) = s.bm25_score {
         check_finite(name("bm25_score"), b)?;
     }
@@ -351,6 +357,7 @@ pub fn encode_candidates(signals: &[CandidateSignals]) -> Result<DMatrix<f32>, E
             s.states_time.clamp(0.0, 1.0),
             s.first_person.clamp(0.0, 1.0),
             s.date_match.clamp(0.0, 1.0),
+            s.graph_score.clamp(0.0, 1.0),
         ];
         m.column_mut(j).copy_from_slice(&col);
     }

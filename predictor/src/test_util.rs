@@ -112,6 +112,7 @@ pub fn random_signals(r: &mut ChaCha8Rng) -> CandidateSignals {
         states_time: f32::from(u8::from(r.random_bool(0.3))),
         first_person: f32::from(u8::from(r.random_bool(0.5))),
         date_match: f32::from(u8::from(r.random_bool(0.1))),
+        graph_score: r.random_range(0.0..1.0) * f32::from(u8::from(r.random_bool(0.2))),
     }
 }
 

@@ -165,6 +165,24 @@ pub fn run(
     });
     let tz = injection::time_zone(&config);
     phases.lap("query+model");
+    // Seed 004's memory model: what it adds is counted against the budget.
+    let extra = shared::knowledge::prompt::for_hook(
+        &store,
+        &config,
+        event.name(),
+        session.as_ref(),
+        project.as_deref(),
+        &query,
+        input.tool_name.as_deref().unwrap_or_default(),
+        &input.tool_input,
+        now,
+    )
+    .unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "seed 004 additions failed; serving memories only");
+        shared::knowledge::prompt::Notes::default()
+    });
+    let config = extra.within_budget(config);
+    phases.lap("knowledge");
     let served = injection::serve(
         &store,
         &config,
@@ -214,6 +232,7 @@ pub fn run(
             events.push(Event::new(now, &writer, Some(key.clone()), Body::EnvDetected(env)));
         }
     }
+    events.extend(extra.events.iter().map(|b| Event::new(now, &writer, session.clone(), b.clone())));
     let ranking_id = served.ranking.ranking_id.clone();
     let fts: Vec<_> = served
         .ranking
@@ -258,7 +277,8 @@ pub fn run(
     drop(store);
     phases.lap("close");
     tracing::debug!(event = event.name(), injected = served.injected.len(), phases_ms = ?phases.laps, "hook served");
-    let context = match (note.map(|(_, text)| text), served.context) {
+    let context = shared::knowledge::prompt::join_context(&extra.text, served.context);
+    let context = match (note.map(|(_, text)| text), context) {
         (Some(n), Some(c)) => Some(format!("{n}\n{c}")),
         (n, c) => n.or(c),
     };

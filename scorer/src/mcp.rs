@@ -37,6 +37,7 @@ use shared::config::Config;
 use shared::ids::SessionKey;
 use shared::injection::{self, LoadedModel};
 use shared::journal::Journal;
+use shared::knowledge::{self, ops::Saved};
 use shared::memory_ops::{self as ops, MemoryDetails, NewMemory, OpError, Origin};
 use shared::paths::Paths;
 use shared::rpc::{Connection, Message, Params, RpcError, encode_error, encode_result};
@@ -108,11 +109,10 @@ pub fn tools() -> Vec<Value> {
     let types: Vec<&str> = ops::TYPES.to_vec();
     let mut search_types = vec!["all"];
     search_types.extend(types.iter().copied());
-    let mut save_types = types.clone();
-    save_types.push("discovery");
+    let save_types = types.clone();
     let session = json!({"type": "string", "description": "Session key from the <engram-context> header (harness:id), or the harness's session id"});
     let read_only = json!({"readOnlyHint": true, "openWorldHint": false});
-    vec![
+    let mut tools = vec![
         tool(
             "memory_search",
             "Search memory",
@@ -159,7 +159,7 @@ pub fn tools() -> Vec<Value> {
                 json!({
                     "ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 50, "description": "Memory ids"},
                     "include_context": {"type": "boolean", "default": false, "description": "Include the sessions it was learned from (project, directory, last prompts)"},
-                    "include_graph": {"type": "boolean", "default": false, "description": "Include supersession edges and memories learned in the same session"},
+                    "include_graph": {"type": "boolean", "default": false, "description": "Include knowledge graph edges and the reasoning chain (derivations), supersession and memories learned in the same session"},
                 }),
                 &["ids"],
             ),
@@ -252,10 +252,143 @@ pub fn tools() -> Vec<Value> {
             "Memory statistics",
             "Counts of memories, sessions, injections and feedback, the predictor's status, storage size, top tags.",
             schema(json!({"project": {"type": "string", "description": "Only this project"}}), &[]),
-            read_only,
+            read_only.clone(),
         ),
-        // Provenance (seed 003): why a span of code exists.
-        crate::provenance::mcp_tool(),
+    ];
+    tools.extend(knowledge_tools(&types, &session, &read_only));
+    // Provenance (seed 003): why a span of code exists.
+    tools.push(crate::provenance::mcp_tool());
+    tools
+}
+
+/// Seed 004's tools (`shared::knowledge`): conflicts, the graph, updates,
+/// deprecation, stash and resume, checkpoints.
+fn knowledge_tools(types: &[&str], session: &Value, read_only: &Value) -> Vec<Value> {
+    let writes =
+        json!({"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false});
+    vec![
+        tool(
+            "memory_resolve",
+            "Resolve a memory conflict",
+            "Resolve a memory conflict: a new memory was found similar to an existing one and is waiting. Ask the \
+             user which applies, then: merge (same thing: fold it into the existing memory), keep_both (a different \
+             memory), replace (the new one replaces the old, which is superseded and no longer injected), skip \
+             (do not save the new one).",
+            schema(
+                json!({
+                    "conflict_id": {"type": "string", "description": "Id of the conflicting new memory (obs_…)"},
+                    "existing_id": {"type": "string", "description": "Id of the existing memory it conflicts with (default: the one it was flagged against)"},
+                    "action": {"type": "string", "enum": knowledge::apply::action::CHOICES, "description": "merge · keep_both · replace · skip"},
+                }),
+                &["conflict_id", "action"],
+            ),
+            writes.clone(),
+        ),
+        tool(
+            "memory_staging",
+            "Observation buffer",
+            "Memories waiting for a decision: conflicts to resolve (needs_clarification), and pending, persisted or \
+             discarded ones.",
+            schema(
+                json!({
+                    "status": {"type": "string", "enum": ["needs_clarification", "pending", "persisted", "discarded"], "description": "Only this status"},
+                    "project": {"type": "string", "description": "Only this project"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 200, "default": 20},
+                }),
+                &[],
+            ),
+            read_only.clone(),
+        ),
+        tool(
+            "memory_graph",
+            "Knowledge graph",
+            "The knowledge graph around a memory: memories connected to it (derives_from, leads_to, supports, \
+             contradicts, refines, supersedes), breadth-first up to a depth.",
+            schema(
+                json!({
+                    "id": {"type": "string", "description": "Memory id"},
+                    "depth": {"type": "integer", "minimum": 1, "maximum": knowledge::graph::HARD_MAX_DEPTH, "default": 2, "description": "Edges away at most"},
+                }),
+                &["id"],
+            ),
+            read_only.clone(),
+        ),
+        tool(
+            "memory_update",
+            "Update a memory",
+            "Change a memory's text, type, importance, tags or project.",
+            schema(
+                json!({
+                    "id": {"type": "string", "description": "Memory id"},
+                    "text": {"type": "string", "minLength": 1, "maxLength": ops::MAX_TEXT, "description": "New text"},
+                    "type": {"type": "string", "enum": types, "description": "New type"},
+                    "importance": {"type": "number", "minimum": 0, "maximum": 1, "description": "New importance"},
+                    "tags": {"type": "array", "items": {"type": "string", "maxLength": 64}, "description": "New tags (replace the old)"},
+                    "project": {"type": "string", "description": "New project"},
+                }),
+                &["id"],
+            ),
+            json!({"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}),
+        ),
+        tool(
+            "memory_deprecate",
+            "Deprecate a memory",
+            "Mark a memory outdated (never injected again), optionally superseded by another memory.",
+            schema(
+                json!({
+                    "id": {"type": "string", "description": "Memory id"},
+                    "reason": {"type": "string", "description": "Why"},
+                    "superseded_by": {"type": "string", "description": "The memory that replaces it"},
+                }),
+                &["id"],
+            ),
+            json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false}),
+        ),
+        tool(
+            "memory_stash",
+            "Stashed conversations",
+            "List stashed sidebar conversations (paused threads that can be resumed); with list=false, stash the \
+             current conversation of a session under a label instead.",
+            schema(
+                json!({
+                    "list": {"type": "boolean", "default": true, "description": "List stashed conversations (false: stash the current one)"},
+                    "group": {"type": "string", "description": "Only this stash group"},
+                    "project": {"type": "string", "description": "Only this project"},
+                    "label": {"type": "string", "description": "With list=false: the label (default: made from the topic)"},
+                    "session_id": session.clone(),
+                }),
+                &[],
+            ),
+            writes.clone(),
+        ),
+        tool(
+            "memory_resume",
+            "Resume a conversation",
+            "Resume a stashed conversation (conv_…) or a checkpoint (fork_…): returns its context to continue from, \
+             and the harness session id for native resume.",
+            schema(
+                json!({
+                    "conversation_id": {"type": "string", "description": "Conversation (conv_…) or checkpoint (fork_…) id, or words of a stash label"},
+                    "session_id": session.clone(),
+                }),
+                &["conversation_id"],
+            ),
+            writes.clone(),
+        ),
+        tool(
+            "memory_checkpoint",
+            "Create a checkpoint",
+            "Create a session save point: captures the observation count, conversations and last observation; \
+             memory_resume with its fork_ id comes back to it.",
+            schema(
+                json!({
+                    "label": {"type": "string", "description": "Label (default: the time)"},
+                    "session_id": session.clone(),
+                }),
+                &["session_id"],
+            ),
+            writes,
+        ),
     ]
 }
 
@@ -369,6 +502,8 @@ pub struct McpServer {
     model: Option<(String, LoadedModel)>,
     tools: Vec<Value>,
     clock: fn() -> Ts,
+    /// The discovery engine's external calls still running (joined at the end).
+    background: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl McpServer {
@@ -379,7 +514,38 @@ impl McpServer {
             tracing::warn!(error = %e, "invalid configuration; using the defaults");
             Config::default()
         });
-        McpServer { paths, config, journal: None, model: None, tools: tools(), clock: Ts::now }
+        McpServer { paths, config, journal: None, model: None, tools: tools(), clock: Ts::now, background: Vec::new() }
+    }
+
+    /// Runs the discovery engine's LLM part (`knowledge.graph.discovery`, off
+    /// by default) for a memory just saved, on a thread of its own with its
+    /// own journal, so the tool answers at once (seed 004: it "fires
+    /// asynchronously").
+    fn discover_in_background(&mut self, id: shared::ids::MemoryId) {
+        if !self.config.knowledge.graph.discovery.enabled() {
+            return;
+        }
+        let Some(paths) = self.paths.clone() else { return };
+        let config = self.config.clone();
+        let clock = self.clock;
+        self.background.retain(|h| !h.is_finished());
+        self.background.push(std::thread::spawn(move || {
+            let outcome = Journal::open(&paths, &writer_name())
+                .map_err(|e| e.to_string())
+                .and_then(|mut j| knowledge::discovery::external(&mut j, &config, &id, clock()));
+            match outcome {
+                Ok(made) if !made.is_empty() => tracing::info!(memory = %id, discoveries = made.len(), "discovered"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(memory = %id, error = %e, "the discovery command failed"),
+            }
+        }));
+    }
+
+    /// Waits for the background work (at the end of the connection).
+    pub fn finish(&mut self) {
+        for h in self.background.drain(..) {
+            let _ = h.join();
+        }
     }
 
     fn journal(&mut self) -> std::result::Result<&mut Journal, ToolError> {
@@ -493,6 +659,14 @@ impl McpServer {
             "memory_feedback" => self.feedback(&a),
             "memory_timeline" => self.timeline(&a),
             "memory_stats" => self.stats(&a),
+            "memory_resolve" => self.resolve(&a),
+            "memory_staging" => self.staging(&a),
+            "memory_graph" => self.graph(&a),
+            "memory_update" => self.update(&a),
+            "memory_deprecate" => self.deprecate(&a),
+            "memory_stash" => self.stash(&a),
+            "memory_resume" => self.resume(&a),
+            "memory_checkpoint" => self.checkpoint(&a),
             "memory_explain" => self.explain(&a),
             other => Err(ToolError(format!("tool {other} has no implementation"))),
         }
@@ -557,21 +731,16 @@ impl McpServer {
 
     fn save(&mut self, a: &Args<'_>) -> ToolResult {
         let content = a.required_str("content")?;
-        let mut memory_type = a.required_str("type")?.trim().to_lowercase();
+        let memory_type = a.required_str("type")?.trim().to_lowercase();
         let mut tags = a.strings("tags")?;
-        if memory_type == "discovery" {
-            memory_type = "fact".into();
-            tags.push("discovery".into());
-        }
         let importance = a.number("importance")?.unwrap_or(0.7) as f32;
         let sources = a.strings("source_knowledge_ids")?;
         let session = self.session(a, "session_id")?;
         let now = (self.clock)();
-        let journal = self.journal()?;
-        for s in &sources {
-            ops::require_live(journal.store(), s.trim())?;
-            tags.push(format!("from:{}", s.trim()));
+        if tags.len() > 32 {
+            return Err(ToolError("at most 32 tags".into()));
         }
+        tags.retain(|t| !t.trim().is_empty());
         let new = NewMemory {
             text: content,
             memory_type,
@@ -580,9 +749,34 @@ impl McpServer {
             tags,
             pinned: a.bool("pinned")?.unwrap_or(false),
         };
-        let id = ops::add(journal, new, &Origin::agent(session), now)?;
-        let saved = ops::require(journal.store(), id.as_str())?;
-        Ok(json!({"id": id.as_str(), "saved": true, "memory": saved}))
+        let config = self.config.clone();
+        let journal = self.journal()?;
+        match knowledge::ops::save(journal, &config, new, &Origin::agent(session), &sources, now)? {
+            Saved::Added { id, edges } => {
+                let saved = ops::require(journal.store(), id.as_str())?;
+                let graph = knowledge::graph::connected(journal.store(), id.as_str())?;
+                let out =
+                    json!({"id": id.as_str(), "saved": true, "memory": saved, "edges": edges, "connections": graph});
+                self.discover_in_background(id);
+                Ok(out)
+            }
+            Saved::Duplicate { of } => Ok(json!({
+                "saved": false,
+                "duplicate_of": of,
+                "note": "an exact duplicate of a stored memory: not saved (the stored one counts one more occurrence)",
+            })),
+            Saved::Staged { stage_id, memory_id, with } => Ok(json!({
+                "saved": false,
+                "staged": true,
+                "conflict_id": stage_id,
+                "memory_id": memory_id,
+                "existing": with,
+                "choices": knowledge::apply::action::CHOICES,
+                "note": "similar to a stored memory: ask the user whether it is the same thing (merge), a new one \
+                         (keep_both), a replacement of the old one (replace) or not worth saving (skip), then call \
+                         memory_resolve with conflict_id and action",
+            })),
+        }
     }
 
     fn get(&mut self, a: &Args<'_>) -> ToolResult {
@@ -592,6 +786,7 @@ impl McpServer {
         }
         let with_context = a.bool("include_context")?.unwrap_or(false);
         let with_graph = a.bool("include_graph")?.unwrap_or(false);
+        let max_depth = self.config.knowledge.graph.max_depth;
         let store = self.journal()?.store();
         let mut found = Vec::new();
         let mut missing = Vec::new();
@@ -605,6 +800,10 @@ impl McpServer {
                     }
                     if with_graph {
                         v["graph"] = graph(store, &d).map_err(|e| ToolError(e.to_string()))?;
+                        let g = knowledge::graph::memory_graph(store, id, max_depth)?;
+                        v["edges"] = serde_json::to_value(&g.edges).unwrap_or(Value::Null);
+                        v["reasoning_chain"] = serde_json::to_value(&g.reasoning_chain).unwrap_or(Value::Null);
+                        v["chain_depth_limited"] = json!(g.chain_depth_limited);
                     }
                     found.push(v);
                 }
@@ -803,12 +1002,165 @@ impl McpServer {
             "scored_sessions": state.scored_sessions,
             "comparisons": state.comparisons,
         });
+        v["knowledge"] = knowledge_stats(store, project.as_deref()).map_err(|e| ToolError(e.to_string()))?;
         if let Some(p) = paths {
             v["storage_bytes"] = json!(dir_size(&p.tapes()) + dir_size(&p.db_generations()));
             v["data_home"] = json!(p.home().display().to_string());
         }
         Ok(v)
     }
+}
+
+impl McpServer {
+    fn resolve(&mut self, a: &Args<'_>) -> ToolResult {
+        let conflict = a.required_str("conflict_id")?.trim().to_owned();
+        let action = a.required_str("action")?;
+        let existing = a.str("existing_id")?.filter(|e| !e.trim().is_empty());
+        let config = self.config.clone();
+        let now = (self.clock)();
+        let journal = self.journal()?;
+        let r = knowledge::ops::resolve(journal, &config, &conflict, &action, existing.as_deref(), "agent", now)?;
+        let mut v = serde_json::to_value(&r).unwrap_or(Value::Null);
+        if let Some(id) = &r.memory_id {
+            v["memory"] = serde_json::to_value(ops::require(journal.store(), id.as_str())?).unwrap_or(Value::Null);
+        }
+        let left = knowledge::buffer::pending_conflicts(journal.store(), None)?.len();
+        v["conflicts_left"] = json!(left);
+        Ok(v)
+    }
+
+    fn staging(&mut self, a: &Args<'_>) -> ToolResult {
+        let project = a.str("project")?;
+        let store = self.journal()?.store();
+        let filter = knowledge::buffer::StagedFilter {
+            status: a.str("status")?,
+            project: project.map(|p| shared::env::store::resolve_project(store.conn(), &p)),
+            limit: a.count("limit", 20, 1, 200)?,
+        };
+        let staged = knowledge::buffer::list(store, &filter)?;
+        let counts = knowledge::buffer::counts(store)?;
+        Ok(json!({"counts": counts, "staged": staged}))
+    }
+
+    fn graph(&mut self, a: &Args<'_>) -> ToolResult {
+        let id = a.required_str("id")?.trim().to_owned();
+        let depth = a.count("depth", 2, 1, knowledge::graph::HARD_MAX_DEPTH as usize)? as u32;
+        let store = self.journal()?.store();
+        ops::require_live(store, &id)?;
+        let g = knowledge::graph::traverse(store, &id, depth, knowledge::graph::Direction::Both)?
+            .ok_or_else(|| ToolError(format!("no memory with id {id}")))?;
+        let chain = knowledge::graph::derivation_chain(store, &id, depth)?;
+        let mut v = serde_json::to_value(&g).unwrap_or(Value::Null);
+        v["reasoning_chain"] = serde_json::to_value(&chain.steps).unwrap_or(Value::Null);
+        v["chain_depth_limited"] = json!(chain.depth_limited);
+        Ok(v)
+    }
+
+    fn update(&mut self, a: &Args<'_>) -> ToolResult {
+        let id = a.required_str("id")?.trim().to_owned();
+        let tags = match a.get("tags") {
+            Some(_) => Some(a.strings("tags")?),
+            None => None,
+        };
+        let change = ops::MemoryChange {
+            text: a.str("text")?,
+            memory_type: a.str("type")?,
+            importance: a.number("importance")?.map(|x| x as f32),
+            tags,
+            project: a.str("project")?,
+        };
+        let now = (self.clock)();
+        let journal = self.journal()?;
+        ops::update(journal, &id, change, now)?;
+        Ok(json!({"id": id, "updated": true, "memory": ops::require(journal.store(), &id)?}))
+    }
+
+    fn deprecate(&mut self, a: &Args<'_>) -> ToolResult {
+        let id = a.required_str("id")?.trim().to_owned();
+        let reason = a.str("reason")?;
+        let by = a.str("superseded_by")?.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+        let now = (self.clock)();
+        let journal = self.journal()?;
+        ops::deprecate(journal, &id, reason, by.clone(), now)?;
+        Ok(json!({"id": id, "deprecated": true, "superseded_by": by}))
+    }
+
+    fn stash(&mut self, a: &Args<'_>) -> ToolResult {
+        let list = a.bool("list")?.unwrap_or(true);
+        let session = self.session(a, "session_id")?;
+        let now = (self.clock)();
+        if !list {
+            let Some(session) = session else {
+                return Err(ToolError("to stash, give session_id (the session key of <engram-context>)".into()));
+            };
+            let label = a.str("label")?;
+            let journal = self.journal()?;
+            let s = knowledge::conversation::stash(journal, &session, label.as_deref(), now)?;
+            return Ok(json!({"stashed": true, "conversation": s,
+                "note": format!("resume it later with memory_resume(conversation_id=\"{}\")", s.conversation_id)}));
+        }
+        let project = a.str("project")?;
+        let store = self.journal()?.store();
+        let filter = knowledge::conversation::StashFilter {
+            group: a.str("group")?,
+            project: project.map(|p| shared::env::store::resolve_project(store.conn(), &p)),
+            include_resumed: false,
+            limit: 50,
+        };
+        let stashed = knowledge::conversation::list(store, &filter)?;
+        let checkpoints = knowledge::checkpoint::list(store, session.as_ref().map(|s| s.as_str()), 10)?;
+        Ok(json!({"stashed": stashed, "count": stashed.len(), "checkpoints": checkpoints}))
+    }
+
+    fn resume(&mut self, a: &Args<'_>) -> ToolResult {
+        let what = a.required_str("conversation_id")?;
+        let session = self.session(a, "session_id")?;
+        let now = (self.clock)();
+        let journal = self.journal()?;
+        let r = knowledge::conversation::resume(journal, &what, session.as_ref(), now)?;
+        Ok(serde_json::to_value(&r).unwrap_or(Value::Null))
+    }
+
+    fn checkpoint(&mut self, a: &Args<'_>) -> ToolResult {
+        let Some(session) = self.session(a, "session_id")? else {
+            return Err(ToolError("give session_id (the session key of <engram-context>)".into()));
+        };
+        let label = a.str("label")?;
+        let now = (self.clock)();
+        let journal = self.journal()?;
+        let c = knowledge::checkpoint::create(journal, &session, label.as_deref(), now)?;
+        Ok(
+            json!({"checkpoint": c, "note": format!("memory_resume(conversation_id=\"{}\") comes back to it", c.checkpoint_id)}),
+        )
+    }
+}
+
+/// The knowledge part of `memory_stats`: memories by seed 004 knowledge
+/// type, edges by relation, the observation buffer, stashes, checkpoints.
+fn knowledge_stats(store: &shared::store::Store, project: Option<&str>) -> shared::error::Result<Value> {
+    let mut by_kind: BTreeMap<&'static str, i64> = knowledge::KNOWLEDGE_TYPES.iter().map(|t| (*t, 0)).collect();
+    let rows: Vec<(String, i64)> = store
+        .conn()
+        .prepare(
+            "SELECT type, COUNT(*) FROM memories WHERE is_deleted = 0 AND (?1 IS NULL OR project = ?1) GROUP BY type",
+        )
+        .and_then(|mut s| s.query_map([project], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+        .map_err(|e| shared::error::Error::sqlite("count memories by type", e))?;
+    for (t, n) in rows {
+        *by_kind.entry(knowledge::knowledge_type(&t)).or_default() += n;
+    }
+    let one = |sql: &str| -> shared::error::Result<i64> {
+        store.conn().query_row(sql, [project], |r| r.get(0)).map_err(|e| shared::error::Error::sqlite("count", e))
+    };
+    Ok(json!({
+        "by_knowledge_type": by_kind,
+        "edges": knowledge::graph::edge_counts(store)?,
+        "staging": knowledge::buffer::counts(store)?,
+        "stashed": one("SELECT COUNT(*) FROM conversations WHERE status = 'stashed' AND (?1 IS NULL OR project = ?1)")?,
+        "checkpoints": one("SELECT COUNT(*) FROM session_forks WHERE (?1 IS NULL OR project = ?1)")?,
+        "summaries": one("SELECT COUNT(*) FROM session_summaries m JOIN sessions s ON s.session_key = m.session_key
+                          WHERE (?1 IS NULL OR s.project = ?1)")?,
+    }))
 }
 
 /// Live memories whose text holds every word of `q` (at most 500).
@@ -1105,4 +1457,5 @@ pub fn serve(conn: Connection<Raw>, mut server: McpServer, shutdown: &Shutdown) 
             break;
         }
     }
+    server.finish();
 }

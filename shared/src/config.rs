@@ -40,6 +40,8 @@ pub struct Config {
     pub judge: CommandConfig,
     /// Time zone for session-level signals.
     pub time: TimeConfig,
+    /// Seed 004's memory model: graph, conflicts, checkpoints, topic shifts, dedup.
+    pub knowledge: crate::knowledge::config::KnowledgeConfig,
     /// The local web UI and REST API (`engram-scorer web`).
     pub web: WebConfig,
 }
@@ -263,7 +265,7 @@ impl Config {
                 i.budget_chars, i.max_chars
             ));
         }
-        Ok(())
+        self.knowledge.validate()
     }
 }
 

@@ -143,6 +143,12 @@ pub fn generate_with_prefix(prefix: &str, ts: Ts) -> String {
     format!("{prefix}_{}", sortable_suffix(ts))
 }
 
+/// A deterministic id with a caller-chosen prefix, from identifying parts
+/// (edges named by their ends, buffer entries of a derived memory, …).
+pub fn derived_with_prefix(prefix: &str, parts: &[&str]) -> String {
+    format!("{prefix}_{}", derived_suffix(parts))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

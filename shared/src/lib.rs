@@ -3,6 +3,7 @@
 
 pub mod autotrain;
 pub mod base64;
+pub mod command;
 pub mod config;
 pub mod env;
 pub mod error;
@@ -13,6 +14,7 @@ pub mod ids;
 pub mod injection;
 pub mod journal;
 mod json_scan;
+pub mod knowledge;
 pub mod logging;
 pub mod memory_ops;
 pub mod models;

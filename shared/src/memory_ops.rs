@@ -31,6 +31,7 @@ pub const TYPES: &[&str] = &[
     memory_type::CONVENTION,
     memory_type::GOTCHA,
     memory_type::STRUGGLE,
+    memory_type::DISCOVERY,
 ];
 
 /// Longest memory text accepted, in characters.
@@ -285,9 +286,19 @@ pub fn deprecate(
     let body = Body::MemoryDeprecated(MemoryDeprecated {
         memory_id: MemoryId::from(id),
         reason: reason.map(|r| redact::redact_text(&r).into_owned()).unwrap_or_default(),
-        superseded_by: superseded_by.map(MemoryId),
+        superseded_by: superseded_by.clone().map(MemoryId),
     });
-    append(journal, now, None, body)
+    // The knowledge graph's `supersedes` edge goes with the deprecation, in one append.
+    let edge = superseded_by.map(|by| {
+        let r = crate::knowledge::graph::Relation::Supersedes;
+        crate::knowledge::graph::edge_body(&MemoryId(by), &MemoryId::from(id), r, 1.0, "user", "deprecated")
+    });
+    let events: Vec<_> = std::iter::once(body).chain(edge).map(|b| journal.event(now, None, b)).collect();
+    let receipt = journal.append(&events).map_err(store_err("append to the tape log"))?;
+    if !receipt.applied {
+        tracing::warn!(lsn = receipt.first_lsn, "the events are on tape but not yet projected");
+    }
+    Ok(())
 }
 
 /// Forgets a memory: hidden at once, its text removed from the tapes by the

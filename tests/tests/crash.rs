@@ -73,8 +73,8 @@ fn sigkill_at_random_moments_loses_nothing_acknowledged() {
         // mid-apply, or after it finished), the other runs to the end.
         let text_a = format!("Round {i}: writer A records a lesson about retries and timeouts {}", "x".repeat(i % 300));
         let text_b = format!("Round {i}: writer B records a convention about migrations");
-        let mut a = spawn(&w, &["memory", "add", &text_a]);
-        let b = spawn(&w, &["memory", "add", &text_b]);
+        let mut a = spawn(&w, &["memory", "add", "--no-check", &text_a]);
+        let b = spawn(&w, &["memory", "add", "--no-check", &text_b]);
         std::thread::sleep(Duration::from_micros(rng.random_range(0..15_000)));
         kill(&mut a);
         acked.extend(acknowledged(a));
@@ -99,7 +99,9 @@ fn two_processes_appending_at_once_lose_nothing() {
                 let w = &w;
                 scope.spawn(move || {
                     (0..40)
-                        .map(|i| w.ok(&["memory", "add", &format!("writer {k} lesson {i}")]).trim().to_owned())
+                        .map(|i| {
+                            w.ok(&["memory", "add", "--no-check", &format!("writer {k} lesson {i}")]).trim().to_owned()
+                        })
                         .collect::<Vec<String>>()
                 })
             })
@@ -118,7 +120,8 @@ fn processes_opening_a_new_data_home_at_once_all_succeed() {
     // opens racing each other used to fail with "database is locked".
     for _ in 0..20 {
         let w = World::new();
-        let children: Vec<Child> = (0..6).map(|k| spawn(&w, &["memory", "add", &format!("writer {k}")])).collect();
+        let children: Vec<Child> =
+            (0..6).map(|k| spawn(&w, &["memory", "add", "--no-check", &format!("writer {k}")])).collect();
         let ids: BTreeSet<String> =
             children.into_iter().map(|c| acknowledged(c).expect("every writer succeeds")).collect();
         assert_eq!(ids.len(), 6);

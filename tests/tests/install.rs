@@ -190,7 +190,15 @@ fn check_hooks(before_file: &Path, after_file: &Path, harness: &str) {
         assert!(ours[0].contains(bin) && ours[0].ends_with(&format!("--harness {harness}")), "{}", ours[0]);
     }
     let user_keys = keys_in_order(before_file, "");
-    assert_eq!(keys_in_order(after_file, ""), user_keys, "top-level keys keep their order");
+    let after_keys = keys_in_order(after_file, "");
+    assert_eq!(after_keys[..user_keys.len()], user_keys[..], "top-level keys keep their order");
+    let added: Vec<&str> = after_keys[user_keys.len()..].iter().map(String::as_str).collect();
+    let plugin: &[&str] = if harness == "claude" { &["extraKnownMarketplaces", "enabledPlugins"] } else { &[] };
+    assert_eq!(added, plugin, "only the plugin's keys are added at the end");
+    if harness == "claude" {
+        assert_eq!(after["enabledPlugins"]["engram@engram"], true);
+        assert_eq!(after["extraKnownMarketplaces"]["engram"]["source"]["source"], "directory");
+    }
     let user_events = keys_in_order(before_file, "/hooks");
     assert_eq!(keys_in_order(after_file, "/hooks")[..user_events.len()], user_events[..], "events keep their order");
     for k in user_keys.iter().filter(|k| *k != "hooks") {
@@ -249,6 +257,16 @@ fn claude_install_merges_twice_is_a_no_op_and_uninstall_restores_every_byte() {
     assert_eq!(engram["args"], json!(["mcp"]));
     let installed = snapshot(&w, w.root());
     assert_ne!(installed, before);
+    // The plugin's marketplace is in the data home, where the settings point.
+    let market = PathBuf::from(settings["extraKnownMarketplaces"]["engram"]["source"]["path"].as_str().unwrap());
+    assert!(market.starts_with(w.home()), "{}", market.display());
+    let manifest = read_json(&market.join(".claude-plugin/marketplace.json"));
+    let plugin = market.join(manifest["plugins"][0]["source"].as_str().unwrap());
+    assert_eq!(read_json(&plugin.join(".claude-plugin/plugin.json"))["name"], "engram");
+    for skill in ["remember", "forget", "recall", "stash", "resume", "checkpoint", "resolve"] {
+        let text = std::fs::read_to_string(plugin.join(format!("skills/{skill}/SKILL.md"))).unwrap();
+        assert!(text.starts_with(&format!("---\nname: {skill}\n")), "{text}");
+    }
 
     // The installed hook works when the shell runs it.
     seed_one_memory(&w);
@@ -266,10 +284,11 @@ fn claude_install_merges_twice_is_a_no_op_and_uninstall_restores_every_byte() {
     assert!(statuses(&again).values().all(|s| s == "unchanged"), "{again}");
     assert_eq!(snapshot(&w, w.root()), installed);
 
-    // Uninstall: byte-identical to before, and says so.
+    // Uninstall: byte-identical to before, and says so; the plugin's files are gone.
     let text = run(&w, &["uninstall", "claude"]);
     assert!(text.contains("restored"), "{text}");
     assert_eq!(snapshot(&w, w.root()), before);
+    assert!(!market.exists(), "the plugin's marketplace is removed");
     assert!(!w.home().join("install/claude-user.json").exists());
     // Uninstalling again is harmless.
     let r = report(&w, &["uninstall", "claude"]);
@@ -323,7 +342,7 @@ fn dry_run_prints_the_changes_and_writes_nothing() {
         assert!(text.contains("modified") && text.contains("SessionStart"), "{text}");
         let r = report(&w, &["install", harness, "--dry-run"]);
         assert_eq!(r["dry_run"], true);
-        assert!(statuses(&r).values().all(|s| s == "modified"), "{r}");
+        assert!(statuses(&r).iter().all(|(f, s)| s == "modified" || (f == "claude-plugin" && s == "created")), "{r}");
     }
     assert_eq!(snapshot(&w, w.root()), before);
     assert!(!w.home().join("install").exists(), "no install record");
@@ -331,7 +350,7 @@ fn dry_run_prints_the_changes_and_writes_nothing() {
     run(&w, &["install", "claude"]);
     let installed = snapshot(&w, w.root());
     let r = report(&w, &["uninstall", "claude", "--dry-run"]);
-    assert!(statuses(&r).values().all(|s| s == "restored"), "{r}");
+    assert!(statuses(&r).iter().all(|(f, s)| s == "restored" || (f == "claude-plugin" && s == "deleted")), "{r}");
     assert_eq!(snapshot(&w, w.root()), installed);
 }
 
@@ -377,6 +396,7 @@ fn uninstall_after_the_user_edited_the_files_removes_only_engram() {
     assert_eq!(statuses(&r)["settings.json"], "modified", "{r}");
     assert_eq!(statuses(&r)[".claude.json"], "restored", "{r}");
     let settings = read_json(&settings_path);
+    assert!(settings.get("enabledPlugins").is_none() && settings.get("extraKnownMarketplaces").is_none(), "{settings}");
     assert!(settings["permissions"]["allow"].as_array().unwrap().contains(&json!("Bash(git diff)")));
     let commands = hook_commands(&settings);
     assert!(commands.values().flatten().all(|c| !c.contains("engram-")), "{commands:?}");

@@ -14,14 +14,13 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 
 use common::World;
 use serde_json::{Value, json};
 
-const TOOLS: [&str; 11] = [
+const TOOLS: [&str; 19] = [
     "memory_search",
     "memory_save",
     "memory_get",
@@ -32,16 +31,16 @@ const TOOLS: [&str; 11] = [
     "memory_feedback",
     "memory_timeline",
     "memory_stats",
+    "memory_resolve",
+    "memory_staging",
+    "memory_graph",
+    "memory_update",
+    "memory_deprecate",
+    "memory_stash",
+    "memory_resume",
+    "memory_checkpoint",
     "memory_explain",
 ];
-
-/// A Python with the `mcp` package: `<target>/mcp-venv`, created and filled
-/// with pip on first use. `None` (with a message) when that cannot be done
-/// locally; a failure under `CI`.
-fn python_with_mcp() -> Option<&'static Path> {
-    static PY: OnceLock<Option<PathBuf>> = OnceLock::new();
-    PY.get_or_init(|| tests::python_with("mcp-venv", "mcp", "mcp")).as_deref()
-}
 
 /// The client's record of one call: the `CallToolResult` as JSON.
 fn ok_result<'a>(calls: &'a Value, name: &str) -> &'a Value {
@@ -55,7 +54,7 @@ fn ok_result<'a>(calls: &'a Value, name: &str) -> &'a Value {
 
 #[test]
 fn the_official_python_client_lists_and_calls_every_tool() {
-    let Some(python) = python_with_mcp() else { return };
+    let Some(python) = common::python_with_mcp() else { return };
     let w = World::new();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
     let out = Command::new(python)

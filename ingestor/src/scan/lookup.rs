@@ -2,8 +2,10 @@
 //! forgotten, so that re-extraction never re-adds it), a handful of live
 //! memories that full-text search finds for the candidate's words, and the
 //! memories added earlier in the same batch (not yet in the projection).
-//! The 0.70 word-overlap / 0.85 cosine rule is applied by the caller
-//! ([`crate::dedup::best_duplicate`]).
+//! Deprecated memories are not compared (a new memory never conflicts with
+//! an outdated one). The thresholds are applied by the caller
+//! ([`crate::dedup::classify`]), with the conflict threshold of the
+//! configuration ([`StoreLookup::with_conflicts`]).
 
 use std::cell::RefCell;
 
@@ -24,12 +26,23 @@ const MAX_WORDS: usize = 24;
 pub struct StoreLookup<'s> {
     store: &'s Store,
     pending: RefCell<Vec<ExistingMemory>>,
+    conflicts: Option<f32>,
 }
 
 impl<'s> StoreLookup<'s> {
-    /// A lookup over `store`.
+    /// A lookup over `store` (conflict detection at seed 004's default threshold).
     pub fn new(store: &'s Store) -> StoreLookup<'s> {
-        StoreLookup { store, pending: RefCell::new(Vec::new()) }
+        StoreLookup {
+            store,
+            pending: RefCell::new(Vec::new()),
+            conflicts: Some(crate::dedup::DEFAULT_CONFLICT_THRESHOLD),
+        }
+    }
+
+    /// With the configured conflict detection (`None` when it is off).
+    pub fn with_conflicts(self, config: &shared::config::Config) -> StoreLookup<'s> {
+        let c = &config.knowledge.conflicts;
+        StoreLookup { conflicts: c.enabled.then_some(c.similarity_threshold), ..self }
     }
 
     /// Records memory events produced but not yet applied, so later lookups
@@ -77,7 +90,7 @@ impl MemoryLookup for StoreLookup<'_> {
         ws.truncate(MAX_WORDS);
         match self.store.memories_matching(&ws, FTS_CANDIDATES) {
             Ok(found) => {
-                for m in found {
+                for m in found.into_iter().filter(|m| !m.deprecated && m.superseded_by.is_none()) {
                     if !out.iter().any(|o| o.id.as_str() == m.id) {
                         out.push(self.existing(m));
                     }
@@ -91,5 +104,9 @@ impl MemoryLookup for StoreLookup<'_> {
             }
         }
         out
+    }
+
+    fn conflict_threshold(&self) -> Option<f32> {
+        self.conflicts
     }
 }

@@ -102,6 +102,9 @@ pub struct ScanOptions {
     pub now: Ts,
     /// Chunk, line and batch sizes.
     pub limits: Limits,
+    /// Summarise ended sessions with the external summariser when one is
+    /// configured (the hooks' worker); a scan of history stays extractive.
+    pub external_summaries: bool,
 }
 
 impl ScanOptions {
@@ -114,6 +117,7 @@ impl ScanOptions {
             roots: None,
             now,
             limits: Limits::default(),
+            external_summaries: false,
         }
     }
 }
@@ -160,6 +164,8 @@ pub struct HarnessSummary {
     pub memories_added: u64,
     /// Memories merged into an existing near-duplicate.
     pub memories_merged: u64,
+    /// Memories alike to a stored one, staged for the user to resolve.
+    pub memories_staged: u64,
     /// Problems in the logs (malformed lines, bad timestamps, …).
     pub diagnostics: u64,
     /// Record types kept as opaque events, by type.
@@ -183,6 +189,7 @@ impl HarnessSummary {
         self.known += o.known;
         self.memories_added += o.memories_added;
         self.memories_merged += o.memories_merged;
+        self.memories_staged += o.memories_staged;
         self.diagnostics += o.diagnostics;
         for (k, v) in &o.unknown_types {
             *self.unknown_types.entry(k.clone()).or_insert(0) += v;
@@ -224,6 +231,8 @@ pub struct ScanSummary {
     pub extractor_runs: u64,
     /// External extractor runs that failed (each logged).
     pub extractor_failures: u64,
+    /// Ended sessions summarised (seed 004 "Summarization").
+    pub sessions_summarized: u64,
     /// Paths given that are not a known log.
     pub unrecognised: Vec<String>,
     /// Stopped early by a shutdown request (what was read is recorded).
@@ -345,6 +354,11 @@ pub fn run(
         let harnesses = if opts.harnesses.is_empty() { Harness::ALL.to_vec() } else { opts.harnesses.clone() };
         scanner.end_idle(&harnesses)?;
         scanner.summary.timings.idle_ms = ms(t);
+        // Summaries of the sessions that ended (seed 004): a failure costs only them.
+        match shared::knowledge::summary::summarize_ended(&mut scanner.journal, config, opts.external_summaries) {
+            Ok(n) => scanner.summary.sessions_summarized = n as u64,
+            Err(e) => tracing::warn!(error = %e, "cannot summarise the ended sessions"),
+        }
     }
     for key in &scanner.touched {
         if let Some(h) = Harness::from_name(key.harness()) {
@@ -811,6 +825,7 @@ impl Scanner<'_> {
                 match m.body {
                     Body::MemoryAdded(_) => hs.memories_added += 1,
                     Body::MemoryUpdated(_) => hs.memories_merged += 1,
+                    Body::MemoryStaged(_) => hs.memories_staged += 1,
                     _ => {}
                 }
             }
@@ -846,7 +861,7 @@ impl Scanner<'_> {
                 groups.entry(s).or_default().push(i);
             }
         }
-        let lookup = StoreLookup::new(self.journal.store());
+        let lookup = StoreLookup::new(self.journal.store()).with_conflicts(self.config);
         let mut snapshot: Option<Snapshot> = None;
         let mut out = Vec::new();
         let (mut runs, mut failures) = (0u64, 0u64);

@@ -181,7 +181,7 @@ fn every_input_can_change_a_ranking() {
 
     // Per-candidate raw signals: redraw one field for every candidate.
     type Setter = fn(&mut CandidateSignals, &mut ChaCha8Rng);
-    let setters: [(&str, Setter); 31] = [
+    let setters: [(&str, Setter); 32] = [
         ("age_days", |s, r| s.age_days = r.random_range(0.0..400.0)),
         ("importance", |s, r| s.importance = r.random_range(0.0..1.0)),
         ("access_count", |s, r| s.access_count = r.random_range(0..100)),
@@ -213,6 +213,7 @@ fn every_input_can_change_a_ranking() {
         ("states_time", |s, r| s.states_time = f32::from(u8::from(r.random_bool(0.5)))),
         ("first_person", |s, r| s.first_person = f32::from(u8::from(r.random_bool(0.5)))),
         ("date_match", |s, r| s.date_match = f32::from(u8::from(r.random_bool(0.5)))),
+        ("graph_score", |s, r| s.graph_score = r.random_range(0.0..1.0)),
     ];
     for (name, set) in setters {
         let mut c2 = cands.clone();

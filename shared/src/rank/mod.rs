@@ -356,7 +356,7 @@ fn rank_inner(
     req: &RankRequest<'_>,
     unapplied: &[Unapplied],
 ) -> Result<Ranking> {
-    let limits = PoolLimits { pool: config.predictor.candidate_pool_size, ..PoolLimits::default() };
+    let limits = PoolLimits::of(config);
     let mut pool = pool::gather(
         store,
         &PoolQuery {

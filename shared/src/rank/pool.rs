@@ -2,7 +2,8 @@
 //!
 //! Sources, in order of priority when the pool is full: pinned memories, the
 //! FTS5 BM25 top-N for the query, the adjacent memories (same source session,
-//! next in time) of the strongest BM25 hits, the vector top-N when the query
+//! next in time) and the knowledge-graph neighbours of the strongest BM25
+//! hits, the vector top-N when the query
 //! has an embedding, and the top of the baseline's effective score (the
 //! session's project first). The pool stays bounded (about 100) whatever the
 //! store's size: every query is a top-N on an index.
@@ -45,6 +46,8 @@ pub struct PoolLimits {
     /// Bound on the documents BM25 scores (summed document frequency of the
     /// query words kept).
     pub max_postings: u64,
+    /// Strongest BM25 hits whose knowledge-graph neighbours are added (0: none).
+    pub graph_hits: usize,
 }
 
 impl Default for PoolLimits {
@@ -60,6 +63,21 @@ impl Default for PoolLimits {
             fts_terms: 24,
             vector_scan: 5_000,
             max_postings: 3_000,
+            graph_hits: 10,
+        }
+    }
+}
+
+impl PoolLimits {
+    /// The serving limits of a configuration (pool size; graph candidates
+    /// when `knowledge.graph` has them on).
+    pub fn of(config: &crate::config::Config) -> PoolLimits {
+        let g = &config.knowledge.graph;
+        let defaults = PoolLimits::default();
+        PoolLimits {
+            pool: config.predictor.candidate_pool_size,
+            graph_hits: if g.enabled && g.rank_candidates { defaults.graph_hits } else { 0 },
+            ..defaults
         }
     }
 }
@@ -218,6 +236,10 @@ pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<P
     for &rowid in neighbor.near.keys() {
         add(rowid, source::NEIGHBOR);
     }
+    let graph = graph_scores(store, &hits, limits.graph_hits, None)?;
+    for &rowid in graph.keys() {
+        add(rowid, source::GRAPH);
+    }
     let mut vector_sim: HashMap<i64, f32> = HashMap::new();
     if let Some(qe) = q.embedding {
         for (rowid, sim) in vector_top(store, qe, limits)? {
@@ -264,9 +286,9 @@ pub fn gather(store: &Store, q: &PoolQuery<'_>, limits: &PoolLimits) -> Result<P
     let mut memories = load_rows(store, &order)?;
     let context = context_scores(&memories, &neighbor, &info.query_terms);
     if memories.len() > limits.pool {
-        keep_best(&mut memories, limits.pool, &sources, &context, &neighbor);
+        keep_best(&mut memories, limits.pool, &sources, &context, &neighbor, &graph);
     }
-    finish(store, q, info, memories, sources, &hits, &neighbor, &context, &vector_sim)
+    finish(store, q, info, memories, sources, &hits, &neighbor, &context, &vector_sim, &graph)
 }
 
 /// Which candidates a full pool keeps first, in order.
@@ -282,7 +304,7 @@ fn keep_class(sources: Option<&BTreeSet<&'static str>>) -> Keep {
     let has = |s: &str| sources.is_some_and(|set| set.contains(s));
     if has(source::PINNED) {
         Keep::Pinned
-    } else if has(source::BM25) || has(source::NEIGHBOR) {
+    } else if has(source::BM25) || has(source::NEIGHBOR) || has(source::GRAPH) {
         Keep::Text
     } else {
         Keep::Other
@@ -300,6 +322,7 @@ fn keep_best(
     sources: &HashMap<i64, BTreeSet<&'static str>>,
     context: &HashMap<i64, [f32; 4]>,
     neighbor: &Neighbours,
+    graph: &HashMap<i64, f32>,
 ) {
     let max = |i: usize| context.values().map(|c| c[i]).fold(f32::MIN_POSITIVE, f32::max);
     let (before_max, wide_max) = (max(0), max(2));
@@ -307,7 +330,8 @@ fn keep_best(
         Keep::Text => {
             let c = context.get(&m.rowid).copied().unwrap_or_default();
             let near = neighbor.near.get(&m.rowid).copied().unwrap_or(0.0);
-            (Keep::Text, -(c[2] / wide_max + c[0] / before_max + 0.3 * near))
+            let linked = graph.get(&m.rowid).copied().unwrap_or(0.0);
+            (Keep::Text, -(c[2] / wide_max + c[0] / before_max + 0.3 * near + 0.3 * linked))
         }
         class => (class, 0.0f32),
     };
@@ -385,9 +409,13 @@ pub fn gather_fixed(store: &Store, q: &PoolQuery<'_>, ids: &[MemoryId]) -> Resul
     for &rowid in neighbor.near.keys() {
         sources.entry(rowid).or_default().insert(source::NEIGHBOR);
     }
+    let graph = graph_scores(store, &hits, limits.graph_hits, Some(&set))?;
+    for &rowid in graph.keys() {
+        sources.entry(rowid).or_default().insert(source::GRAPH);
+    }
     let memories = load_rows(store, &rowids)?;
     let context = context_scores(&memories, &neighbor, &info.query_terms);
-    finish(store, q, info, memories, sources, &hits, &neighbor, &context, &HashMap::new())
+    finish(store, q, info, memories, sources, &hits, &neighbor, &context, &HashMap::new(), &graph)
 }
 
 /// Computes the signals of the loaded pool memories (their bags already made
@@ -403,6 +431,7 @@ fn finish(
     neighbor: &Neighbours,
     context: &HashMap<i64, [f32; 4]>,
     vector_sim: &HashMap<i64, f32>,
+    graph: &HashMap<i64, f32>,
 ) -> Result<Pool> {
     let bm25: HashMap<i64, (f32, u32)> =
         hits.iter().enumerate().map(|(i, (rowid, s))| (*rowid, (*s, i as u32 + 1))).collect();
@@ -487,12 +516,63 @@ fn finish(
             states_time: flag(m.facts.states_time),
             first_person: flag(m.facts.first_person),
             date_match: text::date_fit(&query_dates, Ts(m.created_ms).civil_date()),
+            graph_score: graph.get(&m.rowid).copied().unwrap_or(0.0),
             ..m.signals
         };
         m.vector_similarity = vector_sim.get(&m.rowid).copied();
         m.shown = shown.contains(m.id.as_str());
     }
     Ok(Pool { memories, corpus: info.corpus, fts_query: info.fts_query, query_terms: info.query_terms })
+}
+
+/// For the strongest `max_hits` hits, the memories one knowledge-graph edge
+/// away (any relation but `supersedes`; forgotten ones left out), each with
+/// the best normalised BM25 of a hit it is linked to times the edge's
+/// strength. With `within`, only members of that set count.
+fn graph_scores(
+    store: &Store,
+    hits: &[(i64, f32)],
+    max_hits: usize,
+    within: Option<&BTreeSet<i64>>,
+) -> Result<HashMap<i64, f32>> {
+    let mut out: HashMap<i64, f32> = HashMap::new();
+    if max_hits == 0 || hits.is_empty() {
+        return Ok(out);
+    }
+    let max_hit = hits.iter().map(|h| h.1).fold(f32::MIN_POSITIVE, f32::max);
+    let strongest: Vec<(i64, f32)> = hits.iter().take(max_hits).copied().collect();
+    let scores: HashMap<i64, f32> = strongest.iter().map(|&(r, s)| (r, s / max_hit)).collect();
+    let list = serde_json::to_string(&strongest.iter().map(|h| h.0).collect::<Vec<i64>>()).unwrap_or_default();
+    let mut stmt = store
+        .conn()
+        .prepare_cached(
+            "SELECT h.value, o.rowid, e.strength FROM json_each(?1) h
+             CROSS JOIN memories s ON s.rowid = h.value
+             CROSS JOIN knowledge_edges e ON e.from_id = s.id
+             CROSS JOIN memories o ON o.id = e.to_id
+             WHERE e.relation != 'supersedes' AND o.is_deleted = 0
+             UNION ALL
+             SELECT h.value, o.rowid, e.strength FROM json_each(?1) h
+             CROSS JOIN memories s ON s.rowid = h.value
+             CROSS JOIN knowledge_edges e ON e.to_id = s.id
+             CROSS JOIN memories o ON o.id = e.from_id
+             WHERE e.relation != 'supersedes' AND o.is_deleted = 0
+             LIMIT 400",
+        )
+        .sql("prepare graph neighbours")?;
+    let rows = stmt
+        .query_map([&list], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, f64>(2)?)))
+        .sql("read graph neighbours")?;
+    for row in rows {
+        let (hit, other, strength) = row.sql("read graph neighbours")?;
+        if within.is_some_and(|w| !w.contains(&other)) {
+            continue;
+        }
+        let v = scores.get(&hit).copied().unwrap_or(0.0) * strength as f32;
+        let e = out.entry(other).or_insert(0.0);
+        *e = e.max(v);
+    }
+    Ok(out)
 }
 
 /// Scores from the neighbours of the strongest `limits.neighbor_hits` hits.

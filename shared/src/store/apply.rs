@@ -408,6 +408,19 @@ impl Projector<'_> {
                     )?
                     .execute(params![event.id.as_str(), b.success_rate, b.window, ts.to_rfc3339(), ts.0])?;
             }
+            // Seed 004's memory model: see `crate::knowledge::apply`.
+            Body::EdgeAdded(_)
+            | Body::EdgeRemoved(_)
+            | Body::MemoryStaged(_)
+            | Body::StageResolved(_)
+            | Body::ConflictSurfaced(_)
+            | Body::ConversationStashed(_)
+            | Body::ConversationResumed(_)
+            | Body::CheckpointCreated(_)
+            | Body::TopicShift(_)
+            | Body::SessionSummarized(_)
+            | Body::MemoriesMerged(_)
+            | Body::DedupChecked(_) => crate::knowledge::apply::apply(self.conn, event)?,
             Body::ProvenanceNoted(b) => crate::provenance::index::noted(self.conn, event, b)?,
             Body::Meta(_)
             | Body::MsgIn(_)
@@ -596,30 +609,12 @@ impl Projector<'_> {
 
     /// Adds `delta` to a counter (see [`MEMORY_CONTENT_WRITES`]).
     fn count(&self, name: &str, delta: i64) -> Step<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO engram_counters (name, value) VALUES (?1, ?2)
-                 ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
-            )?
-            .execute(params![name, delta])?;
-        Ok(())
+        Ok(count(self.conn, name, delta)?)
     }
 
     /// Adds `delta` to the document frequency of each distinct term of `text`.
     fn adjust_terms(&self, text: &str, delta: i64) -> Step<()> {
-        let terms: std::collections::BTreeSet<String> = predictor::tokenizer::tokenize(text).into_iter().collect();
-        for term in terms {
-            self.conn
-                .prepare_cached(
-                    "INSERT INTO memory_terms (term, df) VALUES (?1, ?2)
-                     ON CONFLICT(term) DO UPDATE SET df = df + excluded.df",
-                )?
-                .execute(params![term, delta])?;
-        }
-        if delta < 0 {
-            self.conn.prepare_cached("DELETE FROM memory_terms WHERE df <= 0")?.execute([])?;
-        }
-        Ok(())
+        Ok(adjust_terms(self.conn, text, delta)?)
     }
 
     fn memory_seen(&self, id: &crate::ids::MemoryId, session: &SessionKey, ts: Ts) -> Step<()> {
@@ -639,18 +634,7 @@ impl Projector<'_> {
         }
         let new_tags = b.tags.as_ref().map(|t| serde_json::to_string(t).unwrap_or_else(|_| "[]".into()));
         if let Some(content) = b.content.as_ref().filter(|c| **c != old_content) {
-            self.conn
-                .prepare_cached("INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', ?1, ?2)")?
-                .execute(params![rowid, old_content])?;
-            self.conn
-                .prepare_cached("INSERT INTO memories_fts (rowid, content) VALUES (?1, ?2)")?
-                .execute(params![rowid, content])?;
-            self.adjust_terms(&old_content, -1)?;
-            self.adjust_terms(content, 1)?;
-            self.count(MEMORY_CONTENT_WRITES, 1)?;
-            self.conn
-                .prepare_cached("UPDATE memories SET text_terms = ?2 WHERE rowid = ?1")?
-                .execute(params![rowid, MemoryText::of(content).encode()])?;
+            replace_content(self.conn, rowid, &old_content, content)?;
         }
         if let Some(imp) = b.importance
             && !imp.is_finite()
@@ -1137,6 +1121,62 @@ impl Projector<'_> {
                 event.ts.0
             ])?;
         Ok(())
+    }
+}
+
+/// Adds `delta` to a counter (see [`MEMORY_CONTENT_WRITES`]).
+fn count(conn: &Connection, name: &str, delta: i64) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO engram_counters (name, value) VALUES (?1, ?2)
+         ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
+    )?
+    .execute(params![name, delta])?;
+    Ok(())
+}
+
+/// Adds `delta` to the document frequency of each distinct term of `text`.
+fn adjust_terms(conn: &Connection, text: &str, delta: i64) -> rusqlite::Result<()> {
+    let terms: std::collections::BTreeSet<String> = predictor::tokenizer::tokenize(text).into_iter().collect();
+    for term in terms {
+        conn.prepare_cached(
+            "INSERT INTO memory_terms (term, df) VALUES (?1, ?2)
+             ON CONFLICT(term) DO UPDATE SET df = df + excluded.df",
+        )?
+        .execute(params![term, delta])?;
+    }
+    if delta < 0 {
+        conn.prepare_cached("DELETE FROM memory_terms WHERE df <= 0")?.execute([])?;
+    }
+    Ok(())
+}
+
+/// Replaces a live memory's text and everything derived from it: the
+/// full-text index, the document frequencies, the stored analysis, the
+/// index's write counter (also used by `knowledge::apply` for merges).
+pub(crate) fn replace_content(conn: &Connection, rowid: i64, old: &str, new: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached("INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', ?1, ?2)")?
+        .execute(params![rowid, old])?;
+    conn.prepare_cached("INSERT INTO memories_fts (rowid, content) VALUES (?1, ?2)")?.execute(params![rowid, new])?;
+    adjust_terms(conn, old, -1)?;
+    adjust_terms(conn, new, 1)?;
+    count(conn, MEMORY_CONTENT_WRITES, 1)?;
+    conn.prepare_cached("UPDATE memories SET content = ?2, text_terms = ?3 WHERE rowid = ?1")?.execute(params![
+        rowid,
+        new,
+        MemoryText::of(new).encode()
+    ])?;
+    // A changed text goes back into the dedup pipeline's queue (seed 000).
+    conn.prepare_cached("DELETE FROM dedup_state WHERE memory_id = (SELECT id FROM memories WHERE rowid = ?1)")?
+        .execute([rowid])?;
+    Ok(())
+}
+
+impl From<crate::knowledge::apply::Reject> for Failure {
+    fn from(r: crate::knowledge::apply::Reject) -> Failure {
+        match r {
+            crate::knowledge::apply::Reject::Data(msg) => Failure::Data(msg),
+            crate::knowledge::apply::Reject::Sql(e) => Failure::from(e),
+        }
     }
 }
 

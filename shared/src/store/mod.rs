@@ -20,6 +20,7 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, OptionalExtension};
 
 pub use apply::{ApplyStats, cap};
+pub(crate) use apply::{decay_key, replace_content};
 pub use dump::canonical_dump;
 
 use crate::error::{Error, IoContext, Result, SqlContext};
@@ -35,6 +36,7 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
     (3, "memory_text", include_str!("../../../migrations/0003_memory_text.sql")),
     (7, "env", include_str!("../../../migrations/0007_env.sql")),
     (8, "provenance", include_str!("../../../migrations/0008_provenance.sql")),
+    (9, "knowledge", include_str!("../../../migrations/0009_knowledge.sql")),
 ];
 
 /// The newest schema version this build knows: the last migration's.
@@ -240,7 +242,7 @@ fn migrate(conn: &Connection, path: &Path) -> Result<u32> {
     if found > SCHEMA_VERSION {
         return Err(Error::SchemaTooNew { path: path.to_path_buf(), found, supported: SCHEMA_VERSION });
     }
-    if found == SCHEMA_VERSION {
+    if found == SCHEMA_VERSION && all_recorded(conn)? {
         return Ok(found);
     }
     conn.execute_batch("BEGIN IMMEDIATE").sql("begin migration")?;
@@ -279,6 +281,26 @@ fn migrate(conn: &Connection, path: &Path) -> Result<u32> {
             Err(e)
         }
     }
+}
+
+/// Whether every migration of this build is recorded in `schema_migrations`:
+/// a store whose version is already the newest may still miss a lower one
+/// (built by a branch whose migration landed before another's).
+fn all_recorded(conn: &Connection) -> Result<bool> {
+    let recorded: Option<i64> = conn
+        .query_row(
+            "SELECT COUNT(*) FROM schema_migrations WHERE version IN (SELECT value FROM json_each(?1))",
+            [serde_json::to_string(&MIGRATIONS.iter().map(|m| m.0).collect::<Vec<u32>>()).unwrap_or_default()],
+            |r| r.get(0),
+        )
+        .optional()
+        .or_else(|e| match e {
+            // No table yet: a store from before the table existed.
+            rusqlite::Error::SqliteFailure(_, Some(ref m)) if m.contains("no such table") => Ok(None),
+            e => Err(e),
+        })
+        .sql("read schema_migrations")?;
+    Ok(recorded == Some(MIGRATIONS.len() as i64))
 }
 
 /// [`refresh_memory_text`], logging a failure (a read-only file, a lock
@@ -447,6 +469,30 @@ mod tests {
         // The WAL lives next to the generation, not next to the link.
         a.conn().execute("INSERT INTO engram_state VALUES ('x', 'y')", []).unwrap();
         assert!(!home.path().join("engram.db-wal").exists());
+    }
+
+    #[test]
+    fn a_missing_lower_migration_is_applied_at_the_newest_version() {
+        let home = tempfile::tempdir().unwrap();
+        let link = home.path().join("engram.db");
+        let store = Store::open(&link).unwrap();
+        // As if the newest migration had been applied by a branch that did
+        // not have this one yet.
+        store
+            .conn()
+            .execute_batch(
+                "DELETE FROM schema_migrations WHERE version = 3;
+                 ALTER TABLE memories DROP COLUMN text_terms;",
+            )
+            .unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        drop(store);
+        let store = Store::open(&link).unwrap();
+        let has: i64 = store
+            .conn()
+            .query_row("SELECT COUNT(*) FROM pragma_table_info('memories') WHERE name = 'text_terms'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(has, 1);
     }
 
     #[test]

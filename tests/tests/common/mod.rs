@@ -211,3 +211,49 @@ impl World {
         self.store().conn().query_row(sql, [], |r| r.get(0)).unwrap()
     }
 }
+
+/// A Python with the `mcp` package: `<target>/mcp-venv`, created and filled
+/// with pip on first use. `None` (with a message) when that cannot be done
+/// locally; a failure under `CI`.
+pub fn python_with_mcp() -> Option<&'static Path> {
+    static PY: OnceLock<Option<PathBuf>> = OnceLock::new();
+    PY.get_or_init(|| tests::python_with("mcp-venv", "mcp", "mcp")).as_deref()
+}
+
+/// Runs `calls` (tool name, arguments) in one session of the official MCP
+/// client against `engram-scorer mcp` in `w`; returns each call's result
+/// (`structuredContent` of a success, else `{"isError": true, "text": …}`
+/// or `{"error": …}`). `None` (skip) when the client cannot be installed locally.
+pub fn mcp_calls(w: &World, calls: &[(&str, Value)]) -> Option<Vec<Value>> {
+    use std::io::Write as _;
+    let python = python_with_mcp()?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_calls.py");
+    let list: Vec<Value> =
+        calls.iter().map(|(name, args)| serde_json::json!({"name": name, "arguments": args})).collect();
+    let mut child = Command::new(python)
+        .arg(&script)
+        .arg(scorer_bin())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", w.root())
+        .env("ENGRAM_HOME", w.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(Value::Array(list).to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "the MCP client failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let results: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    Some(
+        results
+            .into_iter()
+            .map(|r| match r.get("result") {
+                Some(res) if res["isError"] == false => res["structuredContent"].clone(),
+                Some(res) => serde_json::json!({"isError": true, "text": res["content"][0]["text"]}),
+                None => serde_json::json!({"error": r["error"]}),
+            })
+            .collect(),
+    )
+}

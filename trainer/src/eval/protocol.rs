@@ -361,11 +361,22 @@ pub fn conversation_lists(
         }
     }
     journal.append(&events)?;
+    // The discovery engine's edges, as a product import would get them
+    // (the graph is a candidate source of the ranking).
+    let ids: Vec<MemoryId> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            Body::MemoryAdded(m) => Some(m.memory_id.clone()),
+            _ => None,
+        })
+        .collect();
+    let last = events.last().map_or(Ts(0), |e| e.ts);
+    shared::knowledge::discovery::link(&mut journal, config, &ids, last)?;
     let store = journal.store();
     let now = conv.query_time();
     let tz = jiff::tz::TimeZone::UTC;
     let session = rank::session_signals(store, None, None, now, &tz)?;
-    let limits = PoolLimits { pool: config.predictor.candidate_pool_size, ..PoolLimits::default() };
+    let limits = PoolLimits::of(config);
     let turn = |id: &MemoryId| turn_of.get(id).cloned().unwrap_or_default();
     let mut lists = Vec::new();
     for q in conv.retrieval_questions() {
