@@ -1137,7 +1137,7 @@ impl McpServer {
 
 /// The knowledge part of `memory_stats`: memories by seed 004 knowledge
 /// type, edges by relation, the observation buffer, stashes, checkpoints.
-fn knowledge_stats(store: &shared::store::Store, project: Option<&str>) -> shared::error::Result<Value> {
+pub(crate) fn knowledge_stats(store: &shared::store::Store, project: Option<&str>) -> shared::error::Result<Value> {
     let mut by_kind: BTreeMap<&'static str, i64> = knowledge::KNOWLEDGE_TYPES.iter().map(|t| (*t, 0)).collect();
     let rows: Vec<(String, i64)> = store
         .conn()

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use shared::memory_ops::{self as ops, MemoryChange, NewMemory, OpError, Origin};
 use shared::time::Ts;
 
-use super::{App, assets, guard, predictor, queries, settings};
+use super::{App, assets, guard, knowledge, predictor, queries, settings};
 use crate::search::{self, SearchParams};
 
 /// Largest request body accepted.
@@ -234,6 +234,11 @@ pub fn router(app: App) -> Router {
         .route("/api/memories/{id}", get(memory).patch(update_memory).delete(forget_memory))
         .route("/api/memories/{id}/pin", post(pin).delete(unpin))
         .route("/api/memories/{id}/feedback", post(feedback))
+        .route("/api/knowledge", get(knowledge::list_route))
+        .route("/api/knowledge/{id}/graph", get(knowledge::graph_route))
+        .route("/api/conversations", get(knowledge::conversations_route))
+        .route("/api/staging", get(knowledge::staging_route))
+        .route("/api/staging/{id}/resolve", post(knowledge::resolve_route))
         .route("/api/config", get(config_get).put(config_put))
         .route("/api/export", get(export))
         .route("/api/data/{what}", axum::routing::delete(purge))
@@ -270,6 +275,9 @@ async fn index() -> Response {
             "GET /api/sessions?project=&before=&limit=", "GET /api/sessions/active", "GET /api/sessions/:key",
             "GET /api/sessions/:key/events/:lsn", "GET /api/timeline?zoom=&before=&project=&limit=",
             "GET /api/memories?type=&project=&tag=&q=&pinned=&include_forgotten=&limit=&offset=", "GET /api/memories/:id",
+            "GET /api/knowledge?type=&project=&tag=&q=&connected=&order=&limit=&offset=",
+            "GET /api/knowledge/:id/graph?depth=", "GET /api/conversations?project=&group=&q=&include_resumed=&limit=",
+            "GET /api/staging?status=&project=&limit=",
             "GET /api/config", "GET /api/export", "GET /api/predictor/status",
             "GET /api/predictor/comparisons?winner=&ema_updated=&min_margin=&since=&until=&limit=&offset=",
             "GET /api/predictor/comparisons/:id", "GET /api/predictor/audit/:session_key", "GET /api/predictor/training",
@@ -278,7 +286,8 @@ async fn index() -> Response {
         ],
         "write": [
             "POST /api/memories", "PATCH /api/memories/:id", "DELETE /api/memories/:id", "POST /api/memories/:id/pin",
-            "DELETE /api/memories/:id/pin", "POST /api/memories/:id/feedback", "PUT /api/config",
+            "DELETE /api/memories/:id/pin", "POST /api/memories/:id/feedback", "POST /api/staging/:id/resolve",
+            "PUT /api/config",
             "DELETE /api/data/knowledge?confirm=true",
         ],
         "write_header": "X-Engram-Token",
@@ -286,6 +295,7 @@ async fn index() -> Response {
     .into_response()
 }
 
+/// Runs a read after refusing parameters not listed (see [`Params::only`]).
 macro_rules! read {
     ($app:expr, $p:expr, [$($k:literal),*], |$ctx:ident| $body:expr) => {{
         if let Err(e) = $p.only(&[$($k),*]) {
@@ -294,6 +304,7 @@ macro_rules! read {
         $app.read(move |$ctx| $body).await
     }};
 }
+pub(crate) use read;
 
 async fn stats(State(app): State<App>, p: Params) -> Response {
     read!(app, p, ["project"], |ctx| queries::stats(ctx, p.str("project").as_deref()))
@@ -367,7 +378,7 @@ async fn timeline(State(app): State<App>, p: Params) -> Response {
 async fn memories(State(app): State<App>, p: Params) -> Response {
     read!(app, p, ["type", "project", "tag", "q", "pinned", "include_forgotten", "limit", "offset"], |ctx| {
         let f = queries::MemoryQuery {
-            memory_type: p.str("type").filter(|t| t != "all"),
+            types: p.str("type").filter(|t| t != "all").into_iter().collect(),
             project: p.str("project"),
             tags: p.all("tag"),
             text: p.str("q"),
@@ -375,6 +386,7 @@ async fn memories(State(app): State<App>, p: Params) -> Response {
             include_forgotten: p.bool("include_forgotten")?.unwrap_or(false),
             limit: p.num("limit", 60, 1, 500)?,
             offset: p.num("offset", 0, 0, 1_000_000)?,
+            ..queries::MemoryQuery::default()
         };
         queries::memories(ctx, &f)
     })

@@ -26,6 +26,7 @@
 pub mod api;
 mod assets;
 pub mod guard;
+mod knowledge;
 mod predictor;
 mod queries;
 pub mod settings;

@@ -63,7 +63,13 @@ pub fn stats(ctx: &Ctx<'_>, project: Option<&str>) -> ApiResult<Value> {
         &[&project],
     )?;
     let apply_errors = one("SELECT COUNT(*) FROM apply_errors", &[])?;
-    v["pending"] = json!({"unscored_sessions": unscored, "apply_errors": apply_errors});
+    let staging = shared::knowledge::buffer::counts(ctx.store)?;
+    let staged = |s: &str| staging.get(s).copied().unwrap_or(0);
+    v["pending"] = json!({
+        "unscored_sessions": unscored, "apply_errors": apply_errors,
+        "conflicts": staged("needs_clarification"), "staged": staged("pending"),
+    });
+    v["knowledge"] = crate::mcp::knowledge_stats(ctx.store, project)?;
     let (injected, judged, helped): (i64, i64, i64) = conn.query_row(
         "SELECT COUNT(*), COUNT(COALESCE(sm.label, sm.relevance_score)),
                 COALESCE(SUM(COALESCE(sm.label, sm.relevance_score) >= ?2), 0)
@@ -475,8 +481,8 @@ pub fn timeline(
 /// Which memories to list as cards.
 #[derive(Clone, Debug, Default)]
 pub struct MemoryQuery {
-    /// Only this stored type.
-    pub memory_type: Option<String>,
+    /// Only these stored types (empty: every type).
+    pub types: Vec<String>,
     /// Only this project.
     pub project: Option<String>,
     /// Only memories with every one of these tags.
@@ -487,6 +493,10 @@ pub struct MemoryQuery {
     pub pinned: Option<bool>,
     /// Forgotten ones too.
     pub include_forgotten: bool,
+    /// Only memories with at least one graph edge.
+    pub connected: bool,
+    /// Most connected first (else pinned first, then newest).
+    pub by_edges: bool,
     /// Page size.
     pub limit: usize,
     /// Page start.
@@ -508,14 +518,18 @@ fn card(r: &Row<'_>) -> rusqlite::Result<Value> {
         "sessions_injected": r.get::<_, Option<i64>>(14)?.unwrap_or(0),
         "useful": r.get::<_, Option<f64>>(15)?.unwrap_or(0.0),
         "occurrences": r.get::<_, i64>(16)?,
+        "knowledge_type": shared::knowledge::knowledge_type(&r.get::<_, String>(2)?),
+        "edges": r.get::<_, i64>(17)?,
     }))
 }
 
 const CARD_COLUMNS: &str = "m.id, m.content, m.type, m.importance, m.project, m.tags, m.pinned, m.source, \
     m.created_ms, m.deprecated, m.is_deleted, m.superseded_by, m.feedback_count, m.feedback_sum, \
-    u.sessions_injected, u.useful, m.occurrence_count";
+    u.sessions_injected, u.useful, m.occurrence_count, \
+    (SELECT COUNT(*) FROM knowledge_edges e WHERE e.from_id = m.id OR e.to_id = m.id) AS edge_count";
 
-/// Memories as cards (pinned first, then newest), with the counts per type.
+/// Memories as cards (pinned first, then newest; or most connected first),
+/// with the counts per stored type.
 pub fn memories(ctx: &Ctx<'_>, q: &MemoryQuery) -> ApiResult<Value> {
     let fts = match q.text.as_deref() {
         None => None,
@@ -533,21 +547,34 @@ pub fn memories(ctx: &Ctx<'_>, q: &MemoryQuery) -> ApiResult<Value> {
     };
     let tags = serde_json::to_string(&q.tags.iter().map(|t| t.to_lowercase()).collect::<Vec<_>>())
         .unwrap_or_else(|_| "[]".into());
-    let filter = "(?1 IS NULL OR m.type = ?1) AND (?2 IS NULL OR m.project = ?2)
+    let types = serde_json::to_string(&q.types).unwrap_or_else(|_| "[]".into());
+    let filter = "(json_array_length(?1) = 0 OR m.type IN (SELECT value FROM json_each(?1)))
+         AND (?2 IS NULL OR m.project = ?2)
          AND (?3 IS NULL OR m.pinned = ?3) AND (?4 OR m.is_deleted = 0)
          AND NOT EXISTS (SELECT 1 FROM json_each(?5) t WHERE t.value NOT IN (SELECT value FROM json_each(m.tags)))
-         AND (?6 IS NULL OR m.rowid IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?6))";
+         AND (?6 IS NULL OR m.rowid IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?6))
+         AND (NOT ?7 OR EXISTS (SELECT 1 FROM knowledge_edges e WHERE e.from_id = m.id OR e.to_id = m.id))";
+    let order = if q.by_edges { "edge_count DESC, m.created_ms DESC" } else { "m.pinned DESC, m.created_ms DESC" };
     let conn = ctx.store.conn();
     let sql = format!(
         "SELECT {CARD_COLUMNS} FROM memories m LEFT JOIN memory_usage u ON u.memory_id = m.id WHERE {filter}
-         ORDER BY m.pinned DESC, m.created_ms DESC, m.id LIMIT ?7 OFFSET ?8"
+         ORDER BY {order}, m.id LIMIT ?8 OFFSET ?9"
     );
-    let args =
-        params![q.memory_type, q.project, q.pinned, q.include_forgotten, tags, fts, q.limit as i64, q.offset as i64];
+    let args = params![
+        types,
+        q.project,
+        q.pinned,
+        q.include_forgotten,
+        tags,
+        fts,
+        q.connected,
+        q.limit as i64,
+        q.offset as i64
+    ];
     let cards: Vec<Value> = conn.prepare(&sql)?.query_map(args, card)?.collect::<rusqlite::Result<_>>()?;
     let total: i64 = conn.query_row(
         &format!("SELECT COUNT(*) FROM memories m WHERE {filter}"),
-        params![q.memory_type, q.project, q.pinned, q.include_forgotten, tags, fts],
+        params![types, q.project, q.pinned, q.include_forgotten, tags, fts, q.connected],
         |r| r.get(0),
     )?;
     let by_type: BTreeMap<String, i64> = conn

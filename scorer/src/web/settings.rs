@@ -26,6 +26,12 @@ const SECTIONS: &[(&str, &str, &str)] = &[
     ("extractor", "Memory extractor", "An optional local command that extracts memories (JSON in, JSON out)."),
     ("judge", "Continuity judge", "An optional local command that judges what helped a finished session."),
     ("time", "Time", "The time zone of session-level signals (mornings, evenings, dates)."),
+    (
+        "knowledge",
+        "Knowledge",
+        "Seed 004's memory model: the knowledge graph, conflict detection, checkpoints, the observation buffer, \
+         topic shifts, summaries, dedup.",
+    ),
     ("web", "Web UI", "This server. Changes to it take effect when `engram-scorer web` restarts."),
 ];
 
@@ -34,6 +40,29 @@ type Key = (&'static str, &'static str, Option<(f64, f64)>);
 
 /// Known keys.
 const KEYS: &[Key] = &[
+    ("knowledge.graph.enabled", "Keep the knowledge graph (edges named by writers are still recorded).", None),
+    ("knowledge.graph.max_depth", "Default and largest depth of a graph traversal.", Some((1.0, 10.0))),
+    ("knowledge.graph.auto_discover", "Link each new memory to related ones.", None),
+    ("knowledge.graph.related_similarity", "Similarity above which memories are related.", Some((0.0, 1.0))),
+    ("knowledge.conflicts.enabled", "Check each new memory against the stored ones.", None),
+    (
+        "knowledge.conflicts.similarity_threshold",
+        "Above this similarity a new memory waits in Staging for you to resolve.",
+        Some((0.0, 1.0)),
+    ),
+    ("knowledge.checkpoints.enabled", "Session checkpoints at all.", None),
+    (
+        "knowledge.checkpoints.auto_fork_before_destructive",
+        "A checkpoint before every destructive shell command.",
+        None,
+    ),
+    (
+        "knowledge.buffer.checkpoint_interval",
+        "A checkpoint every this many tool uses (0: off).",
+        Some((0.0, 100_000.0)),
+    ),
+    ("knowledge.topic.enabled", "Detect topic shifts at prompts (and suggest a stash).", None),
+    ("knowledge.topic.auto_stash", "Stash automatically when the shift is certain.", None),
     ("predictor.enabled", "Use the learned predictor at all (its ranking is still recorded when off).", None),
     ("predictor.train_interval_sessions", "Retrain after this many newly scored sessions.", Some((1.0, 10_000.0))),
     (

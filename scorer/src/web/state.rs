@@ -64,6 +64,7 @@ impl Ctx<'_> {
 #[derive(Debug)]
 pub(crate) struct WriteCtx<'a> {
     pub journal: &'a mut Journal,
+    pub config: &'a Config,
     pub now: Ts,
 }
 
@@ -171,9 +172,10 @@ impl App {
     {
         let app = self.clone();
         blocking(move || {
+            let config = config(&app.0.paths)?;
             let mut journal = Journal::open(&app.0.paths, &writer_name())
                 .map_err(|e| ApiError::internal(format!("open the tape log: {e}")))?;
-            f(&mut WriteCtx { journal: &mut journal, now: Ts::now() })
+            f(&mut WriteCtx { journal: &mut journal, config: &config, now: Ts::now() })
         })
         .await
     }

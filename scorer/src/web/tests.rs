@@ -229,3 +229,63 @@ fn reads_search_with_reasons_and_the_page_holds_the_token() {
         assert!(csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"));
     });
 }
+
+#[test]
+fn knowledge_lists_stored_types_under_seed_004_types_and_resolving_writes_the_tape() {
+    let w = world();
+    let existing = {
+        let mut j = Journal::open(&w.paths, "test").unwrap();
+        let config = shared::config::Config::default();
+        let save = |j: &mut Journal, text: &str| {
+            let new = NewMemory {
+                text: text.into(),
+                memory_type: "fact".into(),
+                importance: 0.7,
+                project: None,
+                tags: vec![],
+                pinned: false,
+            };
+            shared::knowledge::ops::save(j, &config, new, &Origin::user(), &[], Ts(2_000)).unwrap()
+        };
+        let shared::knowledge::ops::Saved::Added { id, .. } =
+            save(&mut j, "The quokka cache holds 512 entries per shard")
+        else {
+            panic!("not added")
+        };
+        let staged = save(&mut j, "The quokka cache holds 1024 entries per shard");
+        assert!(matches!(staged, shared::knowledge::ops::Saved::Staged { .. }), "{staged:?}");
+        id
+    };
+    rt().block_on(async {
+        // A gotcha is listed as an issue; a decision is not.
+        let (s, _, b) = send(&w, get("/api/knowledge?type=issue")).await;
+        assert_eq!(s, StatusCode::OK, "{b}");
+        assert_eq!(b["total"], 1, "{b}");
+        assert_eq!(b["knowledge"][0]["type"], "gotcha");
+        assert_eq!(b["knowledge"][0]["knowledge_type"], "issue");
+        assert_eq!(b["by_type"]["issue"], 1);
+        assert_eq!(b["by_type"]["fact"], 1);
+        let (s, _, _) = send(&w, get("/api/knowledge?type=gotcha")).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "stored types are not knowledge types");
+        let (s, _, g) = send(&w, get(&format!("/api/knowledge/{}/graph?depth=3", existing.as_str()))).await;
+        assert_eq!(s, StatusCode::OK, "{g}");
+        assert_eq!((g["root"].as_str(), g["max_depth"].as_u64()), (Some(existing.as_str()), Some(3)));
+        let (_, _, st) = send(&w, get("/api/staging")).await;
+        assert_eq!(st["conflicts"], 1, "{st}");
+        let stage = st["staged"][0]["id"].as_str().unwrap().to_owned();
+        let before = tape_kinds(&w.paths).len();
+        let path = format!("/api/staging/{stage}/resolve");
+        let (s, _, _) = send(&w, write("POST", &path).body(Body::from(r#"{"action":"skip"}"#)).unwrap()).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED);
+        let (s, _, b) = send(
+            &w,
+            write("POST", &path).header("x-engram-token", TOKEN).body(Body::from(r#"{"action":"keep_both"}"#)).unwrap(),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{b}");
+        assert_eq!(b["conflicts_left"], 0);
+        let kinds = tape_kinds(&w.paths);
+        assert_eq!(&kinds[before..].last().map(String::as_str), &Some("knowledge.resolved"), "{kinds:?}");
+        assert!(kinds[before..].iter().any(|k| k == "memory.added"), "{kinds:?}");
+    });
+}

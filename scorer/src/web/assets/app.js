@@ -344,7 +344,10 @@ async function renderMemory(id) {
       h('dt', {}, 'Created'), h('dd', {}, when(m.created_at)),
       h('dt', {}, 'Updated'), h('dd', {}, when(m.updated_at)),
       m.superseded_by ? [h('dt', {}, 'Superseded by'), h('dd', {}, h('button', { type: 'button', class: 'ghost small', onclick: () => openMemory(m.superseded_by, true) }, m.superseded_by))] : null));
-  if (m.graph) box.append(renderGraph(m.graph));
+  if (!m.is_deleted) {
+    const g = await api(`/api/knowledge/${encodeURIComponent(id)}/graph${qs({ depth: 2 })}`).catch(() => null);
+    if (g) box.append(renderGraph(g));
+  }
   box.append(h('h3', {}, `Injections (${m.injections.length})`));
   box.append(m.injections.length ? h('table', {}, h('tr', {}, h('th', {}, 'When'), h('th', {}, 'Trigger'), h('th', {}, 'Session'), h('th', {}, 'Rank'), h('th', {}, 'Did it help?')),
     m.injections.map((i) => h('tr', {}, h('td', {}, when(i.at)), h('td', {}, i.trigger),
@@ -362,21 +365,28 @@ async function renderMemory(id) {
 }
 
 function renderGraph(g) {
-  const box = h('div', {});
-  if (g.chain && g.chain.length) {
-    box.append(h('h3', {}, `Reasoning chain (${g.chain.length} step${g.chain.length > 1 ? 's' : ''})`),
-      h('div', { class: 'chain' }, g.chain.map((c) => h('div', {},
-        h('button', { type: 'button', class: 'ghost', onclick: () => openMemory(c.id, true) }, typeBadge(c.type), ' ', c.content || c.text || c.id),
-        h('span', { class: 'muted small' }, ` depth ${c.depth}`)))));
+  const box = h('div', { class: 'graph' });
+  const chain = g.reasoning_chain || [];
+  if (chain.length) {
+    box.append(h('h3', {}, `Reasoning chain (${plural(chain.length, 'step')})`),
+      h('div', { class: 'chain' }, chain.map((c) => h('div', { 'data-chain': c.id },
+        h('button', { type: 'button', class: 'ghost', onclick: () => openMemory(c.id, true) }, typeBadge(c.type), ' ', c.content || c.id),
+        h('span', { class: 'muted small' }, ` depth ${c.depth} · ${pct(c.strength)}`)))),
+      g.chain_depth_limited ? h('p', { class: 'muted small' }, 'The chain goes deeper than shown.') : null);
   }
+  const conns = g.connections || [];
   const groups = {};
-  for (const c of g.connections || []) (groups[c.relation] = groups[c.relation] || []).push(c);
-  box.append(h('h3', {}, `Connections (${(g.connections || []).length})`));
-  if (!(g.connections || []).length) box.append(empty('No connection yet.'));
+  for (const c of conns) (groups[c.relation] = groups[c.relation] || []).push(c);
+  box.append(h('h3', {}, `Connections (${conns.length})`));
+  if (!conns.length) box.append(empty('No connection yet.'));
   for (const [rel, list] of Object.entries(groups)) {
-    box.append(h('div', { class: 'small muted', style: 'text-transform:uppercase;margin-top:8px' }, rel.replace(/_/g, ' ')),
-      list.map((c) => h('button', { type: 'button', class: 'conn', onclick: () => openMemory(c.id, true) },
-        typeBadge(c.type || 'fact'), h('span', { class: 'x' }, c.content || c.text || c.id), h('span', { class: 'muted small' }, pct(c.strength)), '→')));
+    box.append(h('div', { class: 'small muted rel' }, rel.replace(/_/g, ' ')),
+      list.map((c) => h('button', { type: 'button', class: 'conn', 'data-edge': c.edge_id, 'data-relation': c.relation, onclick: () => openMemory(c.node.id, true) },
+        typeBadge(c.node.type), h('span', { class: 'x' }, c.node.content || c.node.id), h('span', { class: 'muted small' }, pct(c.strength)), '→')));
+  }
+  const around = (g.nodes || []).length - 1;
+  if (around > conns.length) {
+    box.append(h('p', { class: 'small' }, h('a', { href: `#/graph${qs({ id: g.root })}` }, `${plural(around, 'memory')} within ${g.max_depth} edges → graph view`)));
   }
   return box;
 }
@@ -578,19 +588,15 @@ views.knowledge = async (params) => {
   const tag = params.get('tag') || '';
   const q = params.get('q') || '';
   const project = params.get('project') || '';
-  const useKnowledge = await hasKnowledge();
   const grid = h('div', { class: 'kgrid' });
   const more = h('button', { type: 'button' }, 'Load more');
   let offset = 0;
   let counts = {};
-  const fetchPage = async () => {
-    if (useKnowledge) return api(`/api/knowledge${qs({ type, project, tag, q, limit: 60, offset })}`);
-    return api(`/api/memories${qs({ type, project, tag, q, limit: 60, offset })}`);
-  };
+  const fetchPage = () => api(`/api/knowledge${qs({ type, project, tag, q, limit: 60, offset })}`);
   const load = async () => {
     more.disabled = true;
     const r = await fetchPage();
-    const items = r.knowledge || r.memories;
+    const items = r.knowledge;
     counts = r.by_type || counts;
     for (const k of items) grid.append(kcard(k));
     offset += items.length;
@@ -601,7 +607,7 @@ views.knowledge = async (params) => {
   };
   const first = await load();
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
-  const chipTypes = useKnowledge ? TYPES : Object.keys(counts);
+  const chipTypes = TYPES;
   const chips = h('div', { class: 'chips', role: 'group', 'aria-label': 'Type filter' },
     h('button', { type: 'button', class: 'chip', 'aria-pressed': !type ? 'true' : 'false', onclick: () => go(`#/knowledge${qs({ tag, q, project })}`) }, 'All', h('span', { class: 'c' }, total)),
     chipTypes.map((t) => h('button', { type: 'button', class: 'chip', 'data-type': t, 'aria-pressed': t === type ? 'true' : 'false', onclick: () => go(`#/knowledge${qs({ type: t, tag, q, project })}`) },
@@ -614,25 +620,17 @@ views.knowledge = async (params) => {
   return h('div', {}, h('h1', {}, 'Knowledge'), h('p', { class: 'muted small' }, `${first.total} item(s)`), chips, h('div', { style: 'margin:10px 0' }, form), grid, h('div', { style: 'margin-top:12px' }, more));
 };
 
-function kcard(k) {
+function kcard(k, onclick) {
   const kt = k.knowledge_type || knowledgeType(k.type);
   const conf = k.confidence !== undefined ? k.confidence : k.importance;
-  return h('button', { type: 'button', class: `kcard ${kt}`, 'data-id': k.id, onclick: () => openMemory(k.id) },
+  return h('button', { type: 'button', class: `kcard ${kt}`, 'data-id': k.id, onclick: onclick || (() => openMemory(k.id)) },
     h('div', { class: 'row' }, typeBadge(k.type), k.pinned ? h('span', { class: 'badge good' }, 'pinned') : null,
       k.deprecated ? h('span', { class: 'badge warn' }, 'deprecated') : null, k.forgotten ? h('span', { class: 'badge bad' }, 'forgotten') : null,
-      h('span', { class: 'spacer' }), k.edges ? h('span', { class: 'muted small' }, `${k.edges} edges`) : null),
+      h('span', { class: 'spacer' }), k.edges ? h('span', { class: 'muted small' }, plural(k.edges, 'edge')) : null),
     h('div', { class: 't' }, k.text || k.content),
     h('div', { class: 'bar', title: `${k.confidence !== undefined ? 'confidence' : 'importance'} ${pct(conf)}` }, h('i', { style: `width:${Math.round((conf || 0) * 100)}%` })),
     h('div', { class: 'small muted' }, [`${k.confidence !== undefined ? 'confidence' : 'importance'} ${pct(conf)}`,
       k.sessions_injected ? `injected ${k.sessions_injected}×` : null, k.project].filter(Boolean).join(' · ')));
-}
-
-let knowledgeAvailable = null;
-async function hasKnowledge() {
-  if (knowledgeAvailable === null) {
-    try { await api('/api/knowledge?limit=1'); knowledgeAvailable = true; } catch (_) { knowledgeAvailable = false; }
-  }
-  return knowledgeAvailable;
 }
 
 function newMemory() {
@@ -722,51 +720,102 @@ views.session = async (params, key) => {
 
 views.graph = async (params) => {
   const id = params.get('id');
-  if (id) { openMemory(id); }
-  const r = await api('/api/graph').catch((e) => ({ error: e }));
-  if (r.error) return h('div', {}, h('h1', {}, 'Graph explorer'), r.error.status === 404 ? empty('The knowledge graph is not available in this build.') : failure(r.error));
+  if (id) return graphAround(id, params.get('depth') || '');
+  const r = await api(`/api/knowledge${qs({ connected: true, order: 'edges', limit: 24 })}`);
   return h('div', {}, h('h1', {}, 'Graph explorer'),
-    h('p', { class: 'muted' }, 'Pick a memory to explore its connections: derivations, support, refinements, contradictions.'),
-    h('div', { class: 'chips' }, Object.entries(r.edge_counts || {}).map(([k, n]) => h('span', { class: 'chip' }, k.replace(/_/g, ' '), h('span', { class: 'c' }, n)))),
+    h('p', { class: 'muted' }, 'Pick a memory to explore its connections: derivations, support, refinements, contradictions, replacements.'),
+    h('div', { class: 'chips' }, Object.entries(r.edge_counts || {}).map(([k, n]) => h('span', { class: 'chip', 'data-relation': k }, k.replace(/_/g, ' '), h('span', { class: 'c' }, n)))),
     h('h2', {}, 'Most connected'),
-    (r.nodes || []).length ? h('div', { class: 'kgrid' }, r.nodes.map(kcard)) : empty('No edge yet.'));
+    r.knowledge.length ? h('div', { class: 'kgrid' }, r.knowledge.map((k) => kcard(k, () => go(`#/graph${qs({ id: k.id })}`)))) : empty('No edge yet: memories get connected as they are saved (derived from, supports, refines…).'));
 };
 
+async function graphAround(id, depth) {
+  const g = await api(`/api/knowledge/${encodeURIComponent(id)}/graph${qs({ depth })}`);
+  const byId = Object.fromEntries(g.nodes.map((n) => [n.id, n]));
+  const root = byId[g.root];
+  const levels = [];
+  for (const n of g.nodes) (levels[n.depth] = levels[n.depth] || []).push(n);
+  const nodeBtn = (n) => h('button', { type: 'button', class: `kcard ${n.knowledge_type}${n.id === g.root ? ' focus' : ''}`, 'data-node': n.id,
+    onclick: () => (n.id === g.root ? openMemory(n.id) : go(`#/graph${qs({ id: n.id, depth })}`)) },
+    h('div', { class: 'row' }, typeBadge(n.type), n.deprecated ? h('span', { class: 'badge warn' }, 'deprecated') : null, h('span', { class: 'spacer' }), n.depth ? h('span', { class: 'muted small' }, `depth ${n.depth}`) : null),
+    h('div', { class: 't' }, n.content));
+  const edgeRow = (e) => h('tr', { 'data-edge': e.id },
+    h('td', {}, h('a', { href: `#/graph${qs({ id: e.from, depth })}` }, (byId[e.from] || {}).content || e.from)),
+    h('td', {}, h('span', { class: 'badge' }, e.relation.replace(/_/g, ' '))),
+    h('td', {}, h('a', { href: `#/graph${qs({ id: e.to, depth })}` }, (byId[e.to] || {}).content || e.to)),
+    h('td', { class: 'num' }, pct(e.strength)), h('td', { class: 'small muted' }, e.origin));
+  const depthSel = h('select', { 'aria-label': 'Depth', onchange: (ev) => go(`#/graph${qs({ id, depth: ev.target.value })}`) },
+    [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((d) => h('option', { value: d, selected: d === g.max_depth }, `depth ${d}`)));
+  return h('div', {},
+    h('p', {}, h('a', { href: '#/graph' }, '← Graph explorer')),
+    h('div', { class: 'row' }, h('h1', {}, 'Around a memory'), h('span', { class: 'spacer' }), depthSel),
+    h('p', { class: 'muted small' }, `${plural(g.nodes.length, 'memory')} · ${plural(g.edges.length, 'edge')}`,
+      g.depth_limited ? ' · more beyond this depth' : '', g.truncated ? ' · cut at the width limit' : ''),
+    root ? nodeBtn(root) : null,
+    renderGraph(g),
+    levels.slice(1).map((lv, i) => lv ? [h('h2', {}, `${i + 1} ${i ? 'edges' : 'edge'} away (${lv.length})`), h('div', { class: 'kgrid' }, lv.map(nodeBtn))] : null),
+    g.edges.length ? [h('h2', {}, `Edges (${g.edges.length})`), h('table', { class: 'edges' }, h('tr', {}, h('th', {}, 'From'), h('th', {}, 'Relation'), h('th', {}, 'To'), h('th', {}, 'Strength'), h('th', {}, 'Origin')), g.edges.map(edgeRow))] : null);
+}
+
 views.staging = async () => {
-  const r = await api('/api/staging').catch((e) => ({ error: e }));
-  if (r.error) return h('div', {}, h('h1', {}, 'Staging & conflicts'), r.error.status === 404 ? empty('The observation buffer is not available in this build.') : failure(r.error));
-  const conflicts = r.entries.filter((e) => e.status === 'needs_clarification');
-  const others = r.entries.filter((e) => e.status !== 'needs_clarification');
+  const [r, cv] = await Promise.all([api('/api/staging'), api('/api/conversations')]);
+  const conflicts = r.staged.filter((e) => e.status === 'needs_clarification');
+  const others = r.staged.filter((e) => e.status !== 'needs_clarification');
   return h('div', {}, h('h1', {}, 'Staging & conflicts'),
     h('div', { class: 'chips' }, Object.entries(r.counts || {}).map(([k, n]) => h('span', { class: 'chip' }, k.replace(/_/g, ' '), h('span', { class: 'c' }, n)))),
     h('h2', {}, `Conflicts (${conflicts.length})`),
     conflicts.length ? h('div', { class: 'list' }, conflicts.map(conflictEl)) : empty('No conflict waits for you.'),
-    h('h2', {}, `Staged (${others.length})`),
-    others.length ? h('div', { class: 'list' }, others.map(stagedEl)) : empty('The observation buffer is empty.'));
+    h('h2', {}, `Staged and resolved (${others.length})`),
+    others.length ? h('div', { class: 'list' }, others.map(stagedEl)) : empty('The observation buffer is empty.'),
+    h('h2', {}, `Stashed conversations (${cv.count})`),
+    cv.conversations.length ? h('div', { class: 'list' }, cv.conversations.map(stashEl)) : empty('No stashed conversation.'),
+    cv.checkpoints.length ? [h('h2', {}, `Checkpoints (${cv.checkpoints.length})`), h('div', { class: 'list' }, cv.checkpoints.map(checkpointEl))] : null);
 };
 
 function conflictEl(e) {
   const act = async (action) => {
     try {
-      await api(`/api/staging/${encodeURIComponent(e.id)}/resolve`, { method: 'POST', body: { action } });
-      toast(`Resolved: ${action.replace('_', ' ')}`);
+      const r = await api(`/api/staging/${encodeURIComponent(e.id)}/resolve`, { method: 'POST', body: { action } });
+      toast(`Resolved: ${action.replace('_', ' ')}${r.conflicts_left ? ` · ${r.conflicts_left} left` : ''}`);
       route();
     } catch (x) { toast(x.message, true); }
   };
   return h('div', { class: 'item conflict', 'data-stage': e.id },
-    h('div', { class: 'row' }, h('strong', {}, 'Similar to an existing memory'), h('span', { class: 'badge warn' }, `similarity ${pct(e.similarity)}`), h('span', { class: 'muted small' }, when(e.created_at))),
+    h('div', { class: 'row' }, h('strong', {}, 'Similar to an existing memory'), h('span', { class: 'badge warn' }, `${pct(e.similarity)} alike`),
+      typeBadge(e.type), h('span', { class: 'muted small' }, `${e.source} · ${when(e.created_at)}`)),
     h('div', { class: 'side' },
       h('div', {}, h('div', { class: 'small muted' }, 'New'), h('div', { class: 't' }, e.content)),
-      h('div', {}, h('div', { class: 'small muted' }, 'Existing'), e.existing ? h('button', { type: 'button', class: 'ghost', style: 'text-align:left', onclick: () => openMemory(e.existing.id) }, e.existing.content || e.existing.id) : '—')),
-    h('div', { class: 'row', style: 'margin-top:8px' },
-      h('button', { type: 'button', onclick: () => act('merge'), title: 'Same thing: merge into the existing memory' }, 'Same thing → merge'),
-      h('button', { type: 'button', onclick: () => act('keep_both'), title: 'Completely new: keep both' }, 'Keep both'),
-      h('button', { type: 'button', onclick: () => act('replace'), title: 'Replace the old memory with the new text' }, 'Replace old'),
-      h('button', { type: 'button', class: 'danger', onclick: () => act('skip'), title: 'Do not save the new one' }, "Don't save")));
+      h('div', {}, h('div', { class: 'small muted' }, 'Existing'), e.conflict_with
+        ? h('button', { type: 'button', class: 'ghost existing', onclick: () => openMemory(e.conflict_with) }, e.conflict_content || e.conflict_with) : '—')),
+    h('div', { class: 'row actions' },
+      h('button', { type: 'button', 'data-action': 'merge', onclick: () => act('merge'), title: 'Same thing: the existing memory absorbs it' }, 'Same thing → merge'),
+      h('button', { type: 'button', 'data-action': 'keep_both', onclick: () => act('keep_both'), title: 'A different thing: save it too' }, 'Keep both'),
+      h('button', { type: 'button', 'data-action': 'replace', onclick: () => act('replace'), title: 'The new one replaces the old one, which is never injected again' }, 'Replace old'),
+      h('button', { type: 'button', class: 'danger', 'data-action': 'skip', onclick: () => act('skip'), title: 'Do not save the new one' }, "Don't save")));
+}
+
+function stashEl(c) {
+  return h('div', { class: 'item', 'data-conversation': c.id },
+    h('div', { class: 'row' }, h('strong', {}, c.label), c.auto ? h('span', { class: 'badge' }, 'topic shift') : null,
+      h('span', { class: 'muted small' }, `${c.project || ''} · stashed ${when(c.stashed_at)}`), h('span', { class: 'spacer' }), h('span', { class: 'mono muted small' }, c.id)),
+    c.summary ? h('div', { class: 'small t' }, c.summary) : null,
+    c.files.length ? h('div', { class: 'small muted mono' }, c.files.slice(0, 6).join(' · ')) : null,
+    h('div', { class: 'small muted' }, `Resume with memory_resume("${c.id}")`, c.resume_command ? ` or ${c.resume_command}` : '',
+      ' · ', h('a', { href: `#/session/${encodeURIComponent(c.session)}` }, 'session')));
+}
+
+function checkpointEl(c) {
+  return h('div', { class: 'item', 'data-checkpoint': c.id },
+    h('div', { class: 'row' }, h('strong', {}, c.label), c.auto ? h('span', { class: 'badge warn' }, c.trigger || 'auto') : null,
+      h('span', { class: 'muted small' }, when(c.created_at)), h('span', { class: 'spacer' }), h('span', { class: 'mono muted small' }, c.id)));
 }
 
 function stagedEl(e) {
-  return h('div', { class: 'item', 'data-stage': e.id }, h('div', { class: 'row' }, h('span', { class: 'badge' }, e.status), h('span', { class: 'muted small' }, when(e.created_at))), h('div', { class: 't' }, e.content));
+  return h('div', { class: 'item', 'data-stage': e.id },
+    h('div', { class: 'row' }, h('span', { class: 'badge' }, (e.resolution || e.status).replace(/_/g, ' ')), typeBadge(e.type),
+      h('span', { class: 'muted small' }, `${e.resolved_by ? `by ${e.resolved_by} · ` : ''}${when(e.updated_at)}`),
+      e.result_id ? h('button', { type: 'button', class: 'ghost small', onclick: () => openMemory(e.result_id) }, 'open memory →') : null),
+    h('div', { class: 't' }, e.content));
 }
 
 views.predictor = async (params) => {
