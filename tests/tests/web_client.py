@@ -393,8 +393,7 @@ def browser(base, home, shots):
         check(r.ok("GET", f"/api/memories/{mid}")["pinned"], "pinning from the page did not land")
 
         # The graph explorer: a discovery's card opens its reasoning chain and
-        # connections; a step of the chain opens that memory (breadcrumbs,
-        # back); the graph view shows the traversal around it.
+        # connections; the graph view shows the traversal around it.
         k = fixture()
         goto("#/knowledge?type=discovery", "knowledge")
         click(d.find_element(By.CSS_SELECTOR, f".kcard[data-id='{k['discovery']}']"))
@@ -404,13 +403,7 @@ def browser(base, home, shots):
         chained = {e.get_attribute("data-chain") for e in d.find_elements(By.CSS_SELECTOR, "#panel [data-chain]")}
         check(chained == set(k["facts"]), f"chain in the panel: {chained}")
         shot("graph-panel")
-        # By script: the panel may still be sliding in.
-        js("arguments[0].click()", d.find_element(By.CSS_SELECTOR, f"#panel [data-chain='{k['facts'][0]}'] button"))
-        wait.until(lambda _: d.find_elements(By.CSS_SELECTOR, "#panel [data-relation='derived_into']"))
-        back = wait.until(lambda _: js("return [...document.querySelectorAll('#panel button')]"
-                                       ".find((b) => /back/i.test(b.textContent + (b.getAttribute('aria-label') || '')))"))
-        js("arguments[0].click()", back)
-        wait.until(lambda _: d.find_elements(By.CSS_SELECTOR, "#panel [data-chain]"))
+        js("document.getElementById('panel').focus()")
         d.switch_to.active_element.send_keys(Keys.ESCAPE)
         goto(f"#/graph?id={k['discovery']}", "graph")
         nodes = {e.get_attribute("data-node") for e in d.find_elements(By.CSS_SELECTOR, "#main [data-node]")}
