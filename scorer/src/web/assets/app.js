@@ -291,12 +291,12 @@ const panel = {
     if (this.stack.length < 2) return this.close();
     this.stack.pop();
     const e = this.stack.pop();
-    return this.open(e);
+    return this.open(e, true);
   },
   jump(i) {
     const e = this.stack[i];
     this.stack = this.stack.slice(0, i);
-    return this.open(e);
+    return this.open(e, true);
   },
   close() {
     const p = this.el();
@@ -371,8 +371,8 @@ function renderGraph(g) {
     box.append(h('h3', {}, `Reasoning chain (${plural(chain.length, 'step')})`),
       h('div', { class: 'chain' }, chain.map((c) => h('div', { 'data-chain': c.id },
         h('button', { type: 'button', class: 'ghost', onclick: () => openMemory(c.id, true) }, typeBadge(c.type), ' ', c.content || c.id),
-        h('span', { class: 'muted small' }, ` depth ${c.depth} · ${pct(c.strength)}`)))),
-      g.chain_depth_limited ? h('p', { class: 'muted small' }, 'The chain goes deeper than shown.') : null);
+        h('span', { class: 'muted small' }, ` depth ${c.depth} · ${pct(c.strength)}`)))));
+    if (g.chain_depth_limited) box.append(h('p', { class: 'muted small' }, 'The chain goes deeper than shown.'));
   }
   const conns = g.connections || [];
   const groups = {};
@@ -381,12 +381,12 @@ function renderGraph(g) {
   if (!conns.length) box.append(empty('No connection yet.'));
   for (const [rel, list] of Object.entries(groups)) {
     box.append(h('div', { class: 'small muted rel' }, rel.replace(/_/g, ' ')),
-      list.map((c) => h('button', { type: 'button', class: 'conn', 'data-edge': c.edge_id, 'data-relation': c.relation, onclick: () => openMemory(c.node.id, true) },
+      ...list.map((c) => h('button', { type: 'button', class: 'conn', 'data-edge': c.edge_id, 'data-relation': c.relation, onclick: () => openMemory(c.node.id, true) },
         typeBadge(c.node.type), h('span', { class: 'x' }, c.node.content || c.node.id), h('span', { class: 'muted small' }, pct(c.strength)), '→')));
   }
   const around = (g.nodes || []).length - 1;
   if (around > conns.length) {
-    box.append(h('p', { class: 'small' }, h('a', { href: `#/graph${qs({ id: g.root })}` }, `${plural(around, 'memory')} within ${g.max_depth} edges → graph view`)));
+    box.append(h('p', { class: 'small' }, h('a', { href: `#/graph${qs({ id: g.root })}` }, `${around} ${around === 1 ? 'memory' : 'memories'} within ${g.max_depth} edges → graph view`)));
   }
   return box;
 }
@@ -749,7 +749,7 @@ async function graphAround(id, depth) {
   return h('div', {},
     h('p', {}, h('a', { href: '#/graph' }, '← Graph explorer')),
     h('div', { class: 'row' }, h('h1', {}, 'Around a memory'), h('span', { class: 'spacer' }), depthSel),
-    h('p', { class: 'muted small' }, `${plural(g.nodes.length, 'memory')} · ${plural(g.edges.length, 'edge')}`,
+    h('p', { class: 'muted small' }, `${g.nodes.length} ${g.nodes.length === 1 ? 'memory' : 'memories'} · ${plural(g.edges.length, 'edge')}`,
       g.depth_limited ? ' · more beyond this depth' : '', g.truncated ? ' · cut at the width limit' : ''),
     root ? nodeBtn(root) : null,
     renderGraph(g),
@@ -786,7 +786,7 @@ function conflictEl(e) {
     h('div', { class: 'side' },
       h('div', {}, h('div', { class: 'small muted' }, 'New'), h('div', { class: 't' }, e.content)),
       h('div', {}, h('div', { class: 'small muted' }, 'Existing'), e.conflict_with
-        ? h('button', { type: 'button', class: 'ghost existing', onclick: () => openMemory(e.conflict_with) }, e.conflict_content || e.conflict_with) : '—')),
+        ? h('button', { type: 'button', class: 'ghost existing', style: 'text-align:left;font-size:inherit;padding:0', onclick: () => openMemory(e.conflict_with) }, e.conflict_content || e.conflict_with) : '—')),
     h('div', { class: 'row actions' },
       h('button', { type: 'button', 'data-action': 'merge', onclick: () => act('merge'), title: 'Same thing: the existing memory absorbs it' }, 'Same thing → merge'),
       h('button', { type: 'button', 'data-action': 'keep_both', onclick: () => act('keep_both'), title: 'A different thing: save it too' }, 'Keep both'),
