@@ -19,7 +19,6 @@
 #![allow(clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
@@ -249,22 +248,9 @@ fn percentiles_while_training() {
     summary("score 50x768 while training", during);
 }
 
-fn release_binary() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    let out = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--release", "-p", "scorer", "--bin", "engram-scorer", "--target-dir"])
-        .arg(&target)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    target.join("release/engram-scorer")
-}
-
 /// Spawn → `status` answered, and spawn → `status` + `score` (50 × 768) answered.
 fn start_to_first_answer() {
-    let bin = release_binary();
+    let bin = benches::release_scorer();
     let home = tempfile::tempdir().unwrap();
     let score = daemon_score_request(50, "req-2");
     let mut first = Vec::new();

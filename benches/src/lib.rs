@@ -287,3 +287,22 @@ pub fn memory_events(n: usize, seed: u64) -> Vec<Event> {
 
 /// The moment the benchmark corpora are "now".
 pub const BENCH_NOW: Ts = Ts(1_780_000_000_000);
+
+/// `engram-scorer` built in release (or brought up to date) in the workspace's
+/// target directory (`CARGO_TARGET_DIR` if set), for benchmarks that run the
+/// real binary.
+///
+/// # Panics
+/// When the build fails.
+pub fn release_scorer() -> std::path::PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--release", "-p", "scorer", "--bin", "engram-scorer", "--target-dir"])
+        .arg(&target)
+        .output()
+        .expect("run cargo build");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    target.join("release/engram-scorer")
+}

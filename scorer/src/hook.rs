@@ -226,6 +226,13 @@ pub fn run(
         },
     )?;
     phases.lap("rank");
+    if let Some(&(_, ms)) = phases.laps.last() {
+        shared::telemetry::latency::note(
+            format!("score.{trigger}"),
+            std::time::Duration::from_secs_f64(ms / 1e3),
+            true,
+        );
+    }
 
     let writer = writer_name();
     let mut events = Vec::new();

@@ -26,6 +26,7 @@
 //! | [`mcp`] | `engram-scorer mcp`: the MCP server and its memory tools |
 //! | [`search`] | memory search (CLI `search`, MCP `memory_search`), recorded |
 //! | [`cli`] | `engram-scorer search` and `context` on the command line |
+//! | [`web`] | `engram-scorer web`: the local web UI and REST API |
 //! | [`provenance`] | `engram-scorer explain` and `view`: why a span of code exists |
 //! | [`error`] | [`Error`] and its JSON-RPC codes |
 //!
@@ -51,6 +52,7 @@ pub mod server;
 pub mod serving;
 pub mod signet;
 pub mod training;
+pub mod web;
 
 pub use error::{Error, Result};
 pub use server::{ServeOptions, run, serve};

@@ -67,6 +67,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the local web UI and REST API (127.0.0.1:37820 by default; prints its address).
+    Web {
+        /// Port (default: web.port in config.toml, 37820; 0 picks a free one).
+        #[arg(long)]
+        port: Option<u16>,
+        /// Address to listen on (default: web.bind, 127.0.0.1).
+        #[arg(long)]
+        bind: Option<std::net::IpAddr>,
+        /// Allow a non-loopback address (anyone who reaches it can read your memory).
+        #[arg(long)]
+        allow_remote: bool,
+    },
     /// Why a span of code exists: the sessions that produced it, with transcript (JSON; --pretty for text).
     Explain {
         /// FILE:START-END, FILE:LINE or FILE; `-` explains text read from stdin.
@@ -193,6 +205,10 @@ fn main() -> ExitCode {
                 scorer::cli::search(&p, params, json, &mut stdout.lock())
             })
         }
+        Command::Web { port, bind, allow_remote } => paths().and_then(|p| {
+            shared::logging::init_stderr("info");
+            scorer::web::run(p, scorer::web::WebOptions { bind, port, allow_remote }, shutdown)
+        }),
         Command::Explain { target, pretty, before, after, brief, min_confidence, all, expand_until, limit } => paths()
             .and_then(|p| {
                 let opts = shared::provenance::explain::ExplainOptions {

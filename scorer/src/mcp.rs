@@ -1215,7 +1215,7 @@ impl McpServer {
 
 /// The knowledge part of `memory_stats`: memories by seed 004 knowledge
 /// type, edges by relation, the observation buffer, stashes, checkpoints.
-fn knowledge_stats(store: &shared::store::Store, project: Option<&str>) -> shared::error::Result<Value> {
+pub(crate) fn knowledge_stats(store: &shared::store::Store, project: Option<&str>) -> shared::error::Result<Value> {
     let mut by_kind: BTreeMap<&'static str, i64> = knowledge::KNOWLEDGE_TYPES.iter().map(|t| (*t, 0)).collect();
     let rows: Vec<(String, i64)> = store
         .conn()
@@ -1442,7 +1442,7 @@ fn project_timeline(
     Ok(rows.into_iter().map(|(_, v)| v).collect())
 }
 
-fn stats(store: &shared::store::Store, project: Option<&str>) -> rusqlite::Result<Value> {
+pub(crate) fn stats(store: &shared::store::Store, project: Option<&str>) -> rusqlite::Result<Value> {
     let conn = store.conn();
     let one = |sql: &str| -> rusqlite::Result<i64> { conn.query_row(sql, [project], |r| r.get(0)) };
     let by = |sql: &str| -> rusqlite::Result<BTreeMap<String, i64>> {
@@ -1486,7 +1486,7 @@ fn stats(store: &shared::store::Store, project: Option<&str>) -> rusqlite::Resul
     }))
 }
 
-fn dir_size(dir: &Path) -> u64 {
+pub(crate) fn dir_size(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
         .map(|entries| entries.filter_map(|e| e.ok()?.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum())
         .unwrap_or(0)

@@ -44,6 +44,8 @@ pub struct Config {
     pub env: crate::env::EnvConfig,
     /// Seed 004's memory model: graph, conflicts, checkpoints, topic shifts, dedup.
     pub knowledge: crate::knowledge::config::KnowledgeConfig,
+    /// The local web UI and REST API (`engram-scorer web`).
+    pub web: WebConfig,
 }
 
 /// Seed 002's exposed predictor parameters, plus training limits.
@@ -249,6 +251,28 @@ impl TimeConfig {
     }
 }
 
+/// The local web UI and REST API (`engram-scorer web`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebConfig {
+    /// Address to listen on: a loopback address unless `allow_remote`.
+    pub bind: String,
+    /// Port to listen on (0: any free port).
+    pub port: u16,
+    /// Listen on a non-loopback address (the API then serves anyone who can
+    /// reach it and knows a host name below: opt in knowingly).
+    pub allow_remote: bool,
+    /// Extra `Host` header values accepted (`name:port`), besides the
+    /// loopback names and the bound address.
+    pub allowed_hosts: Vec<String>,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        WebConfig { bind: "127.0.0.1".into(), port: 37820, allow_remote: false, allowed_hosts: Vec::new() }
+    }
+}
+
 impl Config {
     /// Reads `path`; a missing file gives the defaults.
     pub fn load(path: &Path) -> Result<Config> {
@@ -276,6 +300,9 @@ impl Config {
         }
         if p.candidate_pool_size == 0 {
             return Err("predictor.candidate_pool_size must be positive".into());
+        }
+        if self.web.bind.parse::<std::net::IpAddr>().is_err() {
+            return Err(format!("web.bind must be an IP address (such as 127.0.0.1), not {:?}", self.web.bind));
         }
         let i = &self.injection;
         if i.budget_chars > i.max_chars {

@@ -302,10 +302,14 @@ pub fn guarded<T, E: std::fmt::Display>(
         }
     };
     crate::logging::init_file(&log_file(&paths), "warn");
+    let started = Instant::now();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match read_stdin(max_input) {
         Ok(input) => body(&input, &paths).map_err(|e| e.to_string()),
         Err(e) => Err(format!("read stdin: {e}")),
     }));
+    // The hook's latency, with what its body noted (see `telemetry::latency`).
+    crate::telemetry::latency::note(format!("hook.{hook}"), started.elapsed(), matches!(outcome, Ok(Ok(_))));
+    crate::telemetry::latency::flush(&paths);
     match outcome {
         Ok(Ok(value)) => Some(value),
         Ok(Err(e)) => {

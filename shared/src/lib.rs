@@ -29,6 +29,7 @@ pub mod shell;
 pub mod shutdown;
 pub mod store;
 pub mod tape;
+pub mod telemetry;
 pub mod testing;
 pub mod time;
 pub mod train_data;

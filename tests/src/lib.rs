@@ -6,7 +6,7 @@ pub mod driver;
 pub mod learning;
 pub mod scenario;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Builds (or brings up to date) `bin` of `package` in the profile the calling
@@ -46,4 +46,54 @@ pub fn success_stdout(what: impl std::fmt::Debug, out: std::process::Output) -> 
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).expect("stdout is UTF-8")
+}
+
+/// A Python with `package` installed (importable as `module`): the venv
+/// `<target>/<venv>`, created and filled with pip on first use. `None` (with
+/// a message) when that cannot be done locally; a panic under `CI`, where the
+/// test must run. Call it once per test process (behind a `OnceLock`).
+///
+/// # Panics
+/// Under `CI`, when the package cannot be installed.
+pub fn python_with(venv: &str, package: &str, module: &str) -> Option<PathBuf> {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    // <target>/<profile>/deps/<test binary>
+    let target = exe.parent().and_then(Path::parent).and_then(Path::parent).expect("a target directory");
+    let venv = target.join(venv);
+    let python = venv.join("bin/python");
+    let has =
+        || Command::new(&python).args(["-c", &format!("import {module}")]).output().is_ok_and(|o| o.status.success());
+    if has() {
+        return Some(python);
+    }
+    let steps: [(&str, Vec<&std::ffi::OsStr>); 2] = [
+        ("python3", vec!["-m".as_ref(), "venv".as_ref(), venv.as_os_str()]),
+        (
+            python.to_str().expect("a UTF-8 path"),
+            ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", package].map(|s| s.as_ref()).to_vec(),
+        ),
+    ];
+    let mut failure = None;
+    for (program, args) in steps {
+        match Command::new(program).args(&args).output() {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => {
+                failure = Some(format!("{program} {args:?}: {}", String::from_utf8_lossy(&o.stderr)));
+                break;
+            }
+            Err(e) => {
+                failure = Some(format!("{program}: {e}"));
+                break;
+            }
+        }
+    }
+    match failure {
+        None if has() => Some(python),
+        _ => {
+            let why = failure.unwrap_or_else(|| format!("pip installed {package} but it does not import"));
+            assert!(std::env::var_os("CI").is_none(), "CI is set but {package} could not be installed: {why}");
+            eprintln!("skipping: the Python package {package} could not be installed into {} ({why})", venv.display());
+            None
+        }
+    }
 }

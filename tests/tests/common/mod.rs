@@ -217,50 +217,7 @@ impl World {
 /// locally; a failure under `CI`.
 pub fn python_with_mcp() -> Option<&'static Path> {
     static PY: OnceLock<Option<PathBuf>> = OnceLock::new();
-    PY.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        let target = exe.parent().and_then(Path::parent).and_then(Path::parent).unwrap();
-        let venv = target.join("mcp-venv");
-        let python = venv.join("bin/python");
-        let has_mcp = || Command::new(&python).args(["-c", "import mcp"]).output().is_ok_and(|o| o.status.success());
-        if has_mcp() {
-            return Some(python);
-        }
-        let steps: [(&str, Vec<&std::ffi::OsStr>); 2] = [
-            ("python3", vec!["-m".as_ref(), "venv".as_ref(), venv.as_os_str()]),
-            (
-                python.to_str().unwrap(),
-                ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "mcp"].map(|s| s.as_ref()).to_vec(),
-            ),
-        ];
-        let mut failure = None;
-        for (program, args) in steps {
-            match Command::new(program).args(&args).output() {
-                Ok(o) if o.status.success() => {}
-                Ok(o) => {
-                    failure = Some(format!("{program} {args:?}: {}", String::from_utf8_lossy(&o.stderr)));
-                    break;
-                }
-                Err(e) => {
-                    failure = Some(format!("{program}: {e}"));
-                    break;
-                }
-            }
-        }
-        match failure {
-            None if has_mcp() => Some(python),
-            _ => {
-                let why = failure.unwrap_or_else(|| "pip installed mcp but it does not import".into());
-                assert!(
-                    std::env::var_os("CI").is_none(),
-                    "CI is set but the mcp package could not be installed: {why}"
-                );
-                eprintln!("skipping: the Python mcp package could not be installed into {} ({why})", venv.display());
-                None
-            }
-        }
-    })
-    .as_deref()
+    PY.get_or_init(|| tests::python_with("mcp-venv", "mcp", "mcp")).as_deref()
 }
 
 /// Runs `calls` (tool name, arguments) in one session of the official MCP

@@ -1,0 +1,387 @@
+//! The settings view: every key of `config.toml`, described, and changes
+//! written back.
+//!
+//! The keys are read from [`Config`] itself (its defaults serialised), so a
+//! section another part of Engram adds appears without a change here; the
+//! descriptions and ranges below name what each key does. A change is a
+//! JSON object of dotted keys (`{"predictor.exploration_rate": 0.1}`; `null`
+//! puts a key back to its default). It is applied to the file's own TOML
+//! document (the user's comments, order and other keys are kept), the whole
+//! resulting file is validated exactly as every binary reads it
+//! ([`Config::parse`]), and only then written, atomically. An unknown key, a
+//! value of the wrong type or out of range is a 400 and the file is untouched.
+
+use serde_json::{Map, Value, json};
+use shared::config::Config;
+use shared::paths::Paths;
+
+use super::api::{ApiError, ApiResult};
+
+/// Sections: key, title, what it is for.
+const SECTIONS: &[(&str, &str, &str)] = &[
+    ("injection", "Context injection", "What is injected into an agent's context, and how much."),
+    ("predictor", "Predictor", "The learned ranking: when it trains and how much influence it may earn (seed 002)."),
+    ("privacy", "Privacy", "What is never recorded, and redaction of secrets."),
+    ("scan", "Capture", "Where harness logs are read from, and when a quiet session counts as ended."),
+    ("extractor", "Memory extractor", "An optional local command that extracts memories (JSON in, JSON out)."),
+    ("judge", "Continuity judge", "An optional local command that judges what helped a finished session."),
+    ("time", "Time", "The time zone of session-level signals (mornings, evenings, dates)."),
+    (
+        "knowledge",
+        "Knowledge",
+        "Seed 004's memory model: the knowledge graph, conflict detection, checkpoints, the observation buffer, \
+         topic shifts, summaries, dedup.",
+    ),
+    ("web", "Web UI", "This server. Changes to it take effect when `engram-scorer web` restarts."),
+];
+
+/// A known key: its description, and the inclusive range of a number.
+type Key = (&'static str, &'static str, Option<(f64, f64)>);
+
+/// Known keys.
+const KEYS: &[Key] = &[
+    ("knowledge.graph.enabled", "Keep the knowledge graph (edges named by writers are still recorded).", None),
+    ("knowledge.graph.max_depth", "Default and largest depth of a graph traversal.", Some((1.0, 10.0))),
+    ("knowledge.graph.auto_discover", "Link each new memory to related ones.", None),
+    ("knowledge.graph.related_similarity", "Similarity above which memories are related.", Some((0.0, 1.0))),
+    ("knowledge.conflicts.enabled", "Check each new memory against the stored ones.", None),
+    (
+        "knowledge.conflicts.similarity_threshold",
+        "Above this similarity a new memory waits in Staging for you to resolve.",
+        Some((0.0, 1.0)),
+    ),
+    ("knowledge.checkpoints.enabled", "Session checkpoints at all.", None),
+    (
+        "knowledge.checkpoints.auto_fork_before_destructive",
+        "A checkpoint before every destructive shell command.",
+        None,
+    ),
+    (
+        "knowledge.buffer.checkpoint_interval",
+        "A checkpoint every this many tool uses (0: off).",
+        Some((0.0, 100_000.0)),
+    ),
+    ("knowledge.topic.enabled", "Detect topic shifts at prompts (and suggest a stash).", None),
+    ("knowledge.topic.auto_stash", "Stash automatically when the shift is certain.", None),
+    ("predictor.enabled", "Use the learned predictor at all (its ranking is still recorded when off).", None),
+    ("predictor.train_interval_sessions", "Retrain after this many newly scored sessions.", Some((1.0, 10_000.0))),
+    (
+        "predictor.min_training_sessions",
+        "Scored sessions needed before the predictor may influence injection.",
+        Some((1.0, 100_000.0)),
+    ),
+    ("predictor.rrf_k", "The constant k of reciprocal rank fusion (larger: flatter).", Some((1.0, 1000.0))),
+    ("predictor.exploration_rate", "Probability of an exploration slot per ranking.", Some((0.0, 1.0))),
+    (
+        "predictor.drift_reset_window",
+        "Consecutive low-success sessions that trigger a drift reset.",
+        Some((1.0, 10_000.0)),
+    ),
+    ("predictor.max_training_seconds", "Hard limit on one training run.", Some((1.0, 86_400.0))),
+    ("predictor.candidate_pool_size", "Candidates ranked after pre-filtering.", Some((1.0, 10_000.0))),
+    (
+        "injection.budget_chars",
+        "Character budget of one injection (about 2,000 tokens at 8,000).",
+        Some((0.0, 100_000.0)),
+    ),
+    (
+        "injection.max_chars",
+        "Hard cap of an injection (Claude Code truncates hook context beyond 10,000).",
+        Some((0.0, 100_000.0)),
+    ),
+    ("injection.session_start_k", "Most memories injected at session start.", Some((0.0, 100.0))),
+    ("injection.prompt_k", "Most memories injected for one prompt.", Some((0.0, 100.0))),
+    ("injection.tool_k", "Most memories injected before one tool call.", Some((0.0, 100.0))),
+    (
+        "privacy.exclude",
+        "Extra path patterns (globs) whose contents are never recorded, added to the built-in ones (.env, *.pem, *.key, credentials…).",
+        None,
+    ),
+    (
+        "privacy.redact",
+        "Redact secrets (API keys, tokens, private keys, passwords) before anything reaches a tape. Off is for debugging only.",
+        None,
+    ),
+    ("scan.claude_dir", "Claude Code's config directory (empty: $CLAUDE_CONFIG_DIR or ~/.claude).", None),
+    ("scan.codex_home", "Codex's home (empty: $CODEX_HOME or ~/.codex).", None),
+    ("scan.gemini_dir", "Gemini CLI's directory (empty: ~/.gemini).", None),
+    ("scan.opencode_dir", "OpenCode's data directory (empty: ~/.local/share/opencode).", None),
+    ("scan.idle_end_minutes", "A session with no new content for this long is ended.", Some((1.0, 100_000.0))),
+    ("extractor.command", "Program and arguments, one per entry; empty means off.", None),
+    ("extractor.timeout_ms", "Kill the command after this long.", Some((1.0, 3_600_000.0))),
+    ("judge.command", "Program and arguments, one per entry; empty means off.", None),
+    ("judge.timeout_ms", "Kill the command after this long.", Some((1.0, 3_600_000.0))),
+    ("time.timezone", "local (the system's) or an IANA name such as Europe/Paris.", None),
+    ("web.bind", "Address to listen on; a non-loopback one needs allow_remote.", None),
+    ("web.port", "Port to listen on (0: any free port).", Some((0.0, 65_535.0))),
+    (
+        "web.allow_remote",
+        "Listen on a non-loopback address: the API then serves anyone who can reach it. Opt in knowingly.",
+        None,
+    ),
+    ("web.allowed_hosts", "Extra Host header values accepted (name:port), besides the loopback names.", None),
+];
+
+/// A float that is exactly an `f32` printed as that `f32` would be (0.05, not 0.0500000007).
+fn tidy(v: Value) -> Value {
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let x = n.as_f64().unwrap_or_default();
+            let f = x as f32;
+            if f64::from(f) == x
+                && let Ok(short) = f.to_string().parse::<f64>()
+            {
+                json!(short)
+            } else {
+                json!(x)
+            }
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(tidy).collect()),
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (k, tidy(v))).collect()),
+        v => v,
+    }
+}
+
+fn kind(default: &Value, key: &str) -> &'static str {
+    match default {
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "list",
+        // Optional values default to None: every one Engram has is a path or name.
+        Value::Null if key.contains("dir") || key.contains("home") || key.contains("path") => "path",
+        Value::Null => "string?",
+        Value::Object(_) => "section",
+    }
+}
+
+/// Every leaf key under `prefix` of `defaults`, depth first, with its default.
+fn leaves<'a>(prefix: &str, defaults: &'a Map<String, Value>, out: &mut Vec<(String, &'a Value)>) {
+    for (k, v) in defaults {
+        let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+        match v {
+            Value::Object(m) => leaves(&key, m, out),
+            v => out.push((key, v)),
+        }
+    }
+}
+
+fn lookup<'a>(root: &'a Value, key: &str) -> Option<&'a Value> {
+    key.split('.').try_fold(root, |v, k| v.get(k))
+}
+
+fn defaults() -> Value {
+    tidy(serde_json::to_value(Config::default()).unwrap_or(Value::Null))
+}
+
+/// `GET /api/config`: the file, whether it is valid, and every key with its
+/// value, default, type, range and description, by section.
+pub fn describe(paths: &Paths) -> ApiResult<Value> {
+    let file = paths.config();
+    let (config, error) = match Config::load(&file) {
+        Ok(c) => (c, None),
+        Err(e) => (Config::default(), Some(e.to_string())),
+    };
+    let current = tidy(serde_json::to_value(&config).map_err(|e| ApiError::internal(e.to_string()))?);
+    let defaults = defaults();
+    let Value::Object(sections) = &defaults else { return Err(ApiError::internal("the defaults are not a table")) };
+    let mut out = Vec::new();
+    for (section, value) in sections {
+        let (title, about) = SECTIONS.iter().find(|s| s.0 == section).map_or((section.as_str(), ""), |s| (s.1, s.2));
+        let mut keys = Vec::new();
+        match value {
+            Value::Object(m) => leaves(section, m, &mut keys),
+            v => keys.push((section.clone(), v)),
+        }
+        let fields: Vec<Value> = keys
+            .into_iter()
+            .map(|(key, default)| {
+                let known = KEYS.iter().find(|k| k.0 == key);
+                json!({
+                    "key": key,
+                    "type": kind(default, &key),
+                    "value": lookup(&current, &key).cloned().unwrap_or(Value::Null),
+                    "default": default,
+                    "description": known.map(|k| k.1),
+                    "min": known.and_then(|k| k.2).map(|r| r.0),
+                    "max": known.and_then(|k| k.2).map(|r| r.1),
+                })
+            })
+            .collect();
+        out.push(json!({"section": section, "title": title, "description": about, "fields": fields}));
+    }
+    Ok(json!({
+        "file": file.display().to_string(),
+        "exists": file.exists(),
+        "valid": error.is_none(),
+        "error": error,
+        "sections": out,
+        "config": current,
+    }))
+}
+
+fn toml_value(key: &str, v: &Value, default: &Value) -> ApiResult<toml_edit::Value> {
+    let wrong = |what: &str| ApiError::bad_request(format!("{key} must be {what}, not {v}"));
+    Ok(match (default, v) {
+        (Value::Bool(_), Value::Bool(b)) => (*b).into(),
+        (Value::Bool(_), _) => return Err(wrong("true or false")),
+        (Value::Number(d), Value::Number(n)) if d.is_f64() => {
+            let x = n.as_f64().ok_or_else(|| wrong("a number"))?;
+            if !x.is_finite() {
+                return Err(wrong("a finite number"));
+            }
+            x.into()
+        }
+        (Value::Number(_), Value::Number(n)) => n.as_i64().ok_or_else(|| wrong("a whole number"))?.into(),
+        (Value::Number(_), _) => return Err(wrong("a number")),
+        (Value::String(_) | Value::Null, Value::String(s)) => s.as_str().into(),
+        (Value::String(_) | Value::Null, _) => return Err(wrong("text")),
+        (Value::Array(_), Value::Array(items)) => {
+            let mut a = toml_edit::Array::new();
+            for item in items {
+                match item {
+                    Value::String(s) => a.push(s.as_str()),
+                    _ => return Err(wrong("a list of text")),
+                }
+            }
+            toml_edit::Value::Array(a)
+        }
+        (Value::Array(_), _) => return Err(wrong("a list of text")),
+        (Value::Object(_), _) => return Err(ApiError::bad_request(format!("{key} is a section, not a setting"))),
+    })
+}
+
+/// `PUT /api/config`: applies `changes` (dotted key → value, `null` for the
+/// default) to `config.toml` if the result is valid, and describes the result.
+pub fn update(paths: &Paths, changes: &Value) -> ApiResult<Value> {
+    let Value::Object(changes) = changes else {
+        return Err(ApiError::bad_request(
+            "the body must be an object of settings, such as {\"predictor.exploration_rate\": 0.1}",
+        ));
+    };
+    if changes.is_empty() {
+        return Err(ApiError::bad_request("no setting to change"));
+    }
+    let file = paths.config();
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(ApiError::internal(format!("read {}: {e}", file.display()))),
+    };
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| {
+        ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            "config_unreadable",
+            format!("{} is not valid TOML ({e}); fix it by hand first", file.display()),
+        )
+    })?;
+    let defaults = defaults();
+    for (key, value) in changes {
+        let default = match lookup(&defaults, key) {
+            Some(Value::Object(_)) => {
+                return Err(ApiError::bad_request(format!("{key} is a section; name one of its settings")));
+            }
+            Some(d) => d,
+            None => return Err(ApiError::bad_request(format!("unknown setting {key:?}"))),
+        };
+        if let Some((_, _, Some((min, max)))) = KEYS.iter().find(|k| k.0 == key)
+            && let Some(x) = value.as_f64()
+            && !(*min..=*max).contains(&x)
+        {
+            return Err(ApiError::bad_request(format!("{key} must be from {min} to {max}, not {x}")));
+        }
+        let path: Vec<&str> = key.split('.').collect();
+        let (leaf, tables) = path.split_last().ok_or_else(|| ApiError::bad_request("empty setting name"))?;
+        let mut table = doc.as_table_mut();
+        for t in tables {
+            let entry = table.entry(t).or_insert_with(|| {
+                let mut t = toml_edit::Table::new();
+                t.set_implicit(true);
+                toml_edit::Item::Table(t)
+            });
+            table = entry.as_table_mut().ok_or_else(|| {
+                ApiError::bad_request(format!("{t} in config.toml is not a table; fix the file by hand"))
+            })?;
+        }
+        if value.is_null() {
+            table.remove(leaf);
+        } else {
+            let v = toml_value(key, value, default)?;
+            match table.get_mut(leaf).and_then(toml_edit::Item::as_value_mut) {
+                // Keep the comment that decorates the old value.
+                Some(old) => {
+                    let decor = old.decor().clone();
+                    *old = v;
+                    *old.decor_mut() = decor;
+                }
+                None => {
+                    table.insert(leaf, toml_edit::Item::Value(v));
+                }
+            }
+        }
+    }
+    let new_text = doc.to_string();
+    Config::parse(&new_text).map_err(|e| ApiError::bad_request(format!("the settings are not valid: {e}")))?;
+    shared::fsutil::atomic_write(&file, new_text.as_bytes())
+        .map_err(|e| ApiError::internal(format!("write {}: {e}", file.display())))?;
+    tracing::info!(keys = ?changes.keys().collect::<Vec<_>>(), "settings changed from the web UI");
+    describe(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn every_described_key_exists_and_every_section_is_named() {
+        let d = defaults();
+        for (key, _, _) in KEYS {
+            assert!(lookup(&d, key).is_some_and(|v| !v.is_object()), "{key} is not a setting");
+        }
+        for (s, _, _) in SECTIONS {
+            assert!(d.get(s).is_some(), "{s}");
+        }
+    }
+
+    #[test]
+    fn changes_keep_comments_validate_and_reset() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        std::fs::write(paths.config(), "# mine\n[predictor]\nexploration_rate = 0.2 # explore more\n").unwrap();
+        update(
+            &paths,
+            &json!({"predictor.exploration_rate": 0.1, "injection.prompt_k": 3, "privacy.exclude": ["a/**"]}),
+        )
+        .unwrap();
+        let text = std::fs::read_to_string(paths.config()).unwrap();
+        assert!(text.starts_with("# mine\n[predictor]\nexploration_rate = 0.1 # explore more\n"), "{text}");
+        let c = Config::load(&paths.config()).unwrap();
+        assert_eq!((c.predictor.exploration_rate, c.injection.prompt_k), (0.1, 3));
+        assert_eq!(c.privacy.exclude, vec!["a/**".to_owned()]);
+        // Refused: unknown, wrong type, out of range, cross-field invalid. Nothing written.
+        for bad in [
+            json!({"predictor.exploraton_rate": 0.1}),
+            json!({"predictor.enabled": "yes"}),
+            json!({"predictor.exploration_rate": 2}),
+            json!({"injection.budget_chars": 20000}),
+            json!({"predictor": 1}),
+            json!([1]),
+        ] {
+            let e = update(&paths, &bad).unwrap_err();
+            assert_eq!(e.status, axum::http::StatusCode::BAD_REQUEST, "{bad}: {}", e.message);
+            assert_eq!(std::fs::read_to_string(paths.config()).unwrap(), text);
+        }
+        update(&paths, &json!({"predictor.exploration_rate": null})).unwrap();
+        assert_eq!(Config::load(&paths.config()).unwrap().predictor.exploration_rate, 0.05);
+        let d = describe(&paths).unwrap();
+        assert_eq!(d["valid"], true);
+        let injection = d["sections"].as_array().unwrap().iter().find(|s| s["section"] == "injection").unwrap();
+        let k = injection["fields"].as_array().unwrap().iter().find(|f| f["key"] == "injection.prompt_k").unwrap();
+        assert_eq!(
+            (k["value"].clone(), k["default"].clone(), k["type"].clone()),
+            (json!(3), json!(5), json!("integer"))
+        );
+    }
+}

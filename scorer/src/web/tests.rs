@@ -1,0 +1,291 @@
+//! The router in process: what the guard refuses, the JSON errors, writes
+//! that land on the tape log, reads of a small data home.
+
+#![allow(clippy::unwrap_used)]
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::{Value, json};
+use shared::journal::Journal;
+use shared::memory_ops::{self as ops, NewMemory, Origin};
+use shared::paths::Paths;
+use shared::time::Ts;
+use tower::ServiceExt as _;
+
+use super::{App, api};
+
+const HOST: &str = "127.0.0.1:37820";
+const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+struct World {
+    _dir: tempfile::TempDir,
+    paths: Paths,
+    app: App,
+}
+
+fn world() -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = Paths::at(dir.path());
+    let mut j = Journal::open(&paths, "test").unwrap();
+    for (text, t) in [
+        ("Run the integration tests with docker compose up -d redis first", "gotcha"),
+        ("We deploy with cargo dist", "decision"),
+    ] {
+        let new = NewMemory {
+            text: text.into(),
+            memory_type: t.into(),
+            importance: 0.7,
+            project: Some("api".into()),
+            tags: vec!["ops".into()],
+            pinned: false,
+        };
+        ops::add(&mut j, new, &Origin::user(), Ts(1_000)).unwrap();
+    }
+    let app = App::with(paths.clone(), TOKEN.into(), vec![HOST.into(), "localhost:37820".into()]);
+    World { _dir: dir, paths, app }
+}
+
+async fn send(w: &World, req: Request<Body>) -> (StatusCode, axum::http::HeaderMap, Value) {
+    let resp = api::router(w.app.clone()).oneshot(req).await.unwrap();
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 24).await.unwrap();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, headers, body)
+}
+
+fn get(path: &str) -> Request<Body> {
+    Request::get(path).header(header::HOST, HOST).body(Body::empty()).unwrap()
+}
+
+fn write(method: &str, path: &str) -> axum::http::request::Builder {
+    Request::builder()
+        .method(method)
+        .uri(path)
+        .header(header::HOST, HOST)
+        .header(header::CONTENT_TYPE, "application/json")
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+fn tape_kinds(paths: &Paths) -> Vec<String> {
+    let j = Journal::open(paths, "test").unwrap();
+    let mut kinds = Vec::new();
+    j.tape()
+        .snapshot()
+        .unwrap()
+        .visit_after(0, &mut |lsn, bytes| {
+            kinds.push(shared::journal::decode(lsn, bytes).kind().to_owned());
+            Ok(())
+        })
+        .unwrap();
+    kinds
+}
+
+#[test]
+fn the_guard_refuses_foreign_hosts_and_tokenless_writes_and_changes_nothing() {
+    let w = world();
+    rt().block_on(async {
+        let (s, _, b) = send(
+            &w,
+            Request::get("/api/stats").header(header::HOST, "evil.example:37820").body(Body::empty()).unwrap(),
+        )
+        .await;
+        assert_eq!((s, b["error"]["code"].as_str()), (StatusCode::FORBIDDEN, Some("foreign_host")));
+        let (s, _, _) = send(&w, Request::get("/api/stats").body(Body::empty()).unwrap()).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "no Host");
+        let before = tape_kinds(&w.paths).len();
+        let body = r#"{"text":"A new memory","type":"fact"}"#;
+        let (s, _, b) = send(&w, write("POST", "/api/memories").body(Body::from(body)).unwrap()).await;
+        assert_eq!((s, b["error"]["code"].as_str()), (StatusCode::UNAUTHORIZED, Some("token_required")));
+        let (s, _, _) =
+            send(&w, write("POST", "/api/memories").header("x-engram-token", "nope").body(Body::from(body)).unwrap())
+                .await;
+        assert_eq!(s, StatusCode::FORBIDDEN);
+        let (s, _, b) = send(
+            &w,
+            write("POST", "/api/memories")
+                .header("x-engram-token", TOKEN)
+                .header(header::ORIGIN, "http://evil.example")
+                .body(Body::from(body))
+                .unwrap(),
+        )
+        .await;
+        assert_eq!((s, b["error"]["code"].as_str()), (StatusCode::FORBIDDEN, Some("cross_origin")));
+        for (bad, status) in [
+            (r#"{"text":"x","type":"fact""#, StatusCode::BAD_REQUEST),
+            (r#"{"text":"x","type":"poem"}"#, StatusCode::BAD_REQUEST),
+            (r#"{"text":"x","type":"fact","extra":1}"#, StatusCode::BAD_REQUEST),
+            (r#"{"text":"   ","type":"fact"}"#, StatusCode::BAD_REQUEST),
+            (r#"[1,2]"#, StatusCode::BAD_REQUEST),
+        ] {
+            let (s, _, b) =
+                send(&w, write("POST", "/api/memories").header("x-engram-token", TOKEN).body(Body::from(bad)).unwrap())
+                    .await;
+            assert_eq!(s, status, "{bad}: {b}");
+            assert!(b["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{b}");
+        }
+        let (s, _, _) = send(
+            &w,
+            Request::post("/api/memories")
+                .header(header::HOST, HOST)
+                .header("x-engram-token", TOKEN)
+                .header(header::CONTENT_TYPE, "text/plain")
+                .body(Body::from(body))
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(s, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        let huge = format!(r#"{{"text":"{}","type":"fact"}}"#, "x".repeat(2 << 20));
+        let (s, h, b) =
+            send(&w, write("POST", "/api/memories").header("x-engram-token", TOKEN).body(Body::from(huge)).unwrap())
+                .await;
+        assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE, "{b}");
+        assert!(h[header::CONTENT_TYPE].to_str().unwrap().starts_with("application/json"));
+        assert_eq!(tape_kinds(&w.paths).len(), before, "nothing refused reached the tape");
+        // The same write with the token lands on the tape.
+        let (s, _, b) =
+            send(&w, write("POST", "/api/memories").header("x-engram-token", TOKEN).body(Body::from(body)).unwrap())
+                .await;
+        assert_eq!(s, StatusCode::CREATED, "{b}");
+        assert_eq!(b["memory"]["source"], "web");
+        let kinds = tape_kinds(&w.paths);
+        assert_eq!((kinds.len(), kinds.last().map(String::as_str)), (before + 1, Some("memory.added")));
+    });
+}
+
+#[test]
+fn errors_are_json_and_no_cors_header_is_ever_sent() {
+    let w = world();
+    rt().block_on(async {
+        for (req, status) in [
+            (get("/api/nope"), StatusCode::NOT_FOUND),
+            (get("/api/sessions?limit=0"), StatusCode::BAD_REQUEST),
+            (get("/api/sessions?bogus=1"), StatusCode::BAD_REQUEST),
+            (get("/api/search"), StatusCode::BAD_REQUEST),
+            (get("/api/memories/mem_nope"), StatusCode::NOT_FOUND),
+            (get("/api/sessions/claude:nope"), StatusCode::NOT_FOUND),
+            (get("/api/timeline?zoom=year"), StatusCode::BAD_REQUEST),
+            (
+                Request::put("/api/stats")
+                    .header(header::HOST, HOST)
+                    .header("x-engram-token", TOKEN)
+                    .body(Body::empty())
+                    .unwrap(),
+                StatusCode::METHOD_NOT_ALLOWED,
+            ),
+        ] {
+            let uri = req.uri().to_string();
+            let (s, h, b) = send(&w, req).await;
+            assert_eq!(s, status, "{uri}: {b}");
+            assert_eq!(b["error"]["status"], status.as_u16(), "{uri}: {b}");
+            assert!(h[header::CONTENT_TYPE].to_str().unwrap().starts_with("application/json"), "{uri}");
+        }
+        let (s, h, _) = send(
+            &w,
+            Request::get("/api/stats")
+                .header(header::HOST, HOST)
+                .header(header::ORIGIN, "http://evil.example")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK);
+        assert!(h.keys().all(|k| !k.as_str().starts_with("access-control-")), "{h:?}");
+        assert_eq!(h["cross-origin-resource-policy"], "same-origin");
+        let (s, h, _) = send(
+            &w,
+            Request::options("/api/memories")
+                .header(header::HOST, HOST)
+                .header(header::ORIGIN, "http://evil.example")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+        assert!(s.is_client_error() && h.keys().all(|k| !k.as_str().starts_with("access-control-")), "{s}");
+    });
+}
+
+#[test]
+fn reads_search_with_reasons_and_the_page_holds_the_token() {
+    let w = world();
+    rt().block_on(async {
+        let (s, _, b) = send(&w, get("/api/search?q=redis+integration+tests")).await;
+        assert_eq!(s, StatusCode::OK, "{b}");
+        let first = &b["results"][0];
+        assert!(first["text"].as_str().unwrap().contains("redis"), "{b}");
+        assert!(!first["reasons"].as_array().unwrap().is_empty(), "{b}");
+        let (_, _, stats) = send(&w, get("/api/stats")).await;
+        assert_eq!(stats["memories"]["live"], 2);
+        let (_, _, cards) = send(&w, get("/api/memories?type=decision")).await;
+        assert_eq!(cards["total"], 1);
+        assert_eq!(cards["by_type"], json!({"decision": 1, "gotcha": 1}));
+        let resp = api::router(w.app.clone()).oneshot(get("/")).await.unwrap();
+        let csp = resp.headers()[header::CONTENT_SECURITY_POLICY].to_str().unwrap().to_owned();
+        let html = String::from_utf8(axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap().to_vec()).unwrap();
+        assert!(html.contains(TOKEN) && !html.contains("http://") && !html.contains("https://"), "{html}");
+        assert!(csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"));
+    });
+}
+
+#[test]
+fn knowledge_lists_stored_types_under_seed_004_types_and_resolving_writes_the_tape() {
+    let w = world();
+    let existing = {
+        let mut j = Journal::open(&w.paths, "test").unwrap();
+        let config = shared::config::Config::default();
+        let save = |j: &mut Journal, text: &str| {
+            let new = NewMemory {
+                text: text.into(),
+                memory_type: "fact".into(),
+                importance: 0.7,
+                project: None,
+                tags: vec![],
+                pinned: false,
+            };
+            shared::knowledge::ops::save(j, &config, new, &Origin::user(), &[], Ts(2_000)).unwrap()
+        };
+        let shared::knowledge::ops::Saved::Added { id, .. } =
+            save(&mut j, "The quokka cache holds 512 entries per shard")
+        else {
+            panic!("not added")
+        };
+        let staged = save(&mut j, "The quokka cache holds 1024 entries per shard");
+        assert!(matches!(staged, shared::knowledge::ops::Saved::Staged { .. }), "{staged:?}");
+        id
+    };
+    rt().block_on(async {
+        // A gotcha is listed as an issue; a decision is not.
+        let (s, _, b) = send(&w, get("/api/knowledge?type=issue")).await;
+        assert_eq!(s, StatusCode::OK, "{b}");
+        assert_eq!(b["total"], 1, "{b}");
+        assert_eq!(b["knowledge"][0]["type"], "gotcha");
+        assert_eq!(b["knowledge"][0]["knowledge_type"], "issue");
+        assert_eq!(b["by_type"]["issue"], 1);
+        assert_eq!(b["by_type"]["fact"], 1);
+        let (s, _, _) = send(&w, get("/api/knowledge?type=gotcha")).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "stored types are not knowledge types");
+        let (s, _, g) = send(&w, get(&format!("/api/knowledge/{}/graph?depth=3", existing.as_str()))).await;
+        assert_eq!(s, StatusCode::OK, "{g}");
+        assert_eq!((g["root"].as_str(), g["max_depth"].as_u64()), (Some(existing.as_str()), Some(3)));
+        let (_, _, st) = send(&w, get("/api/staging")).await;
+        assert_eq!(st["conflicts"], 1, "{st}");
+        let stage = st["staged"][0]["id"].as_str().unwrap().to_owned();
+        let before = tape_kinds(&w.paths).len();
+        let path = format!("/api/staging/{stage}/resolve");
+        let (s, _, _) = send(&w, write("POST", &path).body(Body::from(r#"{"action":"skip"}"#)).unwrap()).await;
+        assert_eq!(s, StatusCode::UNAUTHORIZED);
+        let (s, _, b) = send(
+            &w,
+            write("POST", &path).header("x-engram-token", TOKEN).body(Body::from(r#"{"action":"keep_both"}"#)).unwrap(),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK, "{b}");
+        assert_eq!(b["conflicts_left"], 0);
+        let kinds = tape_kinds(&w.paths);
+        assert_eq!(&kinds[before..].last().map(String::as_str), &Some("knowledge.resolved"), "{kinds:?}");
+        assert!(kinds[before..].iter().any(|k| k == "memory.added"), "{kinds:?}");
+    });
+}
