@@ -24,7 +24,7 @@
 //! ([`shared::hook::pending_rankings`], passed to
 //! [`shared::rank::rank_after`]): its memories count as shown in its session,
 //! so two prompts in quick succession never repeat one. What this trades
-//! (ARCHITECTURE.md, "Durability"): when the hook exits its events are in a
+//! (docs/decisions.md, "Durability"): when the hook exits its events are in a
 //! file, not yet synced; a crash of the machine before the recorder's append
 //! (milliseconds later) can lose them. If the recorder cannot start or dies,
 //! the spool waits for the next writer (any hook's recorder, a write-side

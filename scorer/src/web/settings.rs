@@ -352,13 +352,13 @@ mod tests {
         std::fs::write(paths.config(), "# mine\n[predictor]\nexploration_rate = 0.2 # explore more\n").unwrap();
         update(
             &paths,
-            &json!({"predictor.exploration_rate": 0.1, "injection.prompt_k": 3, "privacy.exclude": ["a/**"]}),
+            &json!({"predictor.exploration_rate": 0.1, "injection.prompt_k": 4, "privacy.exclude": ["a/**"]}),
         )
         .unwrap();
         let text = std::fs::read_to_string(paths.config()).unwrap();
         assert!(text.starts_with("# mine\n[predictor]\nexploration_rate = 0.1 # explore more\n"), "{text}");
         let c = Config::load(&paths.config()).unwrap();
-        assert_eq!((c.predictor.exploration_rate, c.injection.prompt_k), (0.1, 3));
+        assert_eq!((c.predictor.exploration_rate, c.injection.prompt_k), (0.1, 4));
         assert_eq!(c.privacy.exclude, vec!["a/**".to_owned()]);
         // Refused: unknown, wrong type, out of range, cross-field invalid. Nothing written.
         for bad in [
@@ -381,7 +381,7 @@ mod tests {
         let k = injection["fields"].as_array().unwrap().iter().find(|f| f["key"] == "injection.prompt_k").unwrap();
         assert_eq!(
             (k["value"].clone(), k["default"].clone(), k["type"].clone()),
-            (json!(3), json!(5), json!("integer"))
+            (json!(4), json!(Config::default().injection.prompt_k), json!("integer"))
         );
     }
 }
