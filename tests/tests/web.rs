@@ -124,7 +124,11 @@ fn resolved_on_the_tapes(w: &World, k: &Knowledge, action: &str) -> (String, Str
 /// A demo data home with a server on a free loopback port.
 fn serve() -> (World, Server, Knowledge) {
     let w = World::new();
-    w.ok(&["quickstart", "--demo", "--no-train", "--cwd", "/home/demo/webapp"]);
+    // The demo in the data home itself (`--demo-home` naming it), so the
+    // server shows the demo's sessions and memories.
+    let home = w.home();
+    let home = home.to_str().expect("a UTF-8 temp path");
+    w.ok(&["quickstart", "--demo", "--demo-home", home, "--no-train", "--cwd", "/home/demo/webapp"]);
     // A read-side hook, as an agent runs it: its latency and its ranking's
     // reach the diagnostics through logs/latency.jsonl.
     let input = serde_json::json!({
