@@ -296,19 +296,6 @@ pub fn rank(store: &Store, config: &Config, model: Option<ServingModel<'_>>, req
     rank_after(store, config, model, req, &[])
 }
 
-/// [`rank_after`] for a session in `env` (`shared::env::rank`: prerequisites,
-/// tag relevance, tag affinity, stack candidates).
-pub fn rank_after_in(
-    store: &Store,
-    config: &Config,
-    model: Option<ServingModel<'_>>,
-    req: &RankRequest<'_>,
-    env: Option<&crate::event::EnvDetected>,
-    unapplied: &[Unapplied],
-) -> Result<Ranking> {
-    rank_snapshot(store, config, model, req, env, unapplied)
-}
-
 /// A ranking served by this process whose `ranking.served` event may not be
 /// in the projection yet: a caller that records rankings after answering
 /// (the scorer's recorder thread) passes these to [`rank_after`].
@@ -355,10 +342,12 @@ pub fn rank_after(
     req: &RankRequest<'_>,
     unapplied: &[Unapplied],
 ) -> Result<Ranking> {
-    rank_snapshot(store, config, model, req, None, unapplied)
+    rank_after_in(store, config, model, req, None, unapplied)
 }
 
-fn rank_snapshot(
+/// [`rank_after`] for a session in `env` (`shared::env::rank`: prerequisites,
+/// tag relevance, tag affinity, stack candidates).
+pub fn rank_after_in(
     store: &Store,
     config: &Config,
     model: Option<ServingModel<'_>>,
