@@ -411,9 +411,11 @@ impl ChunkHeader {
         compressed.len() == self.compressed_len as usize && checksum(&[&self.prefix(), compressed]) == self.sum
     }
 
-    /// LSN of the chunk's last frame.
+    /// LSN of the chunk's last frame. Saturates: a header is read before its
+    /// checksum is checked, and a damaged one must not wrap to a small LSN
+    /// (which would let a reader skip the chunk instead of verifying it).
     pub fn last_lsn(&self) -> Lsn {
-        self.first_lsn + u64::from(self.frames).saturating_sub(1)
+        self.first_lsn.saturating_add(u64::from(self.frames).saturating_sub(1))
     }
 }
 
@@ -558,6 +560,8 @@ mod tests {
         other.frames = 3;
         assert!(!other.verify(data));
         assert_eq!(back.last_lsn(), 6);
+        let damaged = ChunkHeader { first_lsn: u64::MAX - 1, frames: 5, ..back };
+        assert_eq!(damaged.last_lsn(), u64::MAX, "saturates instead of wrapping");
     }
 
     #[test]

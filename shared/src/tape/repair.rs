@@ -167,7 +167,7 @@ impl TapeLog {
                         lost.push((expected, ch.first_lsn - 1, why));
                     }
                     bad = None;
-                    expected = ch.last_lsn() + 1;
+                    expected = ch.last_lsn().saturating_add(1);
                     frames.extend(parsed);
                     pos = end;
                 }

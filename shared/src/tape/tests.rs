@@ -967,3 +967,24 @@ fn verify_does_not_trust_the_size_of_a_damaged_chunk() {
     let report = log.verify().unwrap();
     assert!(report.problems.iter().any(|p| format!("{p:?}").contains("checksum mismatch")), "{report:?}");
 }
+
+/// A chunk header is read before its checksum is checked: a damaged
+/// `first_lsn` near `u64::MAX` once wrapped `last_lsn` to a small LSN, so a
+/// reader resuming after that LSN skipped the chunk (and its frames) without
+/// verifying it. It must read the chunk and report the damage instead.
+#[test]
+fn a_chunk_header_damaged_near_the_largest_lsn_is_not_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 4);
+    let info = log.lock().unwrap().seal().unwrap().unwrap();
+    append_n(&log, 5, 1);
+    let path = dir.path().join(&info.name);
+    let mut bytes = fs::read(&path).unwrap();
+    let at = SEALED_HEADER + 8;
+    bytes[at..at + 8].copy_from_slice(&(u64::MAX - 1).to_le_bytes());
+    fs::write(&path, &bytes).unwrap();
+    let snap = log.snapshot().unwrap();
+    let read: Result<Vec<Frame>> = snap.frames_after(3).collect();
+    assert!(read.is_err(), "frames 4 and 5 of a damaged chunk were skipped: {read:?}");
+}
