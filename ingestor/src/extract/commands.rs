@@ -449,7 +449,14 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
                 }
             }
             Status::Ok => {
-                let Some(i) = open.iter().position(|f| f.goal == g) else {
+                // `go build ./... && go test ./...` passing means `go build` passed.
+                let found = open.iter().position(|f| f.goal == g).map(|i| (i, main_segment(cmd))).or_else(|| {
+                    chain_segments(cmd).into_iter().find_map(|seg| {
+                        let sg = goal(&seg);
+                        open.iter().position(|f| !sg.is_empty() && f.goal == sg).map(|i| (i, seg))
+                    })
+                });
+                let Some((i, now)) = found else {
                     // The same program, another goal, right after a failure: a way around it.
                     let runs = program(cmd);
                     for f in &mut open {
@@ -483,7 +490,6 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
                     }
                 }
                 let failed = main_segment(f.last.command.as_deref().unwrap_or_default());
-                let now = main_segment(cmd);
                 let how = if !first.is_empty() {
                     first.truncate(2);
                     How::RanFirst(first)
@@ -504,6 +510,15 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
     }
     out.sort_by_key(|f| f.first_failure);
     out
+}
+
+/// The segments of an `&&` chain that do work (not `cd`, `export`, …), each
+/// squashed onto one line: all of them ran and passed when the chain did.
+fn chain_segments(cmd: &str) -> Vec<String> {
+    if !cmd.contains("&&") || cmd.contains("||") || cmd.contains(';') {
+        return Vec::new();
+    }
+    cmd.split("&&").map(main_segment).filter(|s| !s.is_empty() && !is_read_only(s)).collect()
 }
 
 /// The first line of a command's own output (not the harness's "Exit code 1",
@@ -611,6 +626,19 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].how, How::RanFirst(vec!["docker compose up -d redis".into()]));
         assert_eq!(f[0].error.as_deref(), Some(refused));
+
+        // The failed command passing inside a chain: what ran before it is the fix,
+        // not a replacement ("go generate instead of go build" would be false).
+        let chained = vec![
+            o(1, Some("go build ./..."), "Bash", Status::Failed, "missing method ListOverdue"),
+            o(3, Some("go generate ./..."), "Bash", Status::Ok, "mockery: generated"),
+            o(4, None, "Edit", Status::Ok, ""),
+            o(5, Some("go build ./... && go test ./..."), "Bash", Status::Ok, "ok"),
+        ];
+        let f = fixes(&chained);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].how, How::RanFirst(vec!["go generate ./...".into()]));
+        assert_eq!(f[0].failed, "go build ./...");
 
         let changed = vec![
             o(1, Some("pytest"), "Bash", Status::Failed, "ModuleNotFoundError: No module named 'app'"),

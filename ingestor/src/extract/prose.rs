@@ -197,6 +197,11 @@ const FLAGS: &[&str] = &[
     "a couple of things",
     "some rules",
     "ground rules",
+    "for the future",
+    "in the future",
+    "for future reference",
+    "for next time",
+    "next time",
 ];
 
 /// Correction openers of a user message that follows the agent's work.
@@ -475,7 +480,17 @@ fn role_of(s: &str) -> Role {
     if matches!(first, "thanks" | "thank" | "great" | "perfect" | "nice" | "cool" | "good" | "lgtm" | "sure" | "yes") {
         return Role::Other;
     }
+    // "Make sure nothing broke" asks for the task at hand; "make sure the
+    // server runs before the e2e tests" is a standing rule.
+    if ["make sure ", "ensure ", "be sure "].iter().any(|p| l.starts_with(p)) {
+        return if habit(&l) || strong_habit(&l) || contrast(&l) { Role::Rule } else { Role::Request };
+    }
     if RULE_OPENERS.iter().any(|p| l.starts_with(p)) {
+        return Role::Rule;
+    }
+    // "If you need a reinstall, use npm ci --prefer-offline": a conditional
+    // instruction is a standing rule.
+    if conditional_rule(&w) {
         return Role::Rule;
     }
     if first == "we" && w.get(1).is_some_and(|v| WE_VERBS.contains(v)) {
@@ -552,6 +567,23 @@ fn strong_habit(l: &str) -> bool {
     ]
     .iter()
     .any(|p| format!(" {l}").contains(p))
+}
+
+/// Words that open the main clause of a conditional instruction.
+const CONDITIONAL_VERBS: &[&str] = &["use", "run", "prefer", "never", "always", "don't", "dont", "pass", "call"];
+
+/// "If you (ever) need/want/have to X, use Y" and "whenever X, run Y": a
+/// condition about the one addressed, then an instruction.
+fn conditional_rule(w: &[&str]) -> bool {
+    let about_you = match w {
+        ["if", "you" | "we", rest @ ..] => {
+            let rest = rest.strip_prefix(&["ever"]).unwrap_or(rest);
+            matches!(rest.first(), Some(&("need" | "want" | "have" | "must" | "ever" | "touch" | "change" | "add")))
+        }
+        ["whenever", ..] => true,
+        _ => false,
+    };
+    about_you && w.iter().skip(3).any(|x| CONDITIONAL_VERBS.contains(x))
 }
 
 /// "instead of", "not X", "rather than", "over": a choice between two ways.
@@ -653,6 +685,7 @@ pub fn strip_correction_opener(s: &str) -> &str {
     ] {
         if let Some(rest) = lower.strip_prefix(p)
             && rest.starts_with([',', '.', '!', ':', '-', '—', ' '])
+            && !(p == "no" && rest.starts_with(' ') && !interjected(rest))
         {
             let cut = s.len() - rest.len();
             if s.is_char_boundary(cut) {
@@ -661,6 +694,62 @@ pub fn strip_correction_opener(s: &str) -> &str {
         }
     }
     s
+}
+
+/// Words that follow an interjected "no" ("no use pnpm", "no we don't"); any
+/// other word makes "no" a determiner that carries the rule ("no black here",
+/// "no emojis in commits"), which is kept.
+fn interjected(rest: &str) -> bool {
+    let next = rest.split_whitespace().next().unwrap_or("").trim_end_matches([',', '.', '!', ':']);
+    matches!(
+        next,
+        "use"
+            | "run"
+            | "we"
+            | "you"
+            | "i"
+            | "it"
+            | "it's"
+            | "its"
+            | "that"
+            | "that's"
+            | "thats"
+            | "this"
+            | "the"
+            | "please"
+            | "just"
+            | "don't"
+            | "dont"
+            | "do"
+            | "not"
+            | "never"
+            | "always"
+            | "stop"
+            | "wait"
+            | "actually"
+            | "instead"
+            | "go"
+            | "put"
+            | "call"
+            | "keep"
+            | "make"
+            | "add"
+            | "remove"
+            | "revert"
+            | "undo"
+            | "there"
+            | "here"
+            | "wrong"
+            | "sorry"
+            | "no"
+            | "nope"
+            | "leave"
+            | "let's"
+            | "lets"
+            | "write"
+            | "pass"
+            | "start"
+    )
 }
 
 /// Openers that add nothing to a statement kept as a memory.
@@ -698,6 +787,10 @@ const FILLER: &[&str] = &[
     "a few things",
     "some rules",
     "ground rules",
+    "for the future",
+    "in the future",
+    "for future reference",
+    "for next time",
 ];
 
 /// The statement without openers that add nothing ("And", "Again:", "I
@@ -771,7 +864,12 @@ pub fn is_personal(s: &str) -> bool {
 /// Whether the sentence names the alternative ("we use X", "use X", "X instead").
 pub fn is_alternative(s: &str) -> bool {
     let l = core(s);
-    l.starts_with("we use") || l.starts_with("use ") || l.starts_with("run ") || l.contains("instead")
+    let w = words(&l);
+    // "Don't hand-write migrations. We always generate them with alembic."
+    let we_do = w.first() == Some(&"we")
+        && w.get(1)
+            .is_some_and(|v| WE_VERBS.contains(v) && !matches!(*v, "never" | "don't" | "dont" | "can't" | "cannot"));
+    we_do || l.starts_with("use ") || l.starts_with("run ") || l.contains("instead") || conditional_rule(&w)
 }
 
 /// Whether the sentence refers back without naming what it is about.
@@ -838,6 +936,15 @@ mod tests {
         assert_eq!(role("Why is the build slow?"), Role::Question);
         assert_eq!(role("It breaks the lockfile."), Role::Reason);
         assert_eq!(role("Thanks, that works."), Role::Other);
+        assert_eq!(role("now make sure nothing broke, run the tests"), Role::Request);
+        assert_eq!(role("Make sure to run pnpm lint before committing."), Role::Rule);
+        assert_eq!(role("if you need a reinstall use npm ci --prefer-offline"), Role::Rule);
+        assert_eq!(role("If you ever have to bump a dependency, run cargo update -p on that crate only."), Role::Rule);
+        assert_eq!(role("if the test fails, fix it"), Role::Other);
+        assert_eq!(
+            role("for the future: commit messages are one short line in the imperative mood, no emojis."),
+            Role::Rule
+        );
     }
 
     #[test]
@@ -850,12 +957,21 @@ mod tests {
         assert_eq!(strip_correction_opener("No, don't use npm here."), "don't use npm here.");
         assert_eq!(strip_correction_opener("Nope. Use pnpm."), "Use pnpm.");
         assert_eq!(strip_correction_opener("Nothing to add."), "Nothing to add.");
+        // "no" as a determiner carries the rule: never stripped.
+        assert_eq!(
+            strip_correction_opener("no black here either, it's ruff format like everywhere"),
+            "no black here either, it's ruff format like everywhere"
+        );
+        assert_eq!(strip_correction_opener("no use pnpm."), "use pnpm.");
+        assert_eq!(strip_correction_opener("no we don't use jest."), "we don't use jest.");
         assert!(leans_on_context("Run it with --runInBand."));
         assert!(is_personal("Don't end with a summary of what you changed, I read the diff."));
         assert!(!is_personal("I told you, we use pnpm here."));
         assert!(!is_personal("Run `cargo nextest run` in my projects."));
         assert!(!is_personal("Cargo nextest run in my rust projects, not cargo test."));
         assert!(is_negative("We don't use an ORM here."));
+        assert!(is_alternative("we always generate them with alembic revision --autogenerate"));
+        assert!(!is_alternative("We never squash merge."));
         assert_eq!(without_filler("And don't log it twice."), "don't log it twice.");
         assert_eq!(without_filler("Again: never latest in our Dockerfiles."), "never latest in our Dockerfiles.");
         assert_eq!(without_filler("I told you, cargo nextest run here."), "cargo nextest run here.");
