@@ -442,6 +442,11 @@ pub fn role(sentence: &str) -> Role {
     let plain = normalize(s);
     if let Some(flag) = FLAGS.iter().find(|f| plain.starts_with(**f)) {
         let rest = s.get(flag.len()..).unwrap_or("").trim_start_matches([' ', ',', ':', '-', '!']);
+        // "A couple of things about this repo first:" introduces the rules
+        // that follow; it states none itself.
+        if rest.trim_end().ends_with(':') {
+            return Role::Other;
+        }
         if word_count(rest) >= 3 {
             return match role_of(rest) {
                 r @ (Role::Request | Role::Question) => r,
@@ -564,6 +569,13 @@ fn strong_habit(l: &str) -> bool {
         " same rule",
         " like in the",
         " like in our",
+        // "Wrap with fmt.Errorf and %w like the rest of the code."
+        " like the rest",
+        " as the rest",
+        " like everywhere",
+        " like elsewhere",
+        " like we always",
+        " as we always",
     ]
     .iter()
     .any(|p| format!(" {l}").contains(p))
@@ -937,6 +949,8 @@ mod tests {
         assert_eq!(role("It breaks the lockfile."), Role::Reason);
         assert_eq!(role("Thanks, that works."), Role::Other);
         assert_eq!(role("now make sure nothing broke, run the tests"), Role::Request);
+        assert_eq!(role("a couple of things about this repo first:"), Role::Other);
+        assert_eq!(role("wrap with fmt.Errorf and %w like the rest of the code"), Role::Rule);
         assert_eq!(role("Make sure to run pnpm lint before committing."), Role::Rule);
         assert_eq!(role("if you need a reinstall use npm ci --prefer-offline"), Role::Rule);
         assert_eq!(role("If you ever have to bump a dependency, run cargo update -p on that crate only."), Role::Rule);
