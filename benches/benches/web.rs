@@ -19,36 +19,18 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use benches::web::{MEMORIES, Server};
 use rand::SeedableRng as _;
 use serde_json::Value;
-use shared::journal::Journal;
-use shared::paths::Paths;
-
-const MEMORIES: usize = 10_000;
-const SESSION_EVENTS: usize = 20_000;
 
 fn main() {
     let home = tempfile::tempdir().unwrap();
-    let paths = Paths::at(home.path());
-    let t = Instant::now();
-    {
-        let mut j = Journal::open(&paths, "engram-bench").unwrap();
-        for chunk in benches::session_events(SESSION_EVENTS, 7).chunks(5000) {
-            j.append(chunk).unwrap();
-        }
-        for chunk in benches::memory_events(MEMORIES, 11).chunks(5000) {
-            j.append(chunk).unwrap();
-        }
-    }
-    println!("data home: {MEMORIES} memories, {SESSION_EVENTS} session events, written in {:.1?}", t.elapsed());
-
-    let mut server = Server::start(&benches::release_scorer(), home.path());
+    benches::web::build_home(home.path());
+    let server = Server::start(&benches::release_scorer(), home.path());
     println!("server: {} (pid {})", server.addr, server.child.id());
     let rss_start = rss_kib(server.child.id());
 
@@ -78,39 +60,11 @@ fn main() {
     std::thread::sleep(Duration::from_secs(8));
     let rss_idle = rss_kib(server.child.id());
     println!(
-        "RSS: {:.1} MB at start, {:.1} MB after the loads, {:.1} MB idle 8 s later",
+        "RSS: {:.1} MB at start, {:.1} MB after the loads, {:.1} MB idle 8 s later ({MEMORIES} memories)",
         rss_start / 1024.0,
         rss_busy / 1024.0,
         rss_idle / 1024.0
     );
-    server.stop();
-}
-
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Server {
-    fn start(bin: &Path, home: &Path) -> Server {
-        let mut child = Command::new(bin)
-            .args(["web", "--port", "0"])
-            .env("ENGRAM_HOME", home)
-            .env("HOME", home)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let addr = line.trim().trim_start_matches("http://").trim_end_matches('/').to_owned();
-        Server { child, addr }
-    }
-
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// One GET on a new connection: the status and the body (the server always

@@ -2,6 +2,7 @@
 //! deterministic generator of realistic agent-session events.
 
 pub mod claude_corpus;
+pub mod web;
 
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -22,7 +22,7 @@ impl From<OpError> for Error {
     fn from(e: OpError) -> Error {
         match e {
             OpError::UnknownMemory(id) => Error::UnknownMemory { id },
-            OpError::Invalid(why) => Error::InvalidArgument(why),
+            OpError::Invalid(why) | OpError::Conflict(why) | OpError::NotFound(why) => Error::InvalidArgument(why),
             OpError::Store { context, source } => Error::engram(context, source),
         }
     }

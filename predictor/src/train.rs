@@ -474,9 +474,12 @@ pub fn evaluate(model: &Model, samples: &[Sample], cfg: &TrainConfig) -> Result<
     Ok(((weight > 0.0).then(|| (loss / weight) as f32), (ndcg_n > 0).then(|| (ndcg / ndcg_n as f64) as f32)))
 }
 
-/// `KL(softmax(labels/T) ‖ softmax(scores/T))` computed directly (the loss op's forward).
+/// `KL(softmax(labels/T) ‖ softmax(scores))` computed directly: the forward of
+/// the loss op training minimises ([`crate::autograd::Tape::listnet_loss`]
+/// takes the scores at temperature 1), so validation and training losses are
+/// one quantity on one scale.
 fn listnet_value(scores: &[f32], labels: &[f32], t: f32) -> f32 {
-    let lp = crate::autograd::log_softmax_slice(scores, 1.0 / t);
+    let lp = crate::autograd::log_softmax_slice(scores, 1.0);
     let lt = crate::autograd::log_softmax_slice(labels, 1.0 / t);
     lt.iter()
         .zip(&lp)

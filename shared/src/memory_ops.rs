@@ -48,6 +48,14 @@ pub enum OpError {
     /// An argument is invalid (the message says which and why).
     #[error("{0}")]
     Invalid(String),
+    /// The request is well formed but the state forbids it: the memory was
+    /// forgotten, the staged entry was already resolved, the id is taken.
+    #[error("{0}")]
+    Conflict(String),
+    /// What the request names does not exist (other than a memory: a staged
+    /// entry, …).
+    #[error("{0}")]
+    NotFound(String),
     /// The tape log or the projection failed.
     #[error("{context}: {source}")]
     Store {
@@ -196,7 +204,7 @@ pub fn require(store: &Store, id: &str) -> OpResult<MemoryRecord> {
 pub fn require_live(store: &Store, id: &str) -> OpResult<MemoryRecord> {
     let m = require(store, id)?;
     if m.is_deleted {
-        return Err(OpError::Invalid(format!("memory {id} was forgotten")));
+        return Err(OpError::Conflict(format!("memory {id} was forgotten")));
     }
     Ok(m)
 }
@@ -242,7 +250,7 @@ pub fn add(journal: &mut Journal, m: NewMemory, origin: &Origin, now: Ts) -> OpR
 pub(crate) fn refuse_forgotten(journal: &Journal, text: &str) -> OpResult<()> {
     let guard = forget::Guard::open(journal.paths()).map_err(store_err("read the forget key"))?;
     match guard.forgotten(journal.store(), text).map_err(store_err("look up forgotten texts"))? {
-        Some(_) => Err(OpError::Invalid(
+        Some(_) => Err(OpError::Conflict(
             "this text was forgotten (`memory forget`), and a forgotten memory is never learned again".into(),
         )),
         None => Ok(()),

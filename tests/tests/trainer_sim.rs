@@ -93,8 +93,12 @@ fn the_report_renders_in_headless_chromium() {
     let sim = SIM.lock().unwrap();
     let w = &sim.world;
     let html = w.dir.path().join("report.html");
-    let stdout = w.ok(&["report", "--html", html.to_str().unwrap()]);
-    assert!(stdout.is_empty(), "stdout carries only requested output: {stdout}");
+    let out = w.trainer(&["report", "--html", html.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty(), "stdout carries only requested output: {}", String::from_utf8_lossy(&out.stdout));
+    // Where it wrote, on stderr (issue 15 item 7).
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("report written to {}", html.display())), "{stderr}");
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(!page.contains("<script") && !page.contains("src=\"http"), "self-contained");
     let Some(chromium) = chromium() else { return };
@@ -122,6 +126,11 @@ fn the_report_renders_in_headless_chromium() {
     let dom = String::from_utf8_lossy(&out.stdout);
     for chart in ["training", "timeline", "alpha", "canary", "projects"] {
         assert!(dom.contains(&format!("data-chart=\"{chart}\"")), "the {chart} chart is in the rendered DOM");
+    }
+    // The memories by knowledge type (issue 19 item 1), each of seed 004's seven.
+    assert!(dom.contains("data-table=\"knowledge-types\""), "no knowledge-type table");
+    for t in ["fact", "decision", "preference", "pattern", "issue", "context", "discovery"] {
+        assert!(dom.contains(&format!("<tr data-type=\"{t}\">")), "{t} is missing from the knowledge-type table");
     }
     let comparisons: i64 = {
         let conn = rusqlite::Connection::open(w.paths.db()).unwrap();

@@ -4,8 +4,10 @@
 //! endpoint, a foreign Host, writes without or with a wrong token, from
 //! another origin, malformed bodies, settings written to `config.toml`), and
 //! in headless Chromium through Selenium (every view in both themes, search,
-//! keyboard navigation, the timeline, pinning from a card, a session's
-//! injections, a setting changed and found in `config.toml`). Both start
+//! keyboard navigation, the timeline, pinning from a card, a reasoning chain
+//! walked step by step by mouse and by keyboard with its breadcrumbs and
+//! back, a session's injections, a setting changed and found in
+//! `config.toml`). Both start
 //! from the same knowledge: a discovery derived from two facts (its graph
 //! and reasoning chain) and a conflict staged by the write-time check, which
 //! the REST test resolves by `merge` and the browser by `replace`; each
@@ -43,9 +45,11 @@ impl Drop for Server {
 
 /// What [`serve`] added to the demo's memories.
 struct Knowledge {
-    /// Two facts, and a discovery derived from both.
+    /// Two facts, a discovery derived from both, and a decision derived
+    /// from the discovery (a two-step reasoning chain).
     facts: [String; 2],
     discovery: String,
+    decision: String,
     /// The buffer entry of a memory staged as alike to `existing`.
     stage: String,
     existing: String,
@@ -53,10 +57,11 @@ struct Knowledge {
 
 impl Knowledge {
     /// How `web_client.py` learns them.
-    fn env(&self) -> [(&'static str, String); 4] {
+    fn env(&self) -> [(&'static str, String); 5] {
         [
             ("ENGRAM_TEST_FACTS", self.facts.join(",")),
             ("ENGRAM_TEST_DISCOVERY", self.discovery.clone()),
+            ("ENGRAM_TEST_DECISION", self.decision.clone()),
             ("ENGRAM_TEST_STAGE", self.stage.clone()),
             ("ENGRAM_TEST_EXISTING", self.existing.clone()),
         ]
@@ -82,6 +87,13 @@ fn add_knowledge(w: &World) -> Knowledge {
         &b,
         "Users may be located by signup timestamp with a binary search over that index",
     ]);
+    let d = add(&[
+        "--type",
+        "decision",
+        "--source",
+        &c,
+        "Cohort reports page through accounts per month via that lookup instead of scanning everything",
+    ]);
     let existing = add(&["--type", "fact", "The quokka service listens on port 7411 behind the zebra proxy"]);
     let staged = add(&["--type", "fact", "The quokka service listens on port 7412 behind the zebra proxy"]);
     let stage = staged
@@ -89,10 +101,10 @@ fn add_knowledge(w: &World) -> Knowledge {
         .and_then(|r| r.split(':').next())
         .unwrap_or_else(|| panic!("the second quokka note was not staged: {staged}"))
         .to_owned();
-    for id in [&a, &b, &c, &existing] {
+    for id in [&a, &b, &c, &d, &existing] {
         assert!(id.starts_with("mem_"), "not saved as a new memory: {id}");
     }
-    Knowledge { facts: [a, b], discovery: c, stage, existing }
+    Knowledge { facts: [a, b], discovery: c, decision: d, stage, existing }
 }
 
 /// The staged entry's resolution (and the memory it ended in) in the projection.

@@ -89,7 +89,8 @@ def fixture():
     """The knowledge tests/tests/web.rs saved before starting the server."""
     e = os.environ
     return {"facts": e["ENGRAM_TEST_FACTS"].split(","), "discovery": e["ENGRAM_TEST_DISCOVERY"],
-            "stage": e["ENGRAM_TEST_STAGE"], "existing": e["ENGRAM_TEST_EXISTING"]}
+            "decision": e["ENGRAM_TEST_DECISION"], "stage": e["ENGRAM_TEST_STAGE"],
+            "existing": e["ENGRAM_TEST_EXISTING"]}
 
 
 def rest_knowledge(r):
@@ -145,14 +146,16 @@ def rest_knowledge(r):
     r.refused(401, "token_required", "POST", path, body={"action": "merge"})
     r.refused(400, "bad_request", "POST", path, body={"action": "shrug"}, token=True)
     r.refused(400, "bad_request", "POST", path, body={"action": "merge", "why": 1}, token=True)
-    r.refused(400, "bad_request", "POST", "/api/staging/obs_nope/resolve", body={"action": "merge"}, token=True)
+    r.refused(404, "not_found", "POST", "/api/staging/obs_nope/resolve", body={"action": "merge"}, token=True)
     check(r.ok("GET", "/api/staging?status=needs_clarification")["conflicts"] == st["conflicts"],
           "a refused resolution changed the buffer")
     done = r.ok("POST", path, body={"action": "merge"}, token=True)
     check(done["action"] == "merge" and done["memory_id"] == k["existing"], f"resolve: {done}")
     check(done["conflicts_left"] == st["conflicts"] - 1, f"conflicts left: {done}")
-    again = r.refused(400, "bad_request", "POST", path, body={"action": "keep_both"}, token=True)
+    # Well formed, but the state forbids it: 409, and a malformed one is still a 400.
+    again = r.refused(409, "conflict", "POST", path, body={"action": "keep_both"}, token=True)
     check("already resolved" in again["error"]["message"], f"second resolve: {again}")
+    r.refused(400, "bad_request", "POST", path, body={"action": "shrug"}, token=True)
 
 
 def rest(base, home):
@@ -410,6 +413,7 @@ def browser(base, home, shots):
         check(set(k["facts"]) | {k["discovery"]} <= nodes, f"graph view nodes: {nodes}")
         check(d.find_elements(By.CSS_SELECTOR, "#main table.edges tr[data-edge]"), "the graph view lists no edge")
         shot("graph-around")
+        chain_walk(d, wait, js, click, ready, goto, shot, k)
 
         # Staging: the conflict side by side, resolved from the page.
         goto("#/staging", "staging")
@@ -457,6 +461,93 @@ def browser(base, home, shots):
         print("browser: ok")
     finally:
         d.quit()
+
+
+def chain_walk(d, wait, js, click, ready, goto, shot, k):
+    """The decision's reasoning chain walked step by step in the panel: by
+    mouse (chain step, chain step, back, a breadcrumb) and by keyboard (Tab
+    to a step, Enter, Backspace back); the crumbs name each step and mark the
+    current one; then node to node in the graph view and the browser's back."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    def crumbs():
+        # Read in one script: the panel re-renders as it goes.
+        return [tuple(c) for c in js("return [...document.querySelectorAll('#panel nav.crumbs button')].map("
+                                     "(b) => [b.dataset.crumb || null, b.getAttribute('aria-current'), b.textContent])")]
+
+    def settled(path):
+        wait.until(lambda _: [c[0] for c in crumbs()] == path
+                   and not js("return document.getElementById('panel').textContent.includes('Loading')"))
+        c = crumbs()
+        check([x[1] for x in c] == [None] * (len(c) - 1) + ["page"], f"aria-current on the crumbs: {c}")
+        check(all(x[2] and not x[2].startswith("mem_") for x in c), f"a crumb does not name its memory: {c}")
+        check(bool(d.find_elements(By.CSS_SELECTOR, "#panel button[aria-label=Back]")) == (len(path) > 1),
+              f"the Back button at depth {len(path)}")
+
+    def step(mid):
+        return d.find_element(By.CSS_SELECTOR, f"#panel [data-chain='{mid}'] button")
+
+    dec, disc, facts = k["decision"], k["discovery"], k["facts"]
+    goto("#/knowledge?type=decision", "knowledge")
+    click(d.find_element(By.CSS_SELECTOR, f".kcard[data-id='{dec}']"))
+    wait.until(lambda _: d.find_elements(By.CSS_SELECTOR, "#panel [data-chain]"))
+    chain = {e.get_attribute("data-chain") for e in d.find_elements(By.CSS_SELECTOR, "#panel [data-chain]")}
+    check(chain == {disc, *facts}, f"the decision's chain: {chain}")
+    check("Reasoning chain (3 steps)" in d.find_element(By.ID, "panel").text, d.find_element(By.ID, "panel").text[:400])
+    check(not crumbs(), "crumbs before any step")
+
+    # By mouse: decision → discovery → a fact, back, then the first crumb.
+    click(step(disc))
+    settled([dec, disc])
+    click(step(facts[0]))
+    settled([dec, disc, facts[0]])
+    check(not d.find_elements(By.CSS_SELECTOR, "#panel [data-chain]"), "a fact shows a reasoning chain")
+    shot("chain-walk")
+    click(d.find_element(By.CSS_SELECTOR, "#panel button[aria-label=Back]"))
+    settled([dec, disc])
+    check({e.get_attribute("data-chain") for e in d.find_elements(By.CSS_SELECTOR, "#panel [data-chain]")}
+          == set(facts), "back did not show the discovery's chain")
+    click(d.find_element(By.CSS_SELECTOR, f"#panel nav.crumbs button[data-crumb='{dec}']"))
+    wait.until(lambda _: not crumbs() and d.find_elements(By.CSS_SELECTOR, f"#panel [data-chain='{disc}']"))
+
+    # By keyboard: Tab from the panel to a chain step, Enter; Backspace goes back.
+    def tab_to(mid):
+        js("document.getElementById('panel').focus()")
+        for _ in range(40):
+            d.switch_to.active_element.send_keys(Keys.TAB)
+            if js("const c = document.activeElement.closest('[data-chain]'); return c && c.dataset.chain") == mid:
+                return d.switch_to.active_element
+        fail(f"Tab never reached the chain step {mid}")
+
+    tab_to(disc).send_keys(Keys.ENTER)
+    settled([dec, disc])
+    tab_to(facts[1]).send_keys(Keys.ENTER)
+    settled([dec, disc, facts[1]])
+    d.switch_to.active_element.send_keys(Keys.BACKSPACE)
+    settled([dec, disc])
+    d.switch_to.active_element.send_keys(Keys.BACKSPACE)
+    wait.until(lambda _: not crumbs() and d.find_elements(By.CSS_SELECTOR, f"#panel [data-chain='{disc}']"))
+    d.switch_to.active_element.send_keys(Keys.ESCAPE)
+    wait.until(lambda _: "open" not in d.find_element(By.ID, "panel").get_attribute("class"))
+
+    # The graph view: node to node by mouse, and the browser's back retraces them.
+    goto(f"#/graph?id={dec}", "graph")
+    js("document.body.dataset.ready = ''")
+    click(d.find_element(By.CSS_SELECTOR, f"#main [data-node='{disc}']"))
+    ready("graph")
+    check(f"id={disc}" in d.current_url and d.find_element(By.CSS_SELECTOR, "#main .kcard.focus").get_attribute(
+        "data-node") == disc, d.current_url)
+    js("document.body.dataset.ready = ''")
+    click(d.find_element(By.CSS_SELECTOR, f"#main [data-node='{facts[0]}']"))
+    ready("graph")
+    check(f"id={facts[0]}" in d.current_url, d.current_url)
+    js("document.body.dataset.ready = ''")
+    d.back()
+    ready("graph")
+    check(f"id={disc}" in d.current_url and d.find_element(By.CSS_SELECTOR, "#main .kcard.focus").get_attribute(
+        "data-node") == disc, f"back: {d.current_url}")
+    print("browser: chain walked by mouse and keyboard")
 
 
 if __name__ == "__main__":

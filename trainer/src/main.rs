@@ -175,7 +175,9 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Report { html } => {
             trainer::report::write(&paths, &config, &html, Ts::now())?;
-            tracing::info!(file = %html.display(), "report written");
+            // Where it went, on stderr: stdout carries only requested output.
+            let at = std::path::absolute(&html).unwrap_or(html);
+            eprintln!("report written to {}", at.display());
             Ok(ExitCode::SUCCESS)
         }
     }

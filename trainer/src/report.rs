@@ -1,8 +1,9 @@
 //! `engram-trainer report --html FILE`: one self-contained page (inline CSS
 //! and SVG; no script, no network) with the status card, the training curve
 //! with model versions and drift resets, the win/loss timeline with the
-//! success-rate and α lines, the α split, canary metrics over time and
-//! per-project success. Every chart is an `<svg data-chart="…">` whose marks
+//! success-rate and α lines, the α split, canary metrics over time,
+//! per-project success, and the memories by knowledge type (how many, how
+//! often injected, how often that helped). Every chart is an `<svg data-chart="…">` whose marks
 //! carry their values in `data-*` attributes and a `<title>` for hovering.
 
 use std::collections::BTreeMap;
@@ -69,6 +70,26 @@ pub struct ComparisonRow {
     pub at_ms: i64,
 }
 
+/// The memories of one of seed 004's knowledge types.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TypeRow {
+    /// `fact`, `decision`, … (see [`shared::knowledge::KNOWLEDGE_TYPES`]).
+    pub knowledge_type: &'static str,
+    /// Memories not forgotten.
+    pub memories: u64,
+    /// Injections (a memory injected into a session counts once per ranking).
+    pub injected: u64,
+    /// Sessions they were injected into.
+    pub sessions: u64,
+    /// Injections whose usefulness was judged (a label or a scored relevance).
+    pub judged: u64,
+    /// Judged injections that helped (label or relevance at least [`HELPED`]).
+    pub helped: u64,
+}
+
+/// A judged injection with a label or relevance at least this helped its session.
+pub const HELPED: f64 = 0.5;
+
 /// Everything the page shows.
 #[derive(Clone, Debug)]
 pub struct ReportData {
@@ -86,6 +107,8 @@ pub struct ReportData {
     pub generated: Ts,
     /// The latest `eval locomo` results kept in the data home, if any.
     pub benchmark: Option<serde_json::Value>,
+    /// Memories by knowledge type, in seed 004's order.
+    pub by_type: Vec<TypeRow>,
 }
 
 fn f32_opt(v: Option<f64>) -> Option<f32> {
@@ -160,7 +183,72 @@ pub fn load(store: &Store, config: &Config, generated: Ts) -> Result<ReportData>
         scored: scored.max(0) as u64,
         generated,
         benchmark: None,
+        by_type: by_type(store)?,
     })
+}
+
+/// Live memories and their injections by knowledge type (stored types are
+/// folded into seed 004's seven by [`shared::knowledge::knowledge_type`]).
+pub fn by_type(store: &Store) -> Result<Vec<TypeRow>> {
+    use shared::knowledge::{KNOWLEDGE_TYPES, knowledge_type};
+    let mut rows: Vec<TypeRow> =
+        KNOWLEDGE_TYPES.iter().map(|t| TypeRow { knowledge_type: t, ..TypeRow::default() }).collect();
+    let row = |stored: &str| {
+        let kt = knowledge_type(stored);
+        rows.iter().position(|r| r.knowledge_type == kt)
+    };
+    let conn = store.conn();
+    let live: Vec<(String, i64)> = conn
+        .prepare("SELECT type, COUNT(*) FROM memories WHERE is_deleted = 0 GROUP BY type")
+        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+        .sql("count memories by type")?;
+    let injected: Vec<(String, i64, i64, i64)> = conn
+        .prepare(
+            "SELECT m.type, COUNT(*), COUNT(COALESCE(sm.label, sm.relevance_score)),
+                    COALESCE(SUM(COALESCE(sm.label, sm.relevance_score) >= ?1), 0)
+             FROM session_memories sm JOIN memories m ON m.id = sm.memory_id
+             WHERE sm.was_injected = 1 AND m.is_deleted = 0 GROUP BY m.type",
+        )
+        .and_then(|mut s| s.query_map([HELPED], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect())
+        .sql("count injections by type")?;
+    // Sessions per knowledge type: two stored types of one knowledge type
+    // may share a session, so the distinct pairs are folded here.
+    let pairs: Vec<(String, String)> = conn
+        .prepare(
+            "SELECT DISTINCT m.type, sm.session_key FROM session_memories sm JOIN memories m ON m.id = sm.memory_id
+             WHERE sm.was_injected = 1 AND m.is_deleted = 0",
+        )
+        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
+        .sql("read injected sessions by type")?;
+    let count = |n: i64| n.max(0) as u64;
+    let mut found = Vec::new();
+    for (t, n) in live {
+        if let Some(i) = row(&t) {
+            found.push((i, count(n), 0, 0, 0));
+        }
+    }
+    for (t, n, judged, helped) in injected {
+        if let Some(i) = row(&t) {
+            found.push((i, 0, count(n), count(judged), count(helped)));
+        }
+    }
+    let mut sessions: Vec<std::collections::BTreeSet<String>> = vec![Default::default(); rows.len()];
+    for (t, session) in pairs {
+        if let Some(i) = row(&t) {
+            sessions[i].insert(session);
+        }
+    }
+    for (i, memories, injected, judged, helped) in found {
+        let r = &mut rows[i];
+        r.memories += memories;
+        r.injected += injected;
+        r.judged += judged;
+        r.helped += helped;
+    }
+    for (r, s) in rows.iter_mut().zip(sessions) {
+        r.sessions = s.len() as u64;
+    }
+    Ok(rows)
 }
 
 /// Writes the page for the data home's projection to `out`.
@@ -608,6 +696,38 @@ fn status_card(d: &ReportData) -> String {
     out
 }
 
+fn types_table(d: &ReportData) -> String {
+    if d.by_type.iter().all(|r| r.memories == 0 && r.injected == 0) {
+        return r#"<p class="empty">No memory yet.</p>"#.to_owned();
+    }
+    let mut out = String::from(
+        r#"<table data-table="knowledge-types"><tr><th>type</th><th>memories</th><th>injected</th><th>sessions</th><th>judged</th><th>helped</th></tr>"#,
+    );
+    for r in &d.by_type {
+        let rate = if r.judged > 0 {
+            format!("{:.0}% ({} of {})", 100.0 * r.helped as f64 / r.judged as f64, r.helped, r.judged)
+        } else {
+            "—".to_owned()
+        };
+        let _ = write!(
+            out,
+            r#"<tr data-type="{t}"><td>{t}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
+            r.memories,
+            r.injected,
+            r.sessions,
+            r.judged,
+            esc(&rate),
+            t = esc(r.knowledge_type),
+        );
+    }
+    out.push_str("</table>");
+    let _ = write!(
+        out,
+        r#"<p class="sub">Injected counts every ranking that injected a memory of the type; judged, those whose usefulness is known (a label or a scored relevance); helped, those judged at least {HELPED}.</p>"#
+    );
+    out
+}
+
 fn failures_table(d: &ReportData) -> String {
     let failed: Vec<&RunRow> = d.runs.iter().filter(|r| r.failure.is_some()).collect();
     if failed.is_empty() {
@@ -659,6 +779,8 @@ pub fn render(d: &ReportData) -> String {
     out.push_str(&canary_chart(d));
     out.push_str("<h2>Success per project</h2>");
     out.push_str(&project_chart(d));
+    out.push_str("<h2>Memories by knowledge type</h2>");
+    out.push_str(&types_table(d));
     out.push_str("<h2>Retrieval on LoCoMo (engram-trainer eval locomo)</h2>");
     out.push_str(&benchmark_chart(d));
     out.push_str(&failures_table(d));
@@ -728,6 +850,10 @@ mod tests {
             state,
             scored: 4,
             generated: Ts(0),
+            by_type: vec![
+                TypeRow { knowledge_type: "fact", memories: 4, injected: 6, sessions: 3, judged: 4, helped: 3 },
+                TypeRow { knowledge_type: "decision", memories: 1, ..TypeRow::default() },
+            ],
             benchmark: Some(serde_json::json!({
                 "questions": 10, "conversations": ["c"], "pool": {"recall": 0.9},
                 "across_users": {"overall": {"bm25": {"r@10": 0.6, "ndcg@10": 0.45}, "predictor": {"r@10": 0.7, "ndcg@10": 0.55}}},
@@ -755,6 +881,48 @@ mod tests {
         );
         assert!(!html.contains("<script"), "no scripts");
         assert!(!html.contains("http://") || html.matches("http://").count() == html.matches("xmlns=").count());
+    }
+
+    #[test]
+    fn memories_are_counted_under_seed_004_types() {
+        let html = render(&data());
+        assert!(html.contains(r#"<tr data-type="fact"><td>fact</td><td>4</td><td>6</td><td>3</td><td>4</td><td>75% (3 of 4)</td></tr>"#), "{html}");
+        assert!(html.contains(
+            r#"<tr data-type="decision"><td>decision</td><td>1</td><td>0</td><td>0</td><td>0</td><td>—</td></tr>"#
+        ));
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::open(&Paths::at(dir.path()), "test").unwrap();
+        let mut add = |text: &str, t: &str| {
+            let new = shared::memory_ops::NewMemory {
+                text: text.into(),
+                memory_type: t.into(),
+                importance: 0.5,
+                project: None,
+                tags: vec![],
+                pinned: false,
+            };
+            shared::memory_ops::add(&mut j, new, &shared::memory_ops::Origin::user(), Ts(1_000)).unwrap()
+        };
+        add("Redis must run before the integration tests", "gotcha");
+        add("Always run cargo fmt before committing", "correction");
+        let gone = add("The staging box is called zebra", "fact");
+        add("We ship with cargo dist", "decision");
+        shared::memory_ops::forget(&mut j, gone.as_str(), None, Ts(2_000)).unwrap();
+        let rows = by_type(j.store()).unwrap();
+        let n: Vec<(&str, u64)> = rows.iter().map(|r| (r.knowledge_type, r.memories)).collect();
+        assert_eq!(
+            n,
+            [
+                ("fact", 0),
+                ("decision", 1),
+                ("preference", 1),
+                ("pattern", 0),
+                ("issue", 1),
+                ("context", 0),
+                ("discovery", 0)
+            ]
+        );
+        assert!(rows.iter().all(|r| r.injected == 0 && r.sessions == 0 && r.judged == 0));
     }
 
     #[test]

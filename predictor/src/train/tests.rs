@@ -633,3 +633,30 @@ fn model_moves_towards_another_by_a_fraction() {
     copy.move_towards(&b, 1.0);
     assert_close(&copy, &b);
 }
+
+/// The validation loss is the training objective itself (the loss op's
+/// forward, scores at temperature 1 against labels at the list's
+/// temperature), so the two curves of a run are on one scale; and a run's
+/// validation loss on its own training lists equals its training loss.
+#[test]
+fn validation_loss_is_the_training_loss_on_the_same_lists() {
+    let cfg = small_config();
+    let data = noisy_data(12, 9);
+    let model = Model::new(cfg, 1).expect("model");
+    let tc = TrainConfig::default();
+    let (mut sum, mut weight) = (0.0f64, 0.0f64);
+    for s in &data {
+        let Some(t) = tc.list_temperature(&s.labels) else { continue };
+        let (loss, _) =
+            model.loss_and_gradients(&s.query.as_query(), &s.candidates(), &s.labels, t, 1.0).expect("loss");
+        let (alone, _) = evaluate(&model, std::slice::from_ref(s), &tc).expect("eval");
+        let alone = alone.expect("a list with label variance");
+        assert!((alone - loss).abs() <= 1e-5 * loss.abs().max(1.0), "list: valid {alone} vs train {loss}");
+        sum += f64::from(loss) * f64::from(s.weight);
+        weight += f64::from(s.weight);
+    }
+    assert!(weight > 0.0, "no list with label variance");
+    let (all, _) = evaluate(&model, &data, &tc).expect("eval");
+    let all = all.expect("a validation loss");
+    assert!((f64::from(all) - sum / weight).abs() < 1e-4, "weighted mean {all} vs {}", sum / weight);
+}

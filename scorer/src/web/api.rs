@@ -54,6 +54,11 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
     }
 
+    /// 409: well formed, but the state forbids it (forgotten, already resolved).
+    pub fn conflict(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, "conflict", message)
+    }
+
     /// 500.
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
@@ -75,6 +80,8 @@ impl From<OpError> for ApiError {
         match e {
             OpError::UnknownMemory(_) => ApiError::not_found(e.to_string()),
             OpError::Invalid(_) => ApiError::bad_request(e.to_string()),
+            OpError::Conflict(_) => ApiError::conflict(e.to_string()),
+            OpError::NotFound(_) => ApiError::not_found(e.to_string()),
             OpError::Store { .. } => ApiError::internal(e.to_string()),
         }
     }

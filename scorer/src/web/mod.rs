@@ -37,6 +37,8 @@ mod tests;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use axum::serve::ListenerExt as _;
+
 use shared::config::Config;
 use shared::paths::Paths;
 use shared::shutdown::Shutdown;
@@ -101,6 +103,13 @@ pub fn run(paths: Paths, opts: WebOptions, shutdown: Shutdown) -> Result<()> {
         let app = App::new(paths, local, &config.web)?;
         println!("http://{}/", guard::display_host(local));
         tracing::info!(%local, "web UI listening");
+        // No Nagle: a response's last small segment would otherwise wait for
+        // the browser's delayed ACK (40 ms) on a kept-alive connection.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "TCP_NODELAY");
+            }
+        });
         axum::serve(listener, api::router(app))
             .with_graceful_shutdown(async move {
                 while !shutdown.requested() {

@@ -526,7 +526,8 @@ fn card(r: &Row<'_>) -> rusqlite::Result<Value> {
 const CARD_COLUMNS: &str = "m.id, m.content, m.type, m.importance, m.project, m.tags, m.pinned, m.source, \
     m.created_ms, m.deprecated, m.is_deleted, m.superseded_by, m.feedback_count, m.feedback_sum, \
     u.sessions_injected, u.useful, m.occurrence_count, \
-    (SELECT COUNT(*) FROM knowledge_edges e WHERE e.from_id = m.id OR e.to_id = m.id) AS edge_count";
+    (SELECT COUNT(*) FROM knowledge_edges e JOIN memories o ON o.id = iif(e.from_id = m.id, e.to_id, e.from_id) \
+     WHERE (e.from_id = m.id OR e.to_id = m.id) AND o.is_deleted = 0) AS edge_count";
 
 /// Memories as cards (pinned first, then newest; or most connected first),
 /// with the counts per stored type.
@@ -553,7 +554,9 @@ pub fn memories(ctx: &Ctx<'_>, q: &MemoryQuery) -> ApiResult<Value> {
          AND (?3 IS NULL OR m.pinned = ?3) AND (?4 OR m.is_deleted = 0)
          AND NOT EXISTS (SELECT 1 FROM json_each(?5) t WHERE t.value NOT IN (SELECT value FROM json_each(m.tags)))
          AND (?6 IS NULL OR m.rowid IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?6))
-         AND (NOT ?7 OR EXISTS (SELECT 1 FROM knowledge_edges e WHERE e.from_id = m.id OR e.to_id = m.id))";
+         AND (NOT ?7 OR EXISTS (SELECT 1 FROM knowledge_edges e
+                                JOIN memories o ON o.id = iif(e.from_id = m.id, e.to_id, e.from_id)
+                                WHERE (e.from_id = m.id OR e.to_id = m.id) AND o.is_deleted = 0))";
     let order = if q.by_edges { "edge_count DESC, m.created_ms DESC" } else { "m.pinned DESC, m.created_ms DESC" };
     let conn = ctx.store.conn();
     let sql = format!(

@@ -289,3 +289,133 @@ fn knowledge_lists_stored_types_under_seed_004_types_and_resolving_writes_the_ta
         assert!(kinds[before..].iter().any(|k| k == "memory.added"), "{kinds:?}");
     });
 }
+
+/// Saves a memory of `memory_type` through conflict detection, derived from `sources`.
+fn save(w: &World, text: &str, memory_type: &str, sources: &[String]) -> String {
+    let mut j = Journal::open(&w.paths, "test").unwrap();
+    let new = NewMemory {
+        text: text.into(),
+        memory_type: memory_type.into(),
+        importance: 0.7,
+        project: None,
+        tags: vec![],
+        pinned: false,
+    };
+    let config = shared::config::Config::default();
+    match shared::knowledge::ops::save(&mut j, &config, new, &Origin::user(), sources, Ts(2_000)).unwrap() {
+        shared::knowledge::ops::Saved::Added { id, .. } => id.as_str().to_owned(),
+        other => panic!("not added: {other:?}"),
+    }
+}
+
+#[test]
+fn a_forgotten_memory_is_neither_counted_nor_shown_in_the_graph() {
+    let w = world();
+    let a = save(&w, "Binary search needs its slice sorted ascending", "fact", &[]);
+    let b = save(&w, "The users index keeps rows ordered by signup timestamp", "fact", &[]);
+    let d = save(&w, "Users can be found by signup time with a binary search", "discovery", &[a.clone(), b.clone()]);
+    let card = |v: &Value, id: &str| v["knowledge"].as_array().unwrap().iter().find(|c| c["id"] == id).cloned();
+    rt().block_on(async {
+        let (_, _, before) = send(&w, get("/api/knowledge?connected=true&order=edges")).await;
+        assert_eq!(card(&before, &d).unwrap()["edges"], 2, "{before}");
+        let (s, _, _) = send(
+            &w,
+            write("DELETE", &format!("/api/memories/{b}"))
+                .header("x-engram-token", TOKEN)
+                .body(Body::from(r#"{"reason":"wrong"}"#))
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK);
+        // The discovery's card counts only the edge to the live fact; the
+        // edge counts per relation and the "connected" filter agree.
+        let (_, _, after) = send(&w, get("/api/knowledge?connected=true&order=edges")).await;
+        assert_eq!(card(&after, &d).unwrap()["edges"], 1, "{after}");
+        assert_eq!(card(&after, &a).unwrap()["edges"], 1, "{after}");
+        assert!(card(&after, &b).is_none(), "the forgotten memory is listed: {after}");
+        assert_eq!(after["edge_counts"]["derives_from"], 1, "{after}");
+        let total: i64 = after["knowledge"].as_array().unwrap().iter().map(|c| c["edges"].as_i64().unwrap()).sum();
+        assert_eq!(total, 2, "one live edge, counted at both ends: {after}");
+        // The graph around the discovery neither shows nor chains it.
+        let (s, _, g) = send(&w, get(&format!("/api/knowledge/{d}/graph?depth=3"))).await;
+        assert_eq!(s, StatusCode::OK, "{g}");
+        let text = g.to_string();
+        assert!(!text.contains(&b), "the forgotten memory is in the graph: {g}");
+        assert_eq!(g["reasoning_chain"].as_array().unwrap().len(), 1, "{g}");
+        assert_eq!(g["connections"].as_array().unwrap().len(), 1, "{g}");
+        // Once both sources are forgotten the discovery is connected to nothing.
+        let mut j = Journal::open(&w.paths, "test").unwrap();
+        ops::forget(&mut j, &a, None, Ts(3_000)).unwrap();
+        let (_, _, none) = send(&w, get("/api/knowledge?connected=true")).await;
+        assert_eq!(none["total"], 0, "{none}");
+        assert!(none["edge_counts"].as_object().unwrap().is_empty(), "{none}");
+    });
+}
+
+#[test]
+fn a_write_the_state_forbids_is_409_and_a_malformed_one_400() {
+    let w = world();
+    let existing = save(&w, "The quokka cache holds 512 entries per shard", "fact", &[]);
+    let mut j = Journal::open(&w.paths, "test").unwrap();
+    let new = NewMemory {
+        text: "The quokka cache holds 1024 entries per shard".into(),
+        memory_type: "fact".into(),
+        importance: 0.7,
+        project: None,
+        tags: vec![],
+        pinned: false,
+    };
+    let config = shared::config::Config::default();
+    let staged = shared::knowledge::ops::save(&mut j, &config, new, &Origin::user(), &[], Ts(2_000)).unwrap();
+    assert!(matches!(staged, shared::knowledge::ops::Saved::Staged { .. }), "{staged:?}");
+    let forgotten = save(&w, "The old deploy script lives in tools/deploy.sh", "fact", &[]);
+    ops::forget(&mut j, &forgotten, None, Ts(3_000)).unwrap();
+    drop(j);
+    let call = |method: &str, path: String, body: &'static str| {
+        write(method, &path).header("x-engram-token", TOKEN).body(Body::from(body)).unwrap()
+    };
+    rt().block_on(async {
+        let (_, _, st) = send(&w, get("/api/staging")).await;
+        let stage = st["staged"][0]["id"].as_str().unwrap().to_owned();
+        let resolve = format!("/api/staging/{stage}/resolve");
+        let (s, _, b) = send(&w, call("POST", resolve.clone(), r#"{"action":"keep_both"}"#)).await;
+        assert_eq!(s, StatusCode::OK, "{b}");
+        let before = tape_kinds(&w.paths).len();
+        // Resolving it again: the request is well formed, the state forbids it.
+        let conflict = |s: StatusCode, b: &Value| {
+            assert_eq!(s, StatusCode::CONFLICT, "{b}");
+            assert_eq!(b["error"]["code"], "conflict", "{b}");
+            assert_eq!(b["error"]["status"], 409, "{b}");
+        };
+        let (s, _, b) = send(&w, call("POST", resolve.clone(), r#"{"action":"skip"}"#)).await;
+        conflict(s, &b);
+        assert!(b["error"]["message"].as_str().unwrap().contains("already resolved"), "{b}");
+        // A malformed request about a resolved entry is still a 400, an unknown entry a 404.
+        let (s, _, b) = send(&w, call("POST", resolve, r#"{"action":"shrug"}"#)).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{b}");
+        let (s, _, b) = send(&w, call("POST", "/api/staging/obs_nope/resolve".into(), r#"{"action":"skip"}"#)).await;
+        assert_eq!((s, b["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")), "{b}");
+        // A forgotten memory cannot be changed, pinned or rated; its text is not learned again.
+        let f = format!("/api/memories/{forgotten}");
+        for (method, path, body) in [
+            ("PATCH", f.clone(), r#"{"importance":0.9}"#),
+            ("POST", format!("{f}/pin"), ""),
+            ("POST", format!("{f}/feedback"), r#"{"relevance":0.9}"#),
+            (
+                "POST",
+                "/api/memories".to_owned(),
+                r#"{"text":"The old deploy script lives in tools/deploy.sh","type":"fact"}"#,
+            ),
+        ] {
+            let (s, _, b) = send(&w, call(method, path.clone(), body)).await;
+            conflict(s, &b);
+            assert!(b["error"]["message"].as_str().unwrap().contains("forgotten"), "{method} {path}: {b}");
+        }
+        // Forgetting it again changes nothing and is no error.
+        let (s, _, b) = send(&w, call("DELETE", f, "")).await;
+        assert_eq!(s, StatusCode::OK, "{b}");
+        assert_eq!(tape_kinds(&w.paths).len(), before, "a refused write reached the tapes");
+        let (s, _, _) = send(&w, get(&format!("/api/memories/{existing}"))).await;
+        assert_eq!(s, StatusCode::OK);
+    });
+}

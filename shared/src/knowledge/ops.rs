@@ -193,12 +193,12 @@ pub fn resolve(
         return Err(OpError::Invalid(format!("unknown action {choice:?}; one of: {}", action::CHOICES.join(", "))));
     }
     let Some(staged) = buffer::get(journal.store(), stage_id).map_err(store_err("read the staged memory"))? else {
-        return Err(OpError::Invalid(format!(
+        return Err(OpError::NotFound(format!(
             "no staged memory {stage_id:?}; list them with memory_staging (or `memory staging`)"
         )));
     };
     if staged.status != status::NEEDS_CLARIFICATION && staged.status != status::PENDING {
-        return Err(OpError::Invalid(format!(
+        return Err(OpError::Conflict(format!(
             "{stage_id} was already resolved ({}{})",
             staged.resolution.as_deref().unwrap_or(&staged.status),
             staged.result_id.as_deref().map(|r| format!(" into {r}")).unwrap_or_default()
@@ -243,7 +243,7 @@ pub fn resolve(
         action::KEEP_BOTH | action::REPLACE | action::PERSIST => {
             let memory = staged.memory.clone();
             if journal.store().memory(memory.memory_id.as_str()).map_err(store_err("read memory"))?.is_some() {
-                return Err(OpError::Invalid(format!("memory {} already exists", memory.memory_id)));
+                return Err(OpError::Conflict(format!("memory {} already exists", memory.memory_id)));
             }
             let id = memory.memory_id.clone();
             let replaced = (choice == action::REPLACE).then(|| existing.clone()).flatten();

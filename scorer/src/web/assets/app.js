@@ -242,7 +242,7 @@ function sparkline(points, color, w = 160, hgt = 32) {
 function histogram(buckets, counts, color) {
   const W = 320, H = 90, B = 18, n = counts.length, bw = W / n;
   const max = Math.max(...counts, 1);
-  const svg = s('svg', { class: 'chart', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'latency histogram' });
+  const svg = s('svg', { class: 'chart hist', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'latency histogram' });
   counts.forEach((c, i) => {
     const bh = ((H - B - 4) * c) / max;
     const label = i < buckets.length ? `≤${buckets[i]}` : `>${buckets[buckets.length - 1]}`;
@@ -277,7 +277,7 @@ const panel = {
     const crumbs = this.stack.length > 1
       ? h('nav', { class: 'crumbs', 'aria-label': 'Path' }, this.stack.map((e, i) => [
         i ? h('span', { class: 'muted' }, '→') : null,
-        h('button', { type: 'button', class: 'ghost small', onclick: () => this.jump(i), 'aria-current': i === this.stack.length - 1 ? 'page' : null }, e.crumb || e.title),
+        h('button', { type: 'button', class: 'ghost small', 'data-crumb': e.id || null, title: e.id || null, onclick: () => this.jump(i), 'aria-current': i === this.stack.length - 1 ? 'page' : null }, e.crumb || e.title),
       ]))
       : null;
     return h('div', {},
@@ -310,14 +310,23 @@ const panel = {
 
 // ---------------------------------------------------------------- memory detail (and the graph explorer)
 
-function memoryEntry(id) {
-  return { title: 'Memory', crumb: id.slice(0, 14), render: () => renderMemory(id) };
+// A crumb names the memory by the start of its text (its id until loaded).
+function clip(text, n = 28) {
+  const t = (text || '').trim();
+  return t.length > n ? `${t.slice(0, n - 1)}…` : t;
 }
 
-function openMemory(id, push = false) { return panel.open(memoryEntry(id), push); }
+function memoryEntry(id, text) {
+  const entry = { id, title: 'Memory', crumb: clip(text) || id.slice(0, 14) };
+  entry.render = () => renderMemory(id, entry);
+  return entry;
+}
 
-async function renderMemory(id) {
+function openMemory(id, push = false, text = '') { return panel.open(memoryEntry(id, text), push); }
+
+async function renderMemory(id, entry) {
   const m = await api(`/api/memories/${encodeURIComponent(id)}`);
+  if (entry && m.content) entry.crumb = clip(m.content);
   const box = h('div', {});
   const actions = h('div', { class: 'row' },
     m.is_deleted ? h('span', { class: 'badge bad' }, 'forgotten') : [
@@ -358,7 +367,7 @@ async function renderMemory(id) {
   }
   const related = [...(m.supersedes || []).map((x) => ({ id: x, text: 'superseded by this memory' })), ...(m.same_session || [])];
   if (related.length) {
-    box.append(h('h3', {}, 'Related'), h('div', {}, related.map((r) => h('button', { type: 'button', class: 'conn', onclick: () => openMemory(r.id, true) },
+    box.append(h('h3', {}, 'Related'), h('div', {}, related.map((r) => h('button', { type: 'button', class: 'conn', onclick: () => openMemory(r.id, true, r.text) },
       r.type ? typeBadge(r.type) : null, h('span', { class: 'x' }, r.text || r.id), '→'))));
   }
   return box;
@@ -370,7 +379,7 @@ function renderGraph(g) {
   if (chain.length) {
     box.append(h('h3', {}, `Reasoning chain (${plural(chain.length, 'step')})`),
       h('div', { class: 'chain' }, chain.map((c) => h('div', { 'data-chain': c.id },
-        h('button', { type: 'button', class: 'ghost', onclick: () => openMemory(c.id, true) }, typeBadge(c.type), ' ', c.content || c.id),
+        h('button', { type: 'button', class: 'ghost', onclick: () => openMemory(c.id, true, c.content) }, typeBadge(c.type), ' ', c.content || c.id),
         h('span', { class: 'muted small' }, ` depth ${c.depth} · ${pct(c.strength)}`)))));
     if (g.chain_depth_limited) box.append(h('p', { class: 'muted small' }, 'The chain goes deeper than shown.'));
   }
@@ -381,7 +390,7 @@ function renderGraph(g) {
   if (!conns.length) box.append(empty('No connection yet.'));
   for (const [rel, list] of Object.entries(groups)) {
     box.append(h('div', { class: 'small muted rel' }, rel.replace(/_/g, ' ')),
-      ...list.map((c) => h('button', { type: 'button', class: 'conn', 'data-edge': c.edge_id, 'data-relation': c.relation, onclick: () => openMemory(c.node.id, true) },
+      ...list.map((c) => h('button', { type: 'button', class: 'conn', 'data-edge': c.edge_id, 'data-relation': c.relation, onclick: () => openMemory(c.node.id, true, c.node.content) },
         typeBadge(c.node.type), h('span', { class: 'x' }, c.node.content || c.node.id), h('span', { class: 'muted small' }, pct(c.strength)), '→')));
   }
   const around = (g.nodes || []).length - 1;
@@ -457,7 +466,7 @@ views.dashboard = async (params) => {
       tile(st.rankings.served, 'Rankings', plural(st.fts_hits, 'FTS hit')),
       tile(st.feedback.count, 'Feedback', 'explicit ratings'),
       tile(bytes(st.storage.total), 'Storage', `tapes ${bytes(st.storage.tapes)} · db ${bytes(st.storage.projection)}`),
-      tile(pending, 'Pending', [conflicts ? `${conflicts} conflicts · ` : '', `${st.pending.unscored_sessions} unscored`, st.pending.apply_errors ? ` · ${st.pending.apply_errors} errors` : ''].join(''), conflicts ? '#/staging' : null)),
+      tile(pending, 'Pending', [conflicts ? `${plural(conflicts, 'conflict')} · ` : '', `${st.pending.unscored_sessions} unscored`, st.pending.apply_errors ? ` · ${st.pending.apply_errors} errors` : ''].join(''), conflicts ? '#/staging' : null)),
     h('div', { class: 'grid cols2', style: 'margin-top:12px' },
       h('div', { class: 'card' },
         h('div', { class: 'row' }, h('h2', { style: 'margin:0' }, 'Predictor'), h('span', { class: 'spacer' }), h('a', { href: '#/predictor' }, 'Details →')),
@@ -475,8 +484,9 @@ views.dashboard = async (params) => {
 function alphaSplit(alpha) {
   const a = Math.max(0, Math.min(1, alpha));
   return h('div', { class: 'split', role: 'img', 'aria-label': `baseline ${Math.round(a * 100)}%, predictor ${Math.round((1 - a) * 100)}%`, 'data-alpha': a },
-    h('div', { class: 'b', style: `width:${a * 100}%` }, a > 0.12 ? `baseline ${Math.round(a * 100)}%` : ''),
-    h('div', { class: 'p', style: `width:${(1 - a) * 100}%` }, 1 - a > 0.12 ? `predictor ${Math.round((1 - a) * 100)}%` : ''));
+    // A side with no share is left out (its padding would still show a sliver).
+    a > 0 ? h('div', { class: 'b', style: `width:${a * 100}%` }, a > 0.12 ? `baseline ${Math.round(a * 100)}%` : '') : null,
+    a < 1 ? h('div', { class: 'p', style: `width:${(1 - a) * 100}%` }, 1 - a > 0.12 ? `predictor ${Math.round((1 - a) * 100)}%` : '') : null);
 }
 
 function sessionItem(x) {
@@ -1123,6 +1133,16 @@ async function route() {
   }
   main.removeAttribute('aria-busy');
   document.body.dataset.ready = view;
+  firstView();
+}
+
+// The first view's data is in the DOM (`engram:ready`) and, a frame later,
+// painted (`engram:painted`): what benches/benches/web_page.rs measures from
+// navigation start.
+function firstView() {
+  if (performance.getEntriesByName('engram:ready').length) return;
+  performance.mark('engram:ready');
+  requestAnimationFrame(() => setTimeout(() => performance.mark('engram:painted'), 0));
 }
 
 function theme(next) {
@@ -1148,6 +1168,12 @@ document.addEventListener('keydown', (e) => {
   const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
   if (e.key === 'Escape') {
     if (panel.isOpen()) { e.preventDefault(); panel.close(); }
+    return;
+  }
+  // Backspace steps back along the panel's path (a chain walked step by step).
+  if (e.key === 'Backspace' && !typing && panel.isOpen() && panel.stack.length > 1) {
+    e.preventDefault();
+    panel.back();
     return;
   }
   if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
