@@ -219,7 +219,7 @@ fn main() {
         }
         // Let the detached workers (ingestion, the read side's recorder)
         // finish before the store is deleted.
-        let lanes: Vec<std::path::PathBuf> = std::fs::read_dir(root.join("engram/hooks"))
+        let lanes: Vec<PathBuf> = std::fs::read_dir(root.join("engram/hooks"))
             .into_iter()
             .flatten()
             .flatten()
