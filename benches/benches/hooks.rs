@@ -219,8 +219,14 @@ fn main() {
         }
         // Let the detached workers (ingestion, the read side's recorder)
         // finish before the store is deleted.
-        for lock in ["engram/hooks/ingest.lock", "engram/hooks/record.lock"] {
-            let lock = root.join(lock);
+        let lanes: Vec<PathBuf> = std::fs::read_dir(root.join("engram/hooks"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "lock"))
+            .collect();
+        for lock in lanes {
             let t = Instant::now();
             while t.elapsed() < Duration::from_secs(30) {
                 if shared::fsutil::FileLock::try_exclusive(&lock).map(|l| l.is_some()).unwrap_or(true) {

@@ -99,6 +99,12 @@ pub enum Command {
         #[arg(long, value_name = "KEY")]
         session: Option<String>,
     },
+    /// What Engram knows of sessions.
+    Session {
+        /// What to do.
+        #[command(subcommand)]
+        command: SessionCommand,
+    },
     /// A write-side hook of Claude Code or Codex (hook JSON on stdin; prints nothing, exits 0).
     Hook {
         /// post-tool-use, stop, session-end or pre-compact.
@@ -107,6 +113,26 @@ pub enum Command {
         /// The harness calling (claude or codex); guessed from the input when absent.
         #[arg(long)]
         harness: Option<String>,
+        /// `ingest` only: the queue the worker drains (one per transcript).
+        #[arg(long, hide = true)]
+        lane: Option<String>,
+    },
+}
+
+/// `session` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Seed 000's session audit: memories shown, repository and tags, the
+    /// transcript and how far it was read (one session, or the latest ones).
+    Audit {
+        /// harness:id (or the harness's id alone); the latest sessions when absent.
+        session: Option<String>,
+        /// Sessions listed without SESSION.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -730,13 +756,34 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
             }
             Ok(0)
         }
-        Command::Install(args) => install(args, env, true),
-        Command::Uninstall(args) => install(args, env, false),
-        Command::Hook { event: HookTarget::Ingest, .. } => {
-            crate::hook::worker(&env.paths, shutdown)?;
+        Command::Session { command: SessionCommand::Audit { session, limit, json } } => {
+            let store = shared::store::Store::open(&env.paths.db()).context("open the database")?;
+            match session {
+                Some(key) => match crate::audit::one(&store, &key)? {
+                    Some(a) if json => env.json(&a)?,
+                    Some(a) => env.write(&crate::audit::render(&a))?,
+                    None => return Err(Error::InvalidArgument(format!("no session {key:?}"))),
+                },
+                None => {
+                    let all = crate::audit::recent(&store, limit)?;
+                    if json {
+                        env.json(&all)?;
+                    } else {
+                        for a in &all {
+                            env.write(&crate::audit::render(a))?;
+                        }
+                    }
+                }
+            }
             Ok(0)
         }
-        Command::Hook { event: HookTarget::Event(e), harness } => {
+        Command::Install(args) => install(args, env, true),
+        Command::Uninstall(args) => install(args, env, false),
+        Command::Hook { event: HookTarget::Ingest, lane, .. } => {
+            crate::hook::worker(&env.paths, lane.as_deref(), shutdown)?;
+            Ok(0)
+        }
+        Command::Hook { event: HookTarget::Event(e), harness, .. } => {
             crate::hook::main_entry(e, harness.as_deref());
             Ok(0)
         }

@@ -45,6 +45,9 @@ pub struct ExistingMemory {
     /// Sessions it was learned from or seen in (so re-extraction does not
     /// count a session twice).
     pub sessions: Vec<SessionKey>,
+    /// Its project (`None`: a memory of no project). Extraction stages a
+    /// conflict only with a memory of the candidate's own project.
+    pub project: Option<String>,
 }
 
 /// Access to existing memories for dedup.
@@ -58,6 +61,13 @@ pub trait MemoryLookup {
     /// `None` when conflict detection is off.
     fn conflict_threshold(&self) -> Option<f32> {
         Some(DEFAULT_CONFLICT_THRESHOLD)
+    }
+
+    /// Whether a candidate of `project` (learned in `session`) and an
+    /// existing memory of `existing` belong to the same project: only then
+    /// is their likeness a conflict worth asking the user about.
+    fn same_project(&self, project: Option<&str>, _session: &SessionKey, existing: Option<&str>) -> bool {
+        project == existing
     }
 }
 
@@ -131,7 +141,7 @@ pub fn conflict_event(memory: MemoryAdded, with: &ExistingMemory, similarity: f3
         id: with.id.clone(),
         content: with.text.clone(),
         memory_type: String::new(),
-        project: None,
+        project: with.project.clone(),
         similarity,
         created_ms: 0,
     };

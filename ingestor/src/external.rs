@@ -25,7 +25,10 @@
 //! Turns are the session's learnable user messages, the agent's text replies
 //! and tool results, never injected, compacted, subagent-prompt or meta text;
 //! each is cut to 2 000 characters and the oldest are dropped to fit the byte
-//! budget.
+//! budget. A request for one turn of a recorded session (seed 000
+//! "Per-Turn Pipeline", [`build_turn_request`]) carries about 2,000
+//! characters of prior context before the new turns; `new_from` is the index
+//! of the first new turn (0 when every turn is new).
 
 use serde::{Deserialize, Serialize};
 use shared::event::{Body, Event, INJECTION_OPEN};
@@ -34,6 +37,7 @@ use shared::ids::{EventId, SessionKey};
 use crate::error::Error;
 use crate::extract::{Candidate, learnable_input};
 use crate::redact;
+use crate::scan::turn;
 
 /// Version of the request/response contract.
 pub const PROTOCOL: u32 = 1;
@@ -89,6 +93,10 @@ pub struct ExtractorRequest {
     pub allowed_types: Vec<String>,
     /// The excerpt.
     pub turns: Vec<Turn>,
+    /// Index of the first turn of new content: the turns before it are prior
+    /// context, already extracted (0 in the batch pipeline: all are new).
+    #[serde(default)]
+    pub new_from: u32,
 }
 
 /// One memory in the response.
@@ -125,14 +133,8 @@ fn cut(text: &str) -> String {
     t
 }
 
-/// Builds the request for one session's events, within `max_bytes` of turn
-/// text (the most recent turns are kept).
-pub fn build_request(events: &[Event], max_bytes: usize, max_memories: u32) -> ExtractorRequest {
-    let session = events.iter().find_map(|e| e.session.clone()).unwrap_or_else(|| SessionKey::from(""));
-    let project = events.iter().find_map(|e| match &e.body {
-        Body::SessionStarted(s) => s.project.clone(),
-        _ => None,
-    });
+/// The turns of a session's events (see the module docs), oldest first.
+fn turns_of(events: &[Event]) -> Vec<Turn> {
     let mut turns: Vec<Turn> = Vec::new();
     for e in events {
         let (role, text, tool, is_error) = match &e.body {
@@ -161,6 +163,11 @@ pub fn build_request(events: &[Event], max_bytes: usize, max_memories: u32) -> E
             ts: e.ts,
         });
     }
+    turns
+}
+
+/// The most recent `turns` within `max_bytes` of text (whole turns).
+fn fit(mut turns: Vec<Turn>, max_bytes: usize) -> Vec<Turn> {
     let mut total = 0;
     let keep_from = turns
         .iter()
@@ -169,7 +176,20 @@ pub fn build_request(events: &[Event], max_bytes: usize, max_memories: u32) -> E
             total > max_bytes
         })
         .map_or(0, |p| p + 1);
-    let mut turns = turns.split_off(keep_from);
+    turns.split_off(keep_from)
+}
+
+fn request<'e>(
+    events: impl Iterator<Item = &'e Event> + Clone,
+    mut turns: Vec<Turn>,
+    new_from: usize,
+    max_memories: u32,
+) -> ExtractorRequest {
+    let session = events.clone().find_map(|e| e.session.clone()).unwrap_or_else(|| SessionKey::from(""));
+    let project = events.into_iter().find_map(|e| match &e.body {
+        Body::SessionStarted(s) => s.project.clone(),
+        _ => None,
+    });
     for (i, t) in turns.iter_mut().enumerate() {
         t.index = u32::try_from(i).unwrap_or(u32::MAX);
     }
@@ -194,8 +214,35 @@ pub fn build_request(events: &[Event], max_bytes: usize, max_memories: u32) -> E
         .iter()
         .map(|s| (*s).to_owned())
         .collect(),
+        new_from: u32::try_from(new_from).unwrap_or(u32::MAX),
         turns,
     }
+}
+
+/// Builds the request for one session's events, within `max_bytes` of turn
+/// text (the most recent turns are kept): the batch pipeline, every turn new.
+pub fn build_request(events: &[Event], max_bytes: usize, max_memories: u32) -> ExtractorRequest {
+    let turns = fit(turns_of(events), max_bytes);
+    request(events.iter(), turns, 0, max_memories)
+}
+
+/// Builds the request for one turn (seed 000 "Per-Turn Pipeline"): the turns
+/// of `prior` within about [`turn::CONTEXT_CHARS`] characters (whole turns,
+/// the newest kept), then those of `new` within [`turn::MAX_NEW_BYTES`];
+/// `new_from` says where the new ones start. `None` when the new text is
+/// under [`turn::MIN_NEW_CHARS`] characters: nothing worth a call.
+pub fn build_turn_request(prior: &[Event], new: &[Event], max_memories: u32) -> Option<ExtractorRequest> {
+    let fresh = turns_of(new);
+    let new_chars: usize = fresh.iter().map(|t| t.text.chars().count()).sum();
+    if new_chars < turn::MIN_NEW_CHARS {
+        return None;
+    }
+    let mut turns = turns_of(prior);
+    let start = turn::suffix_start(&turns, turn::CONTEXT_CHARS, |t: &Turn| t.text.chars().count());
+    turns.drain(..start);
+    let new_from = turns.len();
+    turns.extend(fit(fresh, turn::MAX_NEW_BYTES));
+    Some(request(prior.iter().chain(new), turns, new_from, max_memories))
 }
 
 fn reject(reason: impl Into<String>) -> Error {

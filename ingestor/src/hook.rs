@@ -10,16 +10,25 @@
 //! of its recent rollouts) and returns: appending uses the shared
 //! spool-when-busy path ([`shared::hook::record`]), nothing waits for a scan.
 //!
-//! **Ingestion** runs in one detached worker at a time: the hook appends the
-//! path to `<home>/hooks/ingest.queue`, then tries the lock
-//! `<home>/hooks/ingest.lock`; if it gets it, it starts
-//! `engram-ingestor hook ingest` in its own process group with the locked
-//! file as its stdin (so the child holds the lock the parent took) and
-//! returns. The worker drains the queue (after a short pause that lets the
-//! hooks of one turn coalesce), appends what is spooled, scans, and repeats
-//! until the queue is empty; it then releases the lock and checks the queue
-//! once more, so that an entry queued in between is never stranded. A hook
-//! that finds the lock taken only queues.
+//! **Ingestion** runs in detached workers, one per *lane* at a time: a lane
+//! per transcript (so per session: `<home>/hooks/ingest-<hash of the
+//! path>.queue` and `.lock`), and one for the harness scans of hooks that
+//! name no transcript (`ingest.queue`, `ingest.lock`). The hook appends the
+//! entry to its lane's queue, then tries the lane's lock; if it gets it, it
+//! starts `engram-ingestor hook ingest --lane L` in its own process group
+//! with the locked file as its stdin (so the child holds the lock the parent
+//! took) and returns. The worker drains its queue (after a short pause that
+//! lets the hooks of one turn coalesce), appends what is spooled, scans, and
+//! repeats until the queue is empty; it then releases the lock and checks
+//! the queue once more, so that an entry queued in between is never
+//! stranded. A hook that finds the lock taken only queues.
+//!
+//! This is seed 000's per-turn concurrency: Stops of one session arriving
+//! while its extraction runs coalesce into one more pass over the union of
+//! their new bytes (the cursor is the byte offset), and the extraction of
+//! one session never waits for another's (the transcript scans share
+//! `scan.lock`; see [`crate::scan`]). Each read follows the per-turn rules
+//! ([`crate::scan::turn`]). Lane files idle for a day are removed.
 //!
 //! **Unattended learning.** Each time the worker has drained the queue, so
 //! right after the transcript of a session that ended is ingested, it starts
@@ -55,17 +64,40 @@ const LOCK_WAIT: Duration = Duration::from_millis(40);
 const COALESCE: Duration = Duration::from_millis(250);
 /// Queue entry asking for a scan of a harness's recent logs.
 const HARNESS_ENTRY: &str = "harness:";
+/// The lane of harness scans.
+const HARNESS_LANE: &str = "harness";
+/// Lane files idle this long are removed (seed 000: turn offsets older than 24 h).
+const LANE_IDLE: Duration = Duration::from_secs(86_400);
 /// How far back a queued harness scan looks.
 const RECENT: i64 = 2 * 86_400_000;
 
-/// The queue of paths waiting for ingestion.
-pub fn queue_file(paths: &Paths) -> PathBuf {
-    paths.home().join("hooks").join("ingest.queue")
+/// The lane of a queue entry: one per transcript path, one for harness scans.
+pub fn lane_of(entry: &str) -> String {
+    if entry.starts_with(HARNESS_ENTRY) {
+        return HARNESS_LANE.to_owned();
+    }
+    let hash = blake3::hash(entry.as_bytes()).to_hex();
+    format!("t{}", &hash[..16])
 }
 
-/// The lock held by the running worker.
-pub fn lock_file(paths: &Paths) -> PathBuf {
-    paths.home().join("hooks").join("ingest.lock")
+/// A lane named by a worker's argument: a transcript lane or the harness lane.
+fn valid_lane(lane: &str) -> bool {
+    lane == HARNESS_LANE
+        || (lane.len() == 17 && lane.starts_with('t') && lane[1..].bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+fn lane_name(lane: &str, ext: &str) -> String {
+    if lane == HARNESS_LANE { format!("ingest.{ext}") } else { format!("ingest-{lane}.{ext}") }
+}
+
+/// The queue of entries of `lane` waiting for ingestion.
+pub fn queue_file(paths: &Paths, lane: &str) -> PathBuf {
+    paths.home().join("hooks").join(lane_name(lane, "queue"))
+}
+
+/// The lock held by the running worker of `lane`.
+pub fn lock_file(paths: &Paths, lane: &str) -> PathBuf {
+    paths.home().join("hooks").join(lane_name(lane, "lock"))
 }
 
 /// What one hook call did.
@@ -131,8 +163,9 @@ pub fn run(
         }
         None => format!("{HARNESS_ENTRY}{harness_name}"),
     };
-    enqueue(paths, &entry)?;
-    let worker_started = start_worker(paths, exe)?;
+    let lane = lane_of(&entry);
+    enqueue(paths, &lane, &entry)?;
+    let worker_started = start_worker(paths, &lane, exe)?;
     Ok(HookOutcome { events: events.len(), spooled: is_spooled(&recorded), queued: Some(entry), worker_started })
 }
 
@@ -140,25 +173,26 @@ fn is_spooled(r: &Recorded) -> bool {
     matches!(r, Recorded::Spooled(_))
 }
 
-/// Appends one entry to the queue (one short `O_APPEND` write: atomic).
-pub fn enqueue(paths: &Paths, entry: &str) -> Result<(), Error> {
-    let q = queue_file(paths);
+/// Appends one entry to `lane`'s queue (one short `O_APPEND` write: atomic).
+pub fn enqueue(paths: &Paths, lane: &str, entry: &str) -> Result<(), Error> {
+    let q = queue_file(paths, lane);
     let dir = shared::fsutil::parent_dir(&q);
     fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let mut f = OpenOptions::new().create(true).append(true).open(&q).map_err(|e| Error::io(&q, e))?;
     f.write_all(format!("{entry}\n").as_bytes()).map_err(|e| Error::io(&q, e))
 }
 
-/// Starts the worker if none runs; `true` when one was started.
-pub fn start_worker(paths: &Paths, exe: &Path) -> Result<bool, Error> {
-    let lock = lock_file(paths);
-    shared::hook::start_detached(paths, &lock, exe, &["hook", "ingest"]).map_err(|e| Error::io(&lock, e))
+/// Starts `lane`'s worker if none runs; `true` when one was started.
+pub fn start_worker(paths: &Paths, lane: &str, exe: &Path) -> Result<bool, Error> {
+    let lock = lock_file(paths, lane);
+    shared::hook::start_detached(paths, &lock, exe, &["hook", "ingest", "--lane", lane])
+        .map_err(|e| Error::io(&lock, e))
 }
 
-/// Takes every queued entry (renaming the queue first, so entries added
-/// meanwhile go to a new file).
-fn take_queue(paths: &Paths) -> Result<Vec<String>, Error> {
-    let q = queue_file(paths);
+/// Takes every entry queued in `lane` (renaming the queue first, so entries
+/// added meanwhile go to a new file).
+fn take_queue(paths: &Paths, lane: &str) -> Result<Vec<String>, Error> {
+    let q = queue_file(paths, lane);
     let taken = q.with_extension(format!("queue.{}", std::process::id()));
     match fs::rename(&q, &taken) {
         Ok(()) => {}
@@ -176,8 +210,27 @@ fn take_queue(paths: &Paths) -> Result<Vec<String>, Error> {
     Ok(entries)
 }
 
-fn queue_pending(paths: &Paths) -> bool {
-    fs::metadata(queue_file(paths)).is_ok_and(|m| m.len() > 0)
+fn queue_pending(paths: &Paths, lane: &str) -> bool {
+    fs::metadata(queue_file(paths, lane)).is_ok_and(|m| m.len() > 0)
+}
+
+/// Removes the files of transcript lanes idle for [`LANE_IDLE`] (a queue
+/// that is empty, a lock nobody holds). Best effort.
+fn remove_idle_lanes(paths: &Paths) {
+    let dir = paths.home().join("hooks");
+    let Ok(entries) = fs::read_dir(&dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(lane) = name.strip_prefix("ingest-").and_then(|n| n.strip_suffix(".lock")) else { continue };
+        let idle = e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().is_ok_and(|d| d > LANE_IDLE));
+        if !idle || queue_pending(paths, lane) {
+            continue;
+        }
+        if let Ok(Some(_held)) = shared::fsutil::FileLock::try_exclusive(&e.path()) {
+            let _ = fs::remove_file(queue_file(paths, lane));
+            let _ = fs::remove_file(e.path());
+        }
+    }
 }
 
 /// One pass: append what is spooled, scan the queued transcripts, then the
@@ -200,6 +253,7 @@ fn ingest(paths: &Paths, entries: &[String], shutdown: &Shutdown) -> Result<(), 
         let mut opts = ScanOptions::new(now);
         opts.paths = files;
         opts.external_summaries = true;
+        opts.per_turn = true;
         let s = scan::run(paths, &config, &opts, shutdown, &mut |_| {})?;
         tracing::info!(events = s.events_appended, "hook ingest: transcripts scanned");
     }
@@ -209,6 +263,7 @@ fn ingest(paths: &Paths, entries: &[String], shutdown: &Shutdown) -> Result<(), 
         let mut opts = ScanOptions::new(now);
         opts.harnesses = harnesses;
         opts.external_summaries = true;
+        opts.per_turn = true;
         opts.since = Some(Ts(now.0 - RECENT));
         let s = scan::run(paths, &config, &opts, shutdown, &mut |_| {})?;
         tracing::info!(events = s.events_appended, "hook ingest: recent logs scanned");
@@ -216,14 +271,23 @@ fn ingest(paths: &Paths, entries: &[String], shutdown: &Shutdown) -> Result<(), 
     Ok(())
 }
 
-/// `engram-ingestor hook ingest`: the detached worker (see the module docs).
-/// Its stdin is the locked `ingest.lock` its parent took.
-pub fn worker(paths: &Paths, shutdown: &Shutdown) -> Result<(), Error> {
+/// `engram-ingestor hook ingest --lane L`: the detached worker of one lane
+/// (the harness lane without `--lane`; see the module docs). Its stdin is
+/// the locked lane lock its parent took.
+pub fn worker(paths: &Paths, lane: Option<&str>, shutdown: &Shutdown) -> Result<(), Error> {
+    let lane = lane.unwrap_or(HARNESS_LANE);
+    if !valid_lane(lane) {
+        return Err(Error::InvalidArgument(format!("{lane:?} is not an ingestion lane")));
+    }
     let held = shared::hook::inherited_lock();
     loop {
         std::thread::sleep(COALESCE);
-        let entries = take_queue(paths)?;
+        let entries = take_queue(paths, lane)?;
         if !entries.is_empty() {
+            // The lane is in use: its files are not idle.
+            if let Some(f) = &held {
+                let _ = f.set_modified(std::time::SystemTime::now());
+            }
             if let Err(e) = ingest(paths, &entries, shutdown) {
                 tracing::error!(error = %e, "hook ingest failed");
             }
@@ -233,11 +297,12 @@ pub fn worker(paths: &Paths, shutdown: &Shutdown) -> Result<(), Error> {
             continue;
         }
         maybe_train(paths);
+        remove_idle_lanes(paths);
         // Release, then look once more: a hook that queued while the lock
         // was held did not start a worker.
         let Some(lock) = &held else { return Ok(()) };
         let _ = lock.unlock();
-        if !queue_pending(paths) {
+        if !queue_pending(paths, lane) {
             return Ok(());
         }
         match lock.try_lock() {
@@ -290,11 +355,11 @@ pub fn main_entry(event: HookEvent, harness_arg: Option<&str>) {
 }
 
 /// The worker process: logs to the hooks log; errors are logged.
-pub fn worker_entry() {
+pub fn worker_entry(lane: Option<&str>) {
     let Ok(paths) = Paths::from_env() else { return };
     shared::logging::init_file(&shared::hook::log_file(&paths), "warn");
     let shutdown = Shutdown::install().unwrap_or_else(|_| Shutdown::manual());
-    if let Err(e) = worker(&paths, &shutdown) {
+    if let Err(e) = worker(&paths, lane, &shutdown) {
         tracing::error!(error = %e, "hook ingest worker failed");
     }
 }

@@ -28,6 +28,7 @@
 
 pub mod adapter;
 pub mod adapters;
+pub mod audit;
 pub mod cli;
 pub mod dedup;
 pub mod dedup_run;

@@ -15,12 +15,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Hooks log to the data home, print nothing and always exit 0.
     match &cli.command {
-        Command::Hook { event: HookTarget::Event(e), harness } => {
+        Command::Hook { event: HookTarget::Event(e), harness, .. } => {
             ingestor::hook::main_entry(*e, harness.as_deref());
             return ExitCode::SUCCESS;
         }
-        Command::Hook { event: HookTarget::Ingest, .. } => {
-            ingestor::hook::worker_entry();
+        Command::Hook { event: HookTarget::Ingest, lane, .. } => {
+            ingestor::hook::worker_entry(lane.as_deref());
             return ExitCode::SUCCESS;
         }
         _ => {}

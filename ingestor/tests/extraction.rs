@@ -8,7 +8,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use ingestor::dedup::ExistingMemory;
+use ingestor::dedup::{ExistingMemory, MemoryLookup};
 use ingestor::discover::SourceKind;
 use ingestor::external::{self, ExtractorRequest};
 use ingestor::extract::{self, Extraction};
@@ -48,12 +48,26 @@ fn existing(ex: &Extraction) -> Vec<ExistingMemory> {
             text: m.content.clone(),
             embedding: None,
             sessions: m.source_session.iter().cloned().collect(),
+            project: m.project.clone(),
         })
         .collect()
 }
 
 fn main_session(kind: SourceKind, name: &str, key: &str) -> Vec<Event> {
     sessions(kind, &data(name)).remove(key).expect("session")
+}
+
+/// A lookup with conflict detection off.
+struct NoConflicts(Vec<ExistingMemory>);
+
+impl MemoryLookup for NoConflicts {
+    fn candidates(&self, text: &str, id: &shared::ids::MemoryId) -> Vec<ExistingMemory> {
+        self.0.candidates(text, id)
+    }
+
+    fn conflict_threshold(&self) -> Option<f32> {
+        None
+    }
 }
 
 const CLAUDE_1: &str = "claude:11111111-1111-4111-8111-111111111111";
@@ -149,6 +163,29 @@ fn near_duplicates_from_another_session_merge_and_count() {
         "claude_session_2.jsonl",
         "claude:22222222-2222-4222-8222-222222222222",
     );
+    // Both sessions are of one project: 70% alike is a conflict, staged for
+    // the user (seed 004), not merged.
+    let project = |ex: &Extraction| added(ex).first().and_then(|m| m.project.clone());
+    assert_eq!(project(&first), extract::candidates(&s2)[0].project, "one project");
+    let same = extract::extract(&s2, &store);
+    assert_eq!((same.added, same.merged, same.staged), (0, 0, 1), "{:#?}", same.events);
+    let Body::MemoryStaged(st) = &same.events[0].body else { panic!("{:#?}", same.events) };
+    let pnpm_id = store.iter().find(|m| m.text.contains("we use pnpm")).expect("pnpm memory").id.clone();
+    assert_eq!(st.conflict_with.as_ref(), Some(&pnpm_id));
+    assert_eq!(st.status, "needs_clarification");
+    assert!(st.similarity.is_some_and(|s| s > 0.65 && s <= 0.95), "{st:?}");
+    // Staged again on a second extraction: the same event id (idempotent).
+    assert_eq!(extract::extract(&s2, &store).events[0].id, same.events[0].id);
+    // With conflict detection off, the same likeness merges (seed 000).
+    let off = extract::extract(&s2, &NoConflicts(store.clone()));
+    assert_eq!((off.merged, off.staged), (1, 0));
+
+    // The memory belongs to another project: never a conflict (that would
+    // flood the user with every lesson seen across projects); seed 000's
+    // inline dedup merges it as before.
+    for m in &mut store {
+        m.project = Some("/home/dev/another-project".into());
+    }
     let second = extract::extract(&s2, &store);
     let merges: Vec<_> = second
         .events
@@ -188,6 +225,7 @@ fn embeddings_decide_when_both_sides_have_one() {
         text: "In this repo we use pnpm; always run pnpm install first.".into(),
         embedding: Some(vec![0.0, 1.0, 0.0]),
         sessions: vec![],
+        project: None,
     };
     // Same words but orthogonal embeddings: not a duplicate.
     assert_eq!(extract::resolve(cands.clone(), &vec![far.clone()]).added, 1);

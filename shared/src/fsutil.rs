@@ -88,7 +88,8 @@ pub fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
-/// An exclusive advisory lock on a file, released on drop.
+/// An advisory lock on a file (exclusive unless made [`FileLock::shared`]),
+/// released on drop.
 #[derive(Debug)]
 pub struct FileLock {
     file: File,
@@ -99,6 +100,14 @@ impl FileLock {
     pub fn exclusive(path: &Path) -> io::Result<FileLock> {
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
         file.lock()?;
+        Ok(FileLock { file })
+    }
+
+    /// Blocks until a shared lock on `path` (created if missing) is held:
+    /// shared holders exclude only an exclusive one.
+    pub fn shared(path: &Path) -> io::Result<FileLock> {
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+        file.lock_shared()?;
         Ok(FileLock { file })
     }
 

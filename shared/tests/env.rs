@@ -665,6 +665,37 @@ fn assert_no_bare_names_in_detected_sessions(store: &Store) {
     assert_eq!(bare, 0);
 }
 
+/// The `session_audit` view (seed 000) says what its tables say: one row
+/// per session, the detected project as its repo, the memories injected in it.
+fn assert_audit_is_its_tables(store: &Store) {
+    let conn = store.conn();
+    let one = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+    assert_eq!(one("SELECT COUNT(*) FROM session_audit"), one("SELECT COUNT(*) FROM sessions"));
+    assert_eq!(
+        one("SELECT COUNT(*) FROM session_audit a JOIN session_env e USING (session_key)
+             WHERE a.repo IS NOT e.project OR a.env_tags IS NOT e.tags"),
+        0
+    );
+    let rows: Vec<(String, String)> = conn
+        .prepare("SELECT session_key, shown_engram_ids FROM session_audit")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for (session, shown) in rows {
+        let shown: BTreeSet<String> = serde_json::from_str(&shown).unwrap();
+        let injected: BTreeSet<String> = conn
+            .prepare("SELECT memory_id FROM session_memories WHERE session_key = ?1 AND was_injected = 1")
+            .unwrap()
+            .query_map([&session], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(shown, injected, "{session}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
@@ -679,6 +710,7 @@ proptest! {
         assert_counts_are_the_aggregate(j.store());
         assert_no_bare_names_in_detected_sessions(j.store());
         assert_memory_env_is_its_sessions(j.store());
+        assert_audit_is_its_tables(j.store());
         let incremental = canonical_dump(j.store().conn(), true).unwrap();
         drop(j);
         replay(&paths, &mut |_| {}).unwrap();

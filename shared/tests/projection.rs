@@ -126,6 +126,8 @@ fn build(items: &[Gen]) -> Vec<Event> {
                     harness_session_id: sk(*s).harness_id().into(),
                     project: project.map(str::to_owned),
                     cwd: Some("/work".into()),
+                    // Joined with the cursors of the same path in the `session_audit` view.
+                    source_path: Some(format!("/logs/{}.jsonl", s % 2)),
                     ..Default::default()
                 }),
             ),

@@ -261,16 +261,27 @@ fn codex_dialect_with_a_null_transcript_gets_a_codex_session() {
     assert_eq!(w.count("SELECT COUNT(*) FROM rankings WHERE session_key LIKE 'claude:%'"), 0);
 }
 
-/// Waits until the ingestion worker the write-side hooks started is done.
+/// Waits until the ingestion workers the write-side hooks started are done
+/// (every lane: `hooks/ingest*.queue` empty, `hooks/ingest*.lock` free).
 fn wait_for_worker(w: &World) {
-    let lock = w.home().join("hooks/ingest.lock");
-    let queue = w.home().join("hooks/ingest.queue");
+    let hooks = w.home().join("hooks");
     let start = Instant::now();
     loop {
         std::thread::sleep(Duration::from_millis(100));
-        let idle = FileLock::try_exclusive(&lock).unwrap().is_some();
-        let empty = std::fs::metadata(&queue).map_or(true, |m| m.len() == 0);
-        if idle && empty {
+        let mut idle = true;
+        for e in std::fs::read_dir(&hooks).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with("ingest") {
+                continue;
+            }
+            if name.contains(".queue") && e.metadata().is_ok_and(|m| m.len() > 0) {
+                idle = false;
+            }
+            if name.ends_with(".lock") && FileLock::try_exclusive(&e.path()).unwrap().is_none() {
+                idle = false;
+            }
+        }
+        if idle {
             return;
         }
         assert!(start.elapsed() < Duration::from_secs(60), "the ingestion worker did not finish");

@@ -113,6 +113,8 @@ pub struct Extraction {
     /// Candidates dropped as duplicates within the session or as already
     /// extracted.
     pub skipped: usize,
+    /// Candidates alike to a memory of their project, staged for the user.
+    pub staged: usize,
 }
 
 /// Whether an event's text may be learned from.
@@ -757,12 +759,25 @@ fn dedup_within(cands: Vec<Candidate>) -> (Vec<Candidate>, usize) {
     (kept, dropped)
 }
 
-/// Turns candidates into memory events: new memories, or merges into
-/// existing near-duplicates. Idempotent: a candidate whose derived id exists,
-/// or whose duplicate already lists this session, yields nothing.
+/// Turns candidates into memory events: new memories, merges into existing
+/// near-duplicates, or conflicts staged for the user. Idempotent: a
+/// candidate whose derived id exists, or whose duplicate already lists this
+/// session, yields nothing; a staged conflict has an id derived from the
+/// memory's.
+///
+/// The write-time similarity step of seed 004 "Conflict Detection", with the
+/// lookup's threshold (`None`: off): more than 0.95 alike to any memory is a
+/// duplicate (one more occurrence, nothing saved, as on save); more than the
+/// conflict threshold alike to a memory **of the candidate's own project**
+/// (`MemoryLookup::same_project`) is staged (`knowledge.staged`,
+/// `needs_clarification`), surfaced at the next prompt. Likeness to memories
+/// of other projects never stages anything: there, seed 000's inline dedup
+/// decides as before (merged when cosine ≥ 0.85 or word overlap ≥ 0.70, else
+/// its own memory), so lessons seen across projects do not flood the user.
 pub fn resolve(cands: Vec<Candidate>, lookup: &dyn MemoryLookup) -> Extraction {
     let (cands, mut skipped) = dedup_within(cands);
     let mut ex = Extraction::default();
+    let threshold = lookup.conflict_threshold();
     for c in cands {
         let id = c.memory_id();
         let existing = lookup.candidates(&c.text, &id);
@@ -770,7 +785,28 @@ pub fn resolve(cands: Vec<Candidate>, lookup: &dyn MemoryLookup) -> Extraction {
             skipped += 1;
             continue;
         }
-        if let Some(dup) = dedup::best_duplicate(&c.text, c.embedding.as_deref(), &existing) {
+        let emb = c.embedding.as_deref();
+        // Seed 004 over the whole store for duplicates, over this project for conflicts.
+        let (mut dup, mut conflict) = (None, None);
+        if threshold.is_some() {
+            match dedup::classify(&c.text, emb, &existing, threshold) {
+                dedup::Classified::Duplicate(d, _) => dup = Some(d),
+                _ => {
+                    let own: Vec<dedup::ExistingMemory> = existing
+                        .iter()
+                        .filter(|m| lookup.same_project(c.project.as_deref(), &c.session, m.project.as_deref()))
+                        .cloned()
+                        .collect();
+                    if let dedup::Classified::Conflict(m, s) = dedup::classify(&c.text, emb, &own, threshold) {
+                        conflict = Some((m.clone(), s));
+                    }
+                }
+            }
+        }
+        if conflict.is_none() && dup.is_none() {
+            dup = dedup::best_duplicate(&c.text, emb, &existing);
+        }
+        if let Some(dup) = dup {
             if dup.sessions.contains(&c.session) {
                 skipped += 1;
                 continue;
@@ -791,25 +827,39 @@ pub fn resolve(cands: Vec<Candidate>, lookup: &dyn MemoryLookup) -> Extraction {
             ex.merged += 1;
             continue;
         }
+        if let Some((with, _)) = &conflict
+            && with.sessions.contains(&c.session)
+        {
+            // Learned again in a session the alike memory already came from:
+            // the session said it once; nothing to ask.
+            skipped += 1;
+            continue;
+        }
+        let memory = MemoryAdded {
+            memory_id: id.clone(),
+            content: c.text,
+            memory_type: c.memory_type,
+            importance: c.importance,
+            project: c.project,
+            tags: c.tags,
+            pinned: false,
+            source: c.source,
+            source_session: Some(c.session.clone()),
+            source_event: Some(c.source_event),
+            speaker: None,
+        };
+        if let Some((with, similarity)) = conflict {
+            ex.events.push(dedup::conflict_event(memory, &with, similarity, c.ts));
+            ex.staged += 1;
+            continue;
+        }
         ex.events.push(Event {
             v: SCHEMA_VERSION,
             id: EventId::derived(&[id.as_str(), "memory.added"]),
             ts: c.ts,
             writer: WRITER.to_owned(),
-            session: Some(c.session.clone()),
-            body: Body::MemoryAdded(MemoryAdded {
-                memory_id: id,
-                content: c.text,
-                memory_type: c.memory_type,
-                importance: c.importance,
-                project: c.project,
-                tags: c.tags,
-                pinned: false,
-                source: c.source,
-                source_session: Some(c.session),
-                source_event: Some(c.source_event),
-                speaker: None,
-            }),
+            session: Some(c.session),
+            body: Body::MemoryAdded(memory),
         });
         ex.added += 1;
     }

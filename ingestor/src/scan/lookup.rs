@@ -10,7 +10,7 @@
 use std::cell::RefCell;
 
 use shared::event::{Body, Event};
-use shared::ids::MemoryId;
+use shared::ids::{MemoryId, SessionKey};
 use shared::store::Store;
 use shared::store::ingest::MemoryRecord;
 
@@ -56,6 +56,12 @@ impl<'s> StoreLookup<'s> {
                     text: m.content.clone(),
                     embedding: None,
                     sessions: m.source_session.iter().cloned().collect(),
+                    project: shared::env::store::memory_project(
+                        self.store.conn(),
+                        m.project.as_deref(),
+                        m.source_session.as_ref(),
+                    )
+                    .unwrap_or_else(|_| m.project.clone()),
                 }),
                 Body::MemoryUpdated(u) => {
                     if let (Some(p), Some(s)) = (pending.iter_mut().find(|p| p.id == u.memory_id), &u.seen_in) {
@@ -73,7 +79,7 @@ impl<'s> StoreLookup<'s> {
             Vec::new()
         });
         let embedding = self.store.memory_embedding(&record.id).ok().flatten();
-        ExistingMemory { id: MemoryId(record.id), text: record.content, embedding, sessions }
+        ExistingMemory { id: MemoryId(record.id), text: record.content, embedding, sessions, project: record.project }
     }
 }
 
@@ -108,5 +114,13 @@ impl MemoryLookup for StoreLookup<'_> {
 
     fn conflict_threshold(&self) -> Option<f32> {
         self.conflicts
+    }
+
+    /// Projects compared as the projection stores them: a candidate's bare
+    /// folder name becomes its session's detected project key.
+    fn same_project(&self, project: Option<&str>, session: &SessionKey, existing: Option<&str>) -> bool {
+        let mine = shared::env::store::memory_project(self.store.conn(), project, Some(session))
+            .unwrap_or_else(|_| project.map(str::to_owned));
+        mine.as_deref() == existing
     }
 }

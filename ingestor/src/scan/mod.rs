@@ -29,6 +29,7 @@
 pub mod env;
 pub mod lookup;
 pub mod source;
+pub mod turn;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -79,10 +80,8 @@ impl Default for Limits {
         Limits { chunk_bytes: 8 << 20, max_line_bytes: 64 << 20, flush_events: 16_384, flush_bytes: 16 << 20 }
     }
 }
-/// Events of an already known session read back from the tapes as context
-/// for extraction.
-const CONTEXT_EVENTS: usize = 40;
-/// Turn text sent to the external extractor, per session.
+/// Turn text sent to the external extractor, per session (the batch
+/// pipeline; a turn's is bounded by [`turn`]).
 const EXTERNAL_BYTES: usize = 48 * 1024;
 /// Memories the external extractor may return per session.
 const EXTERNAL_MAX: u32 = 8;
@@ -105,6 +104,9 @@ pub struct ScanOptions {
     /// Summarise ended sessions with the external summariser when one is
     /// configured (the hooks' worker); a scan of history stays extractive.
     pub external_summaries: bool,
+    /// Each session read is one turn (the hooks' worker, on Stop): the
+    /// external extractor follows seed 000's per-turn rules ([`turn`]).
+    pub per_turn: bool,
 }
 
 impl ScanOptions {
@@ -118,6 +120,7 @@ impl ScanOptions {
             now,
             limits: Limits::default(),
             external_summaries: false,
+            per_turn: false,
         }
     }
 }
@@ -231,6 +234,9 @@ pub struct ScanSummary {
     pub extractor_runs: u64,
     /// External extractor runs that failed (each logged).
     pub extractor_failures: u64,
+    /// Turns not sent to the external extractor by seed 000's per-turn
+    /// rules (a transcript under 10 KB, new content under 50 characters).
+    pub extractor_skipped: u64,
     /// Ended sessions summarised (seed 004 "Summarization").
     pub sessions_summarized: u64,
     /// Paths given that are not a known log.
@@ -269,11 +275,19 @@ pub fn run(
     let started = Instant::now();
     std::fs::create_dir_all(paths.home()).map_err(|e| Error::io(paths.home(), e))?;
     let lock_path = paths.home().join("scan.lock");
-    let _lock = match FileLock::try_exclusive(&lock_path).map_err(|e| Error::io(&lock_path, e))? {
-        Some(lock) => lock,
-        None => {
-            tracing::info!("another scan is running; waiting for it");
-            FileLock::exclusive(&lock_path).map_err(|e| Error::io(&lock_path, e))?
+    // The turns of given transcripts (the hooks' workers, one per transcript)
+    // share the lock, so sessions never wait for one another; any other scan
+    // holds it alone.
+    let turns_only = opts.per_turn && !opts.paths.is_empty() && opts.harnesses.is_empty();
+    let _lock = if turns_only {
+        FileLock::shared(&lock_path).map_err(|e| Error::io(&lock_path, e))?
+    } else {
+        match FileLock::try_exclusive(&lock_path).map_err(|e| Error::io(&lock_path, e))? {
+            Some(lock) => lock,
+            None => {
+                tracing::info!("another scan is running; waiting for it");
+                FileLock::exclusive(&lock_path).map_err(|e| Error::io(&lock_path, e))?
+            }
         }
     };
     let journal = Journal::open(paths, WRITER).context("open the journal")?;
@@ -300,6 +314,7 @@ pub fn run(
         config,
         privacy: Rc::new(privacy),
         now: opts.now,
+        per_turn: opts.per_turn,
         limits: opts.limits,
         cursors,
         session_state: HashMap::new(),
@@ -393,6 +408,8 @@ struct Pending {
     whole: HashSet<SessionKey>,
     /// Input bytes.
     bytes: u64,
+    /// The size of the file each session was read from.
+    sizes: HashMap<SessionKey, u64>,
 }
 
 struct Scanner<'c> {
@@ -402,6 +419,7 @@ struct Scanner<'c> {
     config: &'c Config,
     privacy: Rc<Privacy>,
     now: Ts,
+    per_turn: bool,
     limits: Limits,
     cursors: HashMap<String, IngestCursor>,
     /// Sessions looked up: `true` when the projection holds them.
@@ -726,6 +744,7 @@ impl Scanner<'_> {
         whole: bool,
     ) -> Result<(), Error> {
         out.events = self.enricher.enrich(std::mem::take(&mut out.events), self.journal.store());
+        let read_sessions: BTreeSet<SessionKey> = out.events.iter().filter_map(|e| e.session.clone()).collect();
         let h = self.harness(harness);
         h.bytes += bytes;
         h.diagnostics += out.diagnostics.len() as u64;
@@ -773,10 +792,13 @@ impl Scanner<'_> {
         }
         self.harness(harness).known += already;
         self.summary.timings.filter_ms += ms(t);
-        let path = match &cursor.body {
-            Body::SourceCursor(c) => c.path.clone(),
-            _ => String::new(),
+        let (path, size) = match &cursor.body {
+            Body::SourceCursor(c) => (c.path.clone(), c.size),
+            _ => (String::new(), 0),
         };
+        for s in read_sessions {
+            self.pending.sizes.insert(s, size);
+        }
         match self.pending.cursors.iter_mut().find(|(p, _)| *p == path) {
             Some(slot) => slot.1 = cursor,
             None => self.pending.cursors.push((path, cursor)),
@@ -851,9 +873,10 @@ impl Scanner<'_> {
     }
 
     /// Memory events from the sessions of a batch: deterministic extraction
-    /// over each session's parsed events (after up to [`CONTEXT_EVENTS`] of
-    /// its earlier events when the projection already held it), then the
-    /// external extractor when configured.
+    /// over each session's parsed events (after about [`turn::CONTEXT_CHARS`]
+    /// characters of its earlier events when the projection already held it),
+    /// then the external extractor when configured (with seed 000's per-turn
+    /// rules in the hooks' worker).
     fn extract(&mut self, pending: &Pending) -> Result<Vec<Event>, Error> {
         let mut groups: BTreeMap<&SessionKey, Vec<usize>> = BTreeMap::new();
         for (i, e) in pending.events.iter().enumerate() {
@@ -864,7 +887,7 @@ impl Scanner<'_> {
         let lookup = StoreLookup::new(self.journal.store()).with_conflicts(self.config);
         let mut snapshot: Option<Snapshot> = None;
         let mut out = Vec::new();
-        let (mut runs, mut failures) = (0u64, 0u64);
+        let (mut runs, mut failures, mut skipped) = (0u64, 0u64, 0u64);
         for (session, idx) in groups {
             let known_before =
                 self.session_state.get(session.as_str()) == Some(&true) && !pending.whole.contains(session);
@@ -873,7 +896,7 @@ impl Scanner<'_> {
             let events: Cow<'_, [Event]> = if !known_before && contiguous {
                 Cow::Borrowed(&pending.events[first..=last])
             } else {
-                let mut v = Vec::with_capacity(idx.len() + CONTEXT_EVENTS);
+                let mut v = Vec::with_capacity(idx.len() + turn::FIRST_CONTEXT_EVENTS);
                 if known_before {
                     let ids: HashSet<&EventId> = idx.iter().map(|&i| &pending.events[i].id).collect();
                     v.extend(context(&self.journal, &mut snapshot, session, &ids));
@@ -896,7 +919,30 @@ impl Scanner<'_> {
             lookup.note(&ex.events);
             out.extend(ex.events);
             if self.config.extractor.enabled() && idx.iter().any(|&i| pending.fresh[i]) {
-                let mut req = external::build_request(&events, EXTERNAL_BYTES, EXTERNAL_MAX);
+                let req = if self.per_turn {
+                    // Seed 000's per-turn rules: the new events after the prior context.
+                    let new: Vec<Event> =
+                        idx.iter().filter(|&&i| pending.fresh[i]).map(|&i| pending.events[i].clone()).collect();
+                    let prior = &events[..events.len() - idx.len()];
+                    let bytes = pending.sizes.get(session).copied().unwrap_or(0);
+                    let new_chars: usize = new.iter().map(turn::text_chars).sum();
+                    let req = match turn::skip_external(bytes, new_chars) {
+                        Some(why) => Err(why),
+                        None => external::build_turn_request(prior, &new, EXTERNAL_MAX)
+                            .ok_or("new content under 50 characters"),
+                    };
+                    match req {
+                        Ok(r) => r,
+                        Err(why) => {
+                            tracing::debug!(session = %session, why, "turn not sent to the external extractor");
+                            skipped += 1;
+                            continue;
+                        }
+                    }
+                } else {
+                    external::build_request(&events, EXTERNAL_BYTES, EXTERNAL_MAX)
+                };
+                let mut req = req;
                 if req.project.is_none() {
                     req.project.clone_from(&project);
                 }
@@ -919,6 +965,7 @@ impl Scanner<'_> {
         }
         self.summary.extractor_runs += runs;
         self.summary.extractor_failures += failures;
+        self.summary.extractor_skipped += skipped;
         Ok(out)
     }
 
@@ -955,32 +1002,55 @@ impl Scanner<'_> {
     }
 }
 
-/// The latest events of an already known session, read back from the tapes
-/// (those in `exclude` left out). A damaged log only costs the context.
+/// The prior context of a turn of an already known session: its latest
+/// events read back from the tapes (those in `exclude`, the turn's own, left
+/// out), as many as make about [`turn::CONTEXT_CHARS`] characters of text
+/// ([`turn::prior_context`]). A damaged log only costs the context.
 fn context(
     journal: &Journal,
     snapshot: &mut Option<Snapshot>,
     session: &SessionKey,
     exclude: &HashSet<&EventId>,
 ) -> Vec<Event> {
-    let lsns = match journal.store().recent_session_lsns(session.as_str(), CONTEXT_EVENTS) {
+    let mut want = turn::FIRST_CONTEXT_EVENTS;
+    loop {
+        let (events, all) = recent_events(journal, snapshot, session, exclude, want + exclude.len());
+        let text: usize = events.iter().map(turn::text_chars).sum();
+        if all || text >= turn::CONTEXT_CHARS || want >= turn::MAX_CONTEXT_EVENTS {
+            return turn::prior_context(events, turn::CONTEXT_CHARS);
+        }
+        want = (want * 4).min(turn::MAX_CONTEXT_EVENTS);
+    }
+}
+
+/// The latest `limit` events of a session (less those in `exclude`), oldest
+/// first, and whether they are all it has.
+fn recent_events(
+    journal: &Journal,
+    snapshot: &mut Option<Snapshot>,
+    session: &SessionKey,
+    exclude: &HashSet<&EventId>,
+    limit: usize,
+) -> (Vec<Event>, bool) {
+    let lsns = match journal.store().recent_session_lsns(session.as_str(), limit) {
         Ok(l) if !l.is_empty() => l,
-        Ok(_) => return Vec::new(),
+        Ok(_) => return (Vec::new(), true),
         Err(e) => {
             tracing::warn!(session = %session, error = %e, "cannot list a session's recent events");
-            return Vec::new();
+            return (Vec::new(), true);
         }
     };
+    let all = lsns.len() < limit;
     if snapshot.is_none() {
         match journal.tape().snapshot() {
             Ok(s) => *snapshot = Some(s),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the tapes for extraction context");
-                return Vec::new();
+                return (Vec::new(), true);
             }
         }
     }
-    let Some(snap) = snapshot.as_ref() else { return Vec::new() };
+    let Some(snap) = snapshot.as_ref() else { return (Vec::new(), true) };
     let want: HashSet<Lsn> = lsns.iter().copied().collect();
     let (lo, hi) = (lsns[0], lsns[lsns.len() - 1]);
     let mut out = Vec::new();
@@ -996,9 +1066,9 @@ fn context(
             Ok(_) => {}
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the tapes for extraction context");
-                break;
+                return (out, true);
             }
         }
     }
-    out
+    (out, all)
 }

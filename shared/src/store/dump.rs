@@ -5,8 +5,8 @@ use rusqlite::types::ValueRef;
 
 use crate::error::{Result, SqlContext};
 
-/// Every row of every ordinary table (FTS shadow tables excluded), each table
-/// ordered by all of its columns, plus the result of each FTS index's
+/// Every row of every ordinary table and view (FTS shadow tables excluded),
+/// each ordered by all of its columns, plus the result of each FTS index's
 /// integrity check against its content table. Two projections of the same
 /// log give identical dumps. With `positions: false`, log positions (columns
 /// named `lsn` or ending in `_lsn`, and `engram_state`) are left out, so that a log and the same
@@ -14,7 +14,7 @@ use crate::error::{Result, SqlContext};
 pub fn canonical_dump(conn: &Connection, positions: bool) -> Result<String> {
     let mut out = String::new();
     let mut tables: Vec<(String, String)> = conn
-        .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        .prepare("SELECT name, sql FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name")
         .and_then(|mut s| {
             s.query_map([], |r| Ok((r.get(0)?, r.get::<_, Option<String>>(1)?.unwrap_or_default())))?.collect()
         })
