@@ -114,7 +114,7 @@ fn build(items: &[Gen]) -> Vec<Event> {
                 }),
             ),
             Gen::Forgotten(m) => {
-                ev(None, Body::MemoryForgotten(MemoryForgotten { memory_id: mid(*m), reason: String::new() }))
+                ev(None, Body::MemoryForgotten(MemoryForgotten { memory_id: mid(*m), reason: String::new(), relearnable: false }))
             }
             Gen::Deprecated(m, by) => ev(
                 None,
