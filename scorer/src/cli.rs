@@ -111,10 +111,7 @@ pub fn context(
         } else {
             String::new()
         };
-        write_out(
-            out,
-            &format!("directory: {}\n{}{}{empty}", cwd.display(), environment_lines(&env), preview.render()),
-        )
+        write_out(out, &format!("directory: {}\n{}{}{empty}", cwd.display(), environment_lines(&env), preview.render()))
     }
 }
 

@@ -417,7 +417,8 @@ mod tests {
     fn removing_data_leaves_its_texts_learnable_and_a_forget_refuses_them() {
         let dir = tempfile::tempdir().unwrap();
         let mut j = Journal::open(&Paths::at(dir.path()), "test").unwrap();
-        let (demo_text, judged_text) = ("Don't use npm here, this repo uses pnpm.", "The staging password is in the vault.");
+        let (demo_text, judged_text) =
+            ("Don't use npm here, this repo uses pnpm.", "The staging password is in the vault.");
         let demo = add(&mut j, memory(demo_text), &Origin::user(), Ts(1_000)).unwrap();
         let judged = add(&mut j, memory(judged_text), &Origin::user(), Ts(2_000)).unwrap();
         assert!(forget_data(&mut j, demo.as_str(), Some("demo data".into()), Ts(3_000)).unwrap());

@@ -229,9 +229,14 @@ fn build(items: &[Gen]) -> Vec<Event> {
                     superseded_by: Some(mid((*m + 1) % MEMORIES.len())),
                 }),
             ),
-            Gen::Forgotten(m) => {
-                ev(None, Body::MemoryForgotten(MemoryForgotten { memory_id: mid(*m), reason: "privacy".into(), relearnable: false }))
-            }
+            Gen::Forgotten(m) => ev(
+                None,
+                Body::MemoryForgotten(MemoryForgotten {
+                    memory_id: mid(*m),
+                    reason: "privacy".into(),
+                    relearnable: false,
+                }),
+            ),
             Gen::Feedback(s, m, r) => ev(
                 Some(sk(*s)),
                 Body::MemoryFeedback(MemoryFeedback {
@@ -748,7 +753,15 @@ fn compact_removes_forgotten_text_from_tapes_and_database() {
         added(1, "mem_1", secret),
         added(2, "mem_2", "Keep this one"),
         event(3, Some("claude:s"), Body::MsgIn(MsgIn { text: format!("remember: {secret}"), ..Default::default() })),
-        event(4, None, Body::MemoryForgotten(MemoryForgotten { memory_id: "mem_1".into(), reason: "user".into(), relearnable: false })),
+        event(
+            4,
+            None,
+            Body::MemoryForgotten(MemoryForgotten {
+                memory_id: "mem_1".into(),
+                reason: "user".into(),
+                relearnable: false,
+            }),
+        ),
     ])
     .unwrap();
     let report = j.compact().unwrap();

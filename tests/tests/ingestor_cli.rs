@@ -607,7 +607,8 @@ fn a_new_user_is_told_what_to_do_and_memory_add_defaults_to_the_project() {
     // A repository with a package in a subfolder, and a folder outside any project.
     let repo = w.root().join("code/acme-web");
     std::fs::create_dir_all(repo.join(".git")).unwrap();
-    std::fs::write(repo.join(".git/config"), "[remote \"origin\"]\n\turl = git@github.com:acme/acme-web.git\n").unwrap();
+    std::fs::write(repo.join(".git/config"), "[remote \"origin\"]\n\turl = git@github.com:acme/acme-web.git\n")
+        .unwrap();
     std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
     std::fs::create_dir_all(repo.join("packages/ui")).unwrap();
     std::fs::write(repo.join("packages/ui/package.json"), r#"{"name": "@acme/ui"}"#).unwrap();

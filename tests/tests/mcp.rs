@@ -15,7 +15,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use common::World;
 use serde_json::{Value, json};
@@ -58,12 +58,9 @@ fn the_official_python_client_lists_and_calls_every_tool() {
     let Some(python) = common::python_with_mcp() else { return };
     let w = World::new();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
-    let out = Command::new(python)
+    let out = tests::isolated(python, w.root())
         .arg(&script)
         .arg(common::scorer_bin())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", w.root())
         .env("ENGRAM_HOME", w.home())
         .stdin(Stdio::null())
         .output()
@@ -236,9 +233,7 @@ fn every_protocol_version_is_negotiated_and_protocol_errors_are_json_rpc_errors(
 #[test]
 fn knowledge_types_are_stored_listed_and_filtered_and_search_ranks_have_no_gaps() {
     let w = World::new();
-    let call = |id: &str, name: &str, args: Value| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}})
-    };
+    let call = |id: &str, name: &str, args: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}});
     let mut lines = vec![
         json!({"jsonrpc": "2.0", "id": "init", "method": "initialize",
                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),

@@ -176,6 +176,8 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report { html } => {
             trainer::report::write(&paths, &config, &html, Ts::now())?;
             tracing::info!(file = %html.display(), "report written");
+            // Where it went, as a path that opens from anywhere.
+            println!("report written to {}", std::path::absolute(&html).unwrap_or(html).display());
             Ok(ExitCode::SUCCESS)
         }
     }

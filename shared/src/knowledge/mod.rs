@@ -144,7 +144,9 @@ mod tests {
     fn a_knowledge_type_matches_every_kind_listed_under_it() {
         assert!(type_matches("issue", "gotcha") && type_matches("issue", "struggle") && type_matches("issue", "issue"));
         assert!(type_matches("pattern", "convention") && type_matches("preference", "correction"));
-        assert!(type_matches("gotcha", "gotcha") && !type_matches("gotcha", "issue") && !type_matches("gotcha", "struggle"));
+        assert!(
+            type_matches("gotcha", "gotcha") && !type_matches("gotcha", "issue") && !type_matches("gotcha", "struggle")
+        );
         assert!(type_matches("fact", "poem") && !type_matches("issue", "poem"));
         assert!(!type_matches("discovery", "fact"));
         let (json, others) = stored_types("issue");
