@@ -871,12 +871,16 @@ fn record(stdin: bool, session: Option<String>, command: &[String], env: &mut En
 /// The project of the working directory, for a memory added without
 /// `--project`: the first marker up from it, a subfolder or worktree mapping
 /// to its repository (`shared::env::project`); `None` outside any project.
-/// A project the data home does not know yet is made known (an `env.detected`
+/// The home folder is no project here. A project the data home does not know yet is made known (an `env.detected`
 /// without a session), so that its name finds it.
 fn project_here(journal: &mut shared::journal::Journal, config: &Config, now: Ts) -> Result<Option<String>, Error> {
     let Ok(cwd) = std::env::current_dir() else { return Ok(None) };
     let detected = shared::env::detect(&cwd, &shared::env::DetectOptions::from_env(&config.env, false));
-    if detected.marker.is_none() || detected.project.is_empty() {
+    // The home folder is nobody's project (its `.claude/` is Claude Code's
+    // configuration): a memory added there is a general one.
+    let at_home = shared::env::home_dir()
+        .is_some_and(|h| shared::env::project::normalize(&h) == std::path::Path::new(&detected.root));
+    if detected.marker.is_none() || detected.project.is_empty() || at_home {
         return Ok(None);
     }
     let known = shared::env::store::project(journal.store().conn(), &detected.project)

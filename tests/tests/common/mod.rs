@@ -58,12 +58,16 @@ impl World {
     /// A command with the world's environment.
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = tests::isolated(ingestor_bin(), self.root());
-        c.args(args)
+        // In the world, not in the worktree the tests run from (a project:
+        // `memory add` would file memories under it).
+        c.current_dir(self.root())
+            .args(args)
             .env("ENGRAM_HOME", self.home())
             .env("CLAUDE_CONFIG_DIR", self.root().join("claude"))
             .env("CODEX_HOME", self.root().join("codex"))
             .env("GEMINI_DIR", self.root().join("gemini"))
             .env("XDG_DATA_HOME", self.root().join("xdg"))
+            .env("XDG_CONFIG_HOME", self.root().join(".config"))
             .stdin(Stdio::null());
         c
     }
@@ -170,7 +174,7 @@ impl World {
         let envs: Vec<(std::ffi::OsString, std::ffi::OsString)> =
             c.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))).collect();
         c = tests::isolated(scorer_bin(), self.root());
-        c.args(args).envs(envs).stdin(Stdio::null());
+        c.current_dir(self.root()).args(args).envs(envs).stdin(Stdio::null());
         c
     }
 

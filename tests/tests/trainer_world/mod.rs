@@ -259,7 +259,11 @@ impl World {
     /// The `engram-trainer` command in this world.
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = tests::isolated(trainer_bin(), self.dir.path());
-        c.args(args).env("ENGRAM_HOME", self.paths.home()).env("ENGRAM_LOG", "warn").stdin(Stdio::null());
+        c.current_dir(self.dir.path())
+            .args(args)
+            .env("ENGRAM_HOME", self.paths.home())
+            .env("ENGRAM_LOG", "warn")
+            .stdin(Stdio::null());
         c
     }
 
