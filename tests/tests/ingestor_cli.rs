@@ -623,22 +623,25 @@ fn a_new_user_is_told_what_to_do_and_memory_add_defaults_to_the_project() {
         add(&repo.join("packages/ui"), &["--type", "gotcha", "The ui build needs the tokens package built first."]);
     let outside = add(&loose, &["A note that belongs to no project in particular."]);
     let given = add(&repo, &["--project", "elsewhere", "--type", "convention", "Name branches after the ticket."]);
+    std::fs::create_dir_all(w.root().join(".claude")).unwrap();
+    let at_home = add(w.root(), &["A note typed in the home folder, whose .claude is no project."]);
     let list: Vec<Value> = serde_json::from_str(&w.ok(&["memory", "list", "--json"])).unwrap();
     let project = |id: &str| list.iter().find(|m| m["id"] == id).unwrap()["project"].clone();
     assert_eq!(project(&in_package), "github.com/acme/acme-web", "a package's folder maps to its repository");
     assert_eq!(project(&outside), Value::Null, "outside any project: none");
     assert_eq!(project(&given), "elsewhere", "--project wins");
+    assert_eq!(project(&at_home), Value::Null, "the home folder is no project");
     let by_name = w.ok(&["memory", "list", "--project", "acme-web"]);
     assert!(by_name.contains(&in_package) && !by_name.contains(&given), "the project is known by its name: {by_name}");
 
     // Knowledge types: `issue` lists the gotcha, `pattern` the convention, and the listing shows both types.
     let issues = w.ok(&["memory", "list", "--type", "issue"]);
     assert!(issues.contains(&in_package) && issues.contains("issue/gotcha"), "{issues}");
-    assert!(!issues.contains(&given) && !issues.contains(&outside), "{issues}");
+    assert!(!issues.contains(&given) && !issues.contains(&outside) && !issues.contains(&at_home), "{issues}");
     assert!(w.ok(&["memory", "list", "--type", "pattern"]).contains(&given));
     assert!(!w.ok(&["memory", "list", "--type", "gotcha"]).contains(&given));
     let none = w.ok(&["memory", "list", "--type", "discovery"]);
-    assert_eq!(none.trim(), "no memory matches these filters (3 memories in all)");
+    assert_eq!(none.trim(), "no memory matches these filters (4 memories in all)");
     let bad = w.run(&["memory", "list", "--type", "poem"]);
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("unknown memory type"));
 }
