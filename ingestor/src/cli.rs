@@ -251,7 +251,8 @@ pub enum MemoryCommand {
         /// 0..=1.
         #[arg(long, default_value_t = 0.7)]
         importance: f32,
-        /// Project it belongs to.
+        /// Project it belongs to (default: the project of the current
+        /// directory, if it is in one).
         #[arg(long)]
         project: Option<String>,
         /// A tag; repeatable.
@@ -358,7 +359,9 @@ pub enum MemoryCommand {
         /// Only memories in this category or below it.
         #[arg(long)]
         category: Option<String>,
-        /// Only this type.
+        /// Only this type: a knowledge type (fact, decision, preference,
+        /// pattern, issue, context, discovery) lists every kind under it
+        /// (issue: gotchas and struggles too); a kind, only that kind.
         #[arg(long = "type")]
         memory_type: Option<String>,
         /// At most this many (0: all).
@@ -912,19 +915,48 @@ fn record(stdin: bool, session: Option<String>, command: &[String], env: &mut En
     Ok(r.exit.map_or(0, |c| u8::try_from(c).unwrap_or(1)))
 }
 
+/// The project of the working directory, for a memory added without
+/// `--project`: the first marker up from it, a subfolder or worktree mapping
+/// to its repository (`shared::env::project`); `None` outside any project.
+/// The home folder is no project here. A project the data home does not know yet is made known (an `env.detected`
+/// without a session), so that its name finds it.
+fn project_here(journal: &mut shared::journal::Journal, config: &Config, now: Ts) -> Result<Option<String>, Error> {
+    let Ok(cwd) = std::env::current_dir() else { return Ok(None) };
+    let detected = shared::env::detect(&cwd, &shared::env::DetectOptions::from_env(&config.env, false));
+    // The home folder is nobody's project (its `.claude/` is Claude Code's
+    // configuration): a memory added there is a general one.
+    let at_home = shared::env::home_dir()
+        .is_some_and(|h| shared::env::project::normalize(&h) == std::path::Path::new(&detected.root));
+    if detected.marker.is_none() || detected.project.is_empty() || at_home {
+        return Ok(None);
+    }
+    let known = shared::env::store::project(journal.store().conn(), &detected.project)
+        .map_err(|e| Error::engram("read the projects", shared::error::Error::sqlite("projects", e)))?;
+    let key = detected.project.clone();
+    if known.is_none() {
+        let event = shared::event::Event::new(now, WRITER, None, shared::event::Body::EnvDetected(detected));
+        journal.append(&[event]).map_err(|e| Error::engram("record the project", e))?;
+    }
+    Ok(Some(key))
+}
+
 fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
     let now = env.now;
     let mut journal = shared::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
     let j = &mut journal;
     match command {
         MemoryCommand::Add { text, memory_type, importance, project, tags, pin, sources, no_check } => {
+            let config = Config::load(&env.paths.config()).context("read the configuration")?;
+            let project = match project {
+                Some(p) => Some(p),
+                None => project_here(j, &config, now)?,
+            };
             let new = NewMemory { text, memory_type, importance, project, tags, pinned: pin };
             if no_check {
                 let id = memories::add(j, new, now)?;
                 env.line(id.as_str())?;
                 return Ok(0);
             }
-            let config = Config::load(&env.paths.config()).context("read the configuration")?;
             match memories::save(j, &config, new, &sources, now)? {
                 Saved::Added { id, .. } => env.line(id.as_str())?,
                 Saved::Duplicate { of } => env.line(&format!(
@@ -1002,6 +1034,7 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
                 })?),
                 None => None,
             };
+            let memory_type = memory_type.as_deref().map(shared::memory_ops::check_type).transpose()?;
             let all = if in_category.is_some() { 0 } else { limit };
             let filter = MemoryFilter { project, memory_type, limit: all, include_forgotten: false };
             let mut list = memories::list(j.store(), &filter)?;
@@ -1013,6 +1046,14 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
             }
             if json {
                 env.json(&list)?;
+            } else if list.is_empty() {
+                let all = j.store().live_memory_count().map_err(|e| Error::engram("count memories", e))?;
+                if all == 0 {
+                    env.write(&shared::hint::empty_store(env.paths.home()))?;
+                } else {
+                    let noun = if all == 1 { "memory" } else { "memories" };
+                    env.line(&format!("no memory matches these filters ({all} {noun} in all)"))?;
+                }
             } else {
                 for m in &list {
                     env.line(&render::memory_line(m))?;

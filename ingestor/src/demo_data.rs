@@ -8,8 +8,13 @@
 //! [`remove`] finds those sessions (by the demo's session ids, which depend
 //! only on its scripts, or by a transcript under that folder) and forgets
 //! every live memory learned only from them, one `memory.forgotten` event
-//! each, so that replay agrees; the next `compact` erases their text. The
-//! corpus folder itself is deleted.
+//! each, so that replay agrees; the next `compact` erases their text from
+//! their own events. The corpus folder itself is deleted.
+//!
+//! These forgets remove data, they do not judge a text: they keep no
+//! fingerprint (`relearnable`), so a real lesson that happens to read like a
+//! demo memory ("Don't use npm here, this repo uses pnpm.") is learned from
+//! the user's own sessions as any other, and `compact` leaves it in them.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -57,7 +62,7 @@ pub fn remove(paths: &Paths, now: Ts, dry_run: bool) -> Result<Removal, Error> {
     let memories = only_from(&journal, &sessions)?;
     let mut out = Removal { sessions: sessions.len(), memories: Vec::new(), corpus: None };
     for id in memories {
-        if dry_run || crate::memories::forget(&mut journal, &id, Some(REASON.to_owned()), now)? {
+        if dry_run || crate::memories::forget_data(&mut journal, &id, Some(REASON.to_owned()), now)? {
             out.memories.push(id);
         }
     }

@@ -64,6 +64,12 @@ pub fn forget(journal: &mut Journal, id: &str, reason: Option<String>, now: Ts) 
     Ok(ops::forget(journal, id, reason, now)?)
 }
 
+/// Forgets a memory as the removal of the data it came from: its text may
+/// be learned again from other data ([`ops::forget_data`]).
+pub fn forget_data(journal: &mut Journal, id: &str, reason: Option<String>, now: Ts) -> Result<bool, Error> {
+    Ok(ops::forget_data(journal, id, reason, now)?)
+}
+
 /// Records explicit relevance feedback (by the user), optionally for a session.
 pub fn feedback(
     journal: &mut Journal,

@@ -326,11 +326,11 @@ pub fn run(
     ))?;
     o.line("")?;
     o.line("Next")?;
-    let ingestor = command_for(&opts.bin_dir, "engram-ingestor");
-    let scorer = command_for(&opts.bin_dir, "engram-scorer");
+    let ingestor = shared::hint::command_for(&opts.bin_dir, "engram-ingestor");
+    let scorer = shared::hint::command_for(&opts.bin_dir, "engram-scorer");
     // Looking around the demo needs its data home; installing does not.
     let look = if summary.demo && paths.home() != real.home() {
-        format!("ENGRAM_HOME={} ", shell_word(&paths.home().display().to_string()))
+        format!("ENGRAM_HOME={} ", shared::hint::shell_word(&paths.home().display().to_string()))
     } else {
         String::new()
     };
@@ -345,29 +345,6 @@ pub fn run(
         o.line(&format!("   {cmd:<36} # {what}"))?;
     }
     Ok(summary)
-}
-
-/// How to type `name` (a binary in `bin_dir`) so that it runs as printed:
-/// its bare name when `PATH` finds that very file, else its full path.
-fn command_for(bin_dir: &Path, name: &str) -> String {
-    let full = bin_dir.join(name);
-    let same = |p: &Path| match (p.canonicalize(), full.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    let on_path = std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file()).is_some_and(|p| same(&p))
-    });
-    if on_path { name.to_owned() } else { shell_word(&full.display().to_string()) }
-}
-
-/// `s` quoted for a POSIX shell when it needs it.
-fn shell_word(s: &str) -> String {
-    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c)) {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 /// Runs a sibling tool with the same data home; its stdout, or why it failed.

@@ -293,9 +293,9 @@ pub fn memory_line(m: &MemoryRecord) -> String {
         flags.push("forgotten");
     }
     format!(
-        "{}  {:<10} {:.2}  {:<14} {:<12} {}",
+        "{}  {:<18} {:.2}  {:<14} {:<12} {}",
         m.id,
-        m.memory_type,
+        shared::knowledge::type_label(&m.memory_type),
         m.importance,
         short(m.project.as_deref().unwrap_or("-"), 14),
         flags.join(","),
@@ -357,7 +357,7 @@ pub fn memory_details(d: &MemoryDetails) -> String {
         "live"
     };
     field("state", state);
-    field("type", &m.memory_type);
+    field("type", &shared::knowledge::type_label(&m.memory_type));
     field("importance", &format!("{:.2}", m.importance));
     field("pinned", if m.pinned { "yes" } else { "no" });
     field("project", m.project.as_deref().unwrap_or("-"));

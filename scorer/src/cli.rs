@@ -48,6 +48,7 @@ pub fn search(paths: &Paths, p: SearchParams, json: bool, out: &mut dyn Write) -
     let model = model(paths);
     let (result, events) =
         search::search(&store, &config, model.as_ref().map(injection::LoadedModel::serving), &p, Ts::now())?;
+    let empty = result.results.is_empty() && store.live_memory_count()? == 0;
     drop(store);
     if let Err(e) = shared::hook::record(paths, &crate::native::writer_name(), &events, LOCK_WAIT) {
         tracing::warn!(error = %e, "could not record the search");
@@ -55,6 +56,8 @@ pub fn search(paths: &Paths, p: SearchParams, json: bool, out: &mut dyn Write) -
     if json {
         let text = serde_json::to_string_pretty(&result).unwrap_or_default();
         write_out(out, &format!("{text}\n"))
+    } else if empty {
+        write_out(out, &shared::hint::empty_store(paths.home()))
     } else {
         write_out(out, &search::render(&result))
     }
@@ -103,7 +106,12 @@ pub fn context(
         let text = serde_json::to_string_pretty(&value).unwrap_or_default();
         write_out(out, &format!("{text}\n"))
     } else {
-        write_out(out, &format!("directory: {}\n{}{}", cwd.display(), environment_lines(&env), preview.render()))
+        let empty = if store.live_memory_count()? == 0 {
+            format!("\n{}", shared::hint::empty_store(paths.home()))
+        } else {
+            String::new()
+        };
+        write_out(out, &format!("directory: {}\n{}{}{empty}", cwd.display(), environment_lines(&env), preview.render()))
     }
 }
 

@@ -868,16 +868,28 @@ impl McpServer {
         let project = project.map(|p| shared::env::store::resolve_project(store.conn(), &p));
         let category =
             a.str("category")?.map(|c| shared::env::categories::normalize(&c)).transpose().map_err(ToolError)?;
-        let filter = "is_deleted = 0 AND (?1 OR deprecated = 0) AND (?2 IS NULL OR project = ?2)
-                      AND (?3 IS NULL OR type = ?3) AND (NOT ?4 OR pinned = 1)
-                      AND (?7 IS NULL OR id IN (SELECT engram_id FROM engram_categories
-                           WHERE category_path = ?7 OR (category_path > ?7 || '/' AND category_path < ?7 || '0')))";
+        // A knowledge type lists every kind under it (`issue`: gotchas, struggles).
+        let (memory_type, others) = match memory_type.as_deref() {
+            Some(t) => {
+                let (types, others) = knowledge::stored_types(t);
+                (Some(types), others)
+            }
+            None => (None, false),
+        };
+        let known = knowledge::known_types_json();
+        let filter = format!(
+            "is_deleted = 0 AND (?1 OR deprecated = 0) AND (?2 IS NULL OR project = ?2)
+             AND {types} AND (NOT ?4 OR pinned = 1)
+             AND (?7 IS NULL OR id IN (SELECT engram_id FROM engram_categories
+                  WHERE category_path = ?7 OR (category_path > ?7 || '/' AND category_path < ?7 || '0')))",
+            types = knowledge::type_filter_sql("type", "?3", "?8", "?9"),
+        );
         let conn = store.conn();
         let sql_err = |e: rusqlite::Error| ToolError(format!("list memories: {e}"));
         let total: i64 = conn
             .query_row(
                 &format!("SELECT COUNT(*) FROM memories WHERE {filter} AND ?5 IS NOT NULL AND ?6 IS NOT NULL"),
-                rusqlite::params![deprecated, project, memory_type, pinned, 0, 0, category],
+                rusqlite::params![deprecated, project, memory_type, pinned, 0, 0, category, others, known],
                 |r| r.get(0),
             )
             .map_err(sql_err)?;
@@ -887,7 +899,17 @@ impl McpServer {
             ))
             .and_then(|mut s| {
                 s.query_map(
-                    rusqlite::params![deprecated, project, memory_type, pinned, limit as i64, offset as i64, category],
+                    rusqlite::params![
+                        deprecated,
+                        project,
+                        memory_type,
+                        pinned,
+                        limit as i64,
+                        offset as i64,
+                        category,
+                        others,
+                        known
+                    ],
                     |r| r.get(0),
                 )?
                 .collect()

@@ -51,14 +51,17 @@ pub struct SearchParams {
 pub struct SearchHit {
     /// Memory id.
     pub id: String,
-    /// Type.
+    /// Type (as stored).
     #[serde(rename = "type")]
     pub memory_type: String,
+    /// Seed 004's knowledge type it is listed under.
+    pub knowledge_type: &'static str,
     /// Text.
     pub text: String,
     /// Fused score.
     pub score: f32,
-    /// Rank among all candidates.
+    /// Rank among the results: 1, 2, 3… (the candidates the filters left
+    /// out leave no gaps).
     pub rank: u32,
     /// Project.
     pub project: Option<String>,
@@ -100,7 +103,7 @@ fn keep(it: &RankedMemory, p: &SearchParams, in_category: Option<&BTreeSet<Strin
         && !m.superseded
         && !m.content.is_empty()
         && evidence(it)
-        && p.memory_type.as_deref().is_none_or(|t| m.memory_type == t)
+        && p.memory_type.as_deref().is_none_or(|t| shared::knowledge::type_matches(t, &m.memory_type))
         && p.project.as_deref().is_none_or(|pr| m.project.as_deref() == Some(pr))
         && p.tags.iter().all(|t| m.tags.iter().any(|mt| mt.eq_ignore_ascii_case(t)))
         && p.from.is_none_or(|f| m.created_ms >= f.0)
@@ -171,15 +174,17 @@ pub fn search(
     }
     let results: Vec<SearchHit> = chosen
         .iter()
-        .map(|&i| {
+        .zip(1u32..)
+        .map(|(&i, rank)| {
             let it = &ranking.items[i];
             let m = &it.memory;
             SearchHit {
                 id: m.id.0.clone(),
                 memory_type: m.memory_type.clone(),
+                knowledge_type: shared::knowledge::knowledge_type(&m.memory_type),
                 text: m.content.clone(),
                 score: it.final_score,
-                rank: it.rank,
+                rank,
                 project: m.project.clone(),
                 tags: m.tags.clone(),
                 pinned: m.pinned,
@@ -216,6 +221,12 @@ pub fn search(
     Ok((result, events))
 }
 
+/// The knowledge type, with the kind extraction stored when it differs
+/// (`issue/gotcha`).
+fn type_label(h: &SearchHit) -> String {
+    shared::knowledge::type_label(&h.memory_type)
+}
+
 /// The results as text for a terminal.
 pub fn render(r: &SearchResult) -> String {
     use std::fmt::Write as _;
@@ -227,7 +238,7 @@ pub fn render(r: &SearchResult) -> String {
     for (i, h) in r.results.iter().enumerate() {
         let pin = if h.pinned { ", pinned" } else { "" };
         let project = h.project.as_deref().map(|p| format!(", {p}")).unwrap_or_default();
-        let _ = writeln!(out, "{:>2}. {} [{}{project}{pin}] score {:.3}", i + 1, h.id, h.memory_type, h.score);
+        let _ = writeln!(out, "{:>2}. {} [{}{project}{pin}] score {:.3}", i + 1, h.id, type_label(h), h.score);
         let _ = writeln!(out, "    {}", h.text.split_whitespace().collect::<Vec<_>>().join(" "));
         if !h.reasons.is_empty() {
             let _ = writeln!(out, "    why: {}", h.reasons.join("; "));

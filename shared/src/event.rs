@@ -817,6 +817,12 @@ pub struct MemoryForgotten {
     pub memory_id: MemoryId,
     /// Why (free text; never the memory's content).
     pub reason: String,
+    /// Forgotten as the removal of data it came from (`remove-demo`), not as
+    /// a judgment of its text: no fingerprint is kept and `compact` clears
+    /// only the memory's own events, so the same text learned from other
+    /// data (a real session, a person) is a memory like any other.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub relearnable: bool,
 }
 
 /// `memory.feedback`.

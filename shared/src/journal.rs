@@ -201,8 +201,11 @@ impl Journal {
         if forgotten.is_empty() {
             return Ok(report);
         }
-        // The texts to remove: every version a forgotten memory ever had.
+        // The texts to remove: every version a forgotten memory ever had,
+        // but for memories forgotten as data removal (`relearnable`): their
+        // own events are cleared, their text stays learnable elsewhere.
         let mut texts: BTreeMap<MemoryId, Vec<String>> = BTreeMap::new();
+        let mut relearnable: BTreeSet<MemoryId> = BTreeSet::new();
         {
             let snapshot = self.tape.snapshot()?;
             for frame in snapshot.frames_after(0) {
@@ -211,6 +214,10 @@ impl Journal {
                 let (id, text) = match &event.body {
                     Body::MemoryAdded(b) => (&b.memory_id, Some(b.content.clone())),
                     Body::MemoryUpdated(b) => (&b.memory_id, b.content.clone()),
+                    Body::MemoryForgotten(b) if b.relearnable => {
+                        relearnable.insert(b.memory_id.clone());
+                        continue;
+                    }
                     _ => continue,
                 };
                 if let Some(text) = text
@@ -221,6 +228,8 @@ impl Journal {
                 }
             }
         }
+        // (a memory is forgotten after it is added: only now is it known)
+        texts.retain(|id, _| !relearnable.contains(id));
         self.fingerprint_forgotten(&texts)?;
         let scrub = forget::Scrub::new(texts.values().flatten().map(String::as_str));
         let prefilter = scrub_prefilter(texts.values().flatten());

@@ -10,6 +10,7 @@ pub mod error;
 pub mod event;
 pub mod forget;
 pub mod fsutil;
+pub mod hint;
 pub mod hook;
 pub mod ids;
 pub mod injection;

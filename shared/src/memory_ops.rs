@@ -329,6 +329,18 @@ pub fn deprecate(
 /// Forgets a memory: hidden at once, its text removed from the tapes by the
 /// next `compact`. `false` when it was already forgotten (nothing appended).
 pub fn forget(journal: &mut Journal, id: &str, reason: Option<String>, now: Ts) -> OpResult<bool> {
+    forget_as(journal, id, reason, false, now)
+}
+
+/// Forgets a memory as the removal of the data it came from (the demo an
+/// older version mixed in): hidden at once and cleared from its own events
+/// by `compact`, but its text is not refused afterwards, since the lesson
+/// may be a real one too. `false` when it was already forgotten.
+pub fn forget_data(journal: &mut Journal, id: &str, reason: Option<String>, now: Ts) -> OpResult<bool> {
+    forget_as(journal, id, reason, true, now)
+}
+
+fn forget_as(journal: &mut Journal, id: &str, reason: Option<String>, relearnable: bool, now: Ts) -> OpResult<bool> {
     let memory = require(journal.store(), id)?;
     if memory.is_deleted {
         return Ok(false);
@@ -336,11 +348,15 @@ pub fn forget(journal: &mut Journal, id: &str, reason: Option<String>, now: Ts) 
     let reason = reason.map(|r| redact::redact_text(&r).into_owned()).unwrap_or_default();
     // Its text is never learned again: a keyed fingerprint of it is kept
     // (the text itself goes with the next `compact`).
-    let key = forget::Key::load_or_create(journal.paths()).map_err(store_err("create the forget key"))?;
-    let fingerprints: Vec<String> = key.fingerprint(&memory.content).into_iter().collect();
+    let fingerprints: Vec<String> = if relearnable {
+        Vec::new()
+    } else {
+        let key = forget::Key::load_or_create(journal.paths()).map_err(store_err("create the forget key"))?;
+        key.fingerprint(&memory.content).into_iter().collect()
+    };
     let memory_id = MemoryId::from(id);
-    let mut events =
-        vec![journal.event(now, None, Body::MemoryForgotten(MemoryForgotten { memory_id: memory_id.clone(), reason }))];
+    let forgotten = MemoryForgotten { memory_id: memory_id.clone(), reason, relearnable };
+    let mut events = vec![journal.event(now, None, Body::MemoryForgotten(forgotten))];
     if !fingerprints.is_empty() {
         events.push(journal.event(now, None, Body::ForgetFingerprints(ForgetFingerprints { memory_id, fingerprints })));
     }
@@ -390,6 +406,49 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::paths::Paths;
+
+    fn memory(text: &str) -> NewMemory {
+        NewMemory {
+            text: text.into(),
+            memory_type: "correction".into(),
+            importance: 0.7,
+            project: None,
+            tags: vec![],
+            pinned: false,
+        }
+    }
+
+    /// `remove-demo` forgot demo memories with `forget`, whose fingerprint
+    /// then refused the same lesson from the user's own sessions forever:
+    /// removing data is not judging a text.
+    #[test]
+    fn removing_data_leaves_its_texts_learnable_and_a_forget_refuses_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::open(&Paths::at(dir.path()), "test").unwrap();
+        let (demo_text, judged_text) =
+            ("Don't use npm here, this repo uses pnpm.", "The staging password is in the vault.");
+        let demo = add(&mut j, memory(demo_text), &Origin::user(), Ts(1_000)).unwrap();
+        let judged = add(&mut j, memory(judged_text), &Origin::user(), Ts(2_000)).unwrap();
+        assert!(forget_data(&mut j, demo.as_str(), Some("demo data".into()), Ts(3_000)).unwrap());
+        assert!(forget(&mut j, judged.as_str(), None, Ts(4_000)).unwrap());
+        assert!(!forget_data(&mut j, demo.as_str(), None, Ts(4_500)).unwrap(), "already forgotten");
+        let fingerprints = |j: &Journal| -> i64 {
+            j.store().conn().query_row("SELECT COUNT(*) FROM forgotten_fingerprints", [], |r| r.get(0)).unwrap()
+        };
+        assert_eq!(fingerprints(&j), 1, "only the judged text is fingerprinted");
+        // Compaction clears both memories' own events but fingerprints only the judged one.
+        j.compact().unwrap();
+        assert_eq!(fingerprints(&j), 1);
+        assert_eq!(require(j.store(), demo.as_str()).unwrap().content, "", "the demo memory's text is gone");
+        // The same lesson from real data is a memory again; the forgotten one is refused.
+        let real = add(&mut j, memory(demo_text), &Origin::user(), Ts(5_000)).unwrap();
+        let m = require_live(j.store(), real.as_str()).unwrap();
+        assert_eq!(m.content, demo_text);
+        assert!(add(&mut j, memory(judged_text), &Origin::user(), Ts(6_000)).is_err(), "a forget sticks");
+        // Replay agrees, and a second compaction leaves the real memory's text alone.
+        j.compact().unwrap();
+        assert_eq!(require_live(j.store(), real.as_str()).unwrap().content, demo_text);
+    }
 
     #[test]
     fn agent_feedback_is_recorded_with_its_session_and_author() {

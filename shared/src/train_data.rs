@@ -452,7 +452,7 @@ mod tests {
             Ts(T + 3 * HOUR),
             "test",
             None,
-            Body::MemoryForgotten(MemoryForgotten { memory_id: "d".into(), reason: "test".into() }),
+            Body::MemoryForgotten(MemoryForgotten { memory_id: "d".into(), reason: "test".into(), relearnable: false }),
         ));
         j.append(&events).unwrap();
         (dir, j)

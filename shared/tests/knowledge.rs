@@ -113,9 +113,14 @@ fn build(items: &[Gen]) -> Vec<Event> {
                     ..Default::default()
                 }),
             ),
-            Gen::Forgotten(m) => {
-                ev(None, Body::MemoryForgotten(MemoryForgotten { memory_id: mid(*m), reason: String::new() }))
-            }
+            Gen::Forgotten(m) => ev(
+                None,
+                Body::MemoryForgotten(MemoryForgotten {
+                    memory_id: mid(*m),
+                    reason: String::new(),
+                    relearnable: false,
+                }),
+            ),
             Gen::Deprecated(m, by) => ev(
                 None,
                 Body::MemoryDeprecated(MemoryDeprecated {

@@ -231,9 +231,14 @@ fn build(items: &[Gen]) -> Vec<Event> {
                     superseded_by: Some(mid((*m + 1) % MEMORIES.len())),
                 }),
             ),
-            Gen::Forgotten(m) => {
-                ev(None, Body::MemoryForgotten(MemoryForgotten { memory_id: mid(*m), reason: "privacy".into() }))
-            }
+            Gen::Forgotten(m) => ev(
+                None,
+                Body::MemoryForgotten(MemoryForgotten {
+                    memory_id: mid(*m),
+                    reason: "privacy".into(),
+                    relearnable: false,
+                }),
+            ),
             Gen::Feedback(s, m, r) => ev(
                 Some(sk(*s)),
                 Body::MemoryFeedback(MemoryFeedback {
@@ -522,7 +527,7 @@ fn memory_lifecycle_keeps_search_in_step() {
     j.append(&[event(
         5,
         None,
-        Body::MemoryForgotten(MemoryForgotten { memory_id: "mem_2".into(), reason: "user".into() }),
+        Body::MemoryForgotten(MemoryForgotten { memory_id: "mem_2".into(), reason: "user".into(), relearnable: false }),
     )])
     .unwrap();
     assert!(fts_ids(j.store(), "secrets").is_empty(), "forgotten memory is hidden at once");
@@ -750,7 +755,15 @@ fn compact_removes_forgotten_text_from_tapes_and_database() {
         added(1, "mem_1", secret),
         added(2, "mem_2", "Keep this one"),
         event(3, Some("claude:s"), Body::MsgIn(MsgIn { text: format!("remember: {secret}"), ..Default::default() })),
-        event(4, None, Body::MemoryForgotten(MemoryForgotten { memory_id: "mem_1".into(), reason: "user".into() })),
+        event(
+            4,
+            None,
+            Body::MemoryForgotten(MemoryForgotten {
+                memory_id: "mem_1".into(),
+                reason: "user".into(),
+                relearnable: false,
+            }),
+        ),
     ])
     .unwrap();
     let report = j.compact().unwrap();

@@ -35,6 +35,49 @@ pub fn build_bin(package: &str, bin: &str) -> PathBuf {
     profile_dir.join(bin)
 }
 
+/// Variables a test's subprocess keeps from the test's own environment:
+/// where programs are, how to reach the network, whether CI runs; never a
+/// place to write.
+pub const KEPT_ENV: &[&str] = &[
+    "PATH",
+    "LANG",
+    "TZ",
+    "CI",
+    "CHROMEDRIVER",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
+
+/// A command for a test's subprocess with every place a program writes
+/// under a home inside `root`: `HOME`, `XDG_CONFIG_HOME`, `XDG_DATA_HOME`,
+/// `XDG_CACHE_HOME`, `XDG_STATE_HOME` and `ENGRAM_HOME` (`root/engram`);
+/// the rest of the test's environment is dropped but for [`KEPT_ENV`].
+/// Callers may point any of them elsewhere inside `root`. Every test starts
+/// its subprocesses through this (`tests/tests/isolation.rs` checks), so
+/// that nothing, a browser's profile included, lands in the user's home.
+pub fn isolated(program: impl AsRef<std::ffi::OsStr>, root: &Path) -> Command {
+    let mut c = Command::new(program);
+    c.env_clear();
+    for k in KEPT_ENV {
+        if let Some(v) = std::env::var_os(k) {
+            c.env(k, v);
+        }
+    }
+    c.env("HOME", root)
+        .env("XDG_CONFIG_HOME", root.join("xdg/config"))
+        .env("XDG_DATA_HOME", root.join("xdg/data"))
+        .env("XDG_CACHE_HOME", root.join("xdg/cache"))
+        .env("XDG_STATE_HOME", root.join("xdg/state"))
+        .env("ENGRAM_HOME", root.join("engram"));
+    c
+}
+
 /// The stdout of a finished command that must have succeeded; on failure,
 /// panics with `what`, the status, stdout and stderr.
 pub fn success_stdout(what: impl std::fmt::Debug, out: std::process::Output) -> String {
@@ -61,8 +104,11 @@ pub fn python_with(venv: &str, package: &str, module: &str) -> Option<PathBuf> {
     let target = exe.parent().and_then(Path::parent).and_then(Path::parent).expect("a target directory");
     let venv = target.join(venv);
     let python = venv.join("bin/python");
-    let has =
-        || Command::new(&python).args(["-c", &format!("import {module}")]).output().is_ok_and(|o| o.status.success());
+    // pip's cache and the venv's own files stay in the target directory.
+    let home = PathBuf::from(format!("{}-home", venv.display()));
+    let has = || {
+        isolated(&python, &home).args(["-c", &format!("import {module}")]).output().is_ok_and(|o| o.status.success())
+    };
     if has() {
         return Some(python);
     }
@@ -75,7 +121,15 @@ pub fn python_with(venv: &str, package: &str, module: &str) -> Option<PathBuf> {
     ];
     let mut failure = None;
     for (program, args) in steps {
-        match Command::new(program).args(&args).output() {
+        // pip's configuration may live in the user's home (an index mirror):
+        // it keeps the real environment, with its cache moved here.
+        let pip_cache = home.join("pip-cache");
+        match Command::new(program)
+            .args(&args)
+            .env("PIP_CACHE_DIR", &pip_cache)
+            .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+            .output()
+        {
             Ok(o) if o.status.success() => {}
             Ok(o) => {
                 failure = Some(format!("{program} {args:?}: {}", String::from_utf8_lossy(&o.stderr)));

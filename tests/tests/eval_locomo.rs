@@ -6,8 +6,6 @@
 
 mod trainer_world;
 
-use std::process::Command;
-
 use serde_json::Value;
 use trainer_world::trainer_bin;
 
@@ -24,14 +22,13 @@ fn one_conversation_is_evaluated_and_learning_is_not_below_bm25() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let json = dir.path().join("out.json");
-    let out = Command::new(trainer_bin())
+    let out = tests::isolated(trainer_bin(), dir.path())
         .arg("--home")
         .arg(&home)
         .args(["eval", "locomo"])
         .arg(&dataset)
         .args(["--conversations", "conv-26", "--seeds", "3", "--json"])
         .arg(&json)
-        .env_remove("ENGRAM_HOME")
         .output()
         .unwrap();
     assert!(out.status.success(), "eval failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -73,8 +70,13 @@ fn one_conversation_is_evaluated_and_learning_is_not_below_bm25() {
     }
     // The HTML report charts the kept results.
     let html = dir.path().join("report.html");
-    let out =
-        Command::new(trainer_bin()).arg("--home").arg(&home).args(["report", "--html"]).arg(&html).output().unwrap();
+    let out = tests::isolated(trainer_bin(), dir.path())
+        .arg("--home")
+        .arg(&home)
+        .args(["report", "--html"])
+        .arg(&html)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let page = std::fs::read_to_string(&html).unwrap();
     assert_eq!(page.matches("class=\"eval\"").count(), 16, "the LoCoMo chart has every bar");
@@ -88,7 +90,7 @@ fn a_dataset_that_is_not_locomo_is_refused_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, b"{\"not\": \"a list\"").unwrap();
-    let out = Command::new(trainer_bin())
+    let out = tests::isolated(trainer_bin(), dir.path())
         .arg("--home")
         .arg(dir.path().join("home"))
         .args(["eval", "locomo"])

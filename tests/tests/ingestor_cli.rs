@@ -563,3 +563,85 @@ fn a_forgotten_memory_is_never_learned_again_and_compact_erases_its_source() {
     assert_eq!(relearned(&w), 0, "learned again after compaction: {text}");
     w.ok(&["tapes", "verify"]);
 }
+
+/// Issue 15 item 7, as a new user meets it: every read command on an empty
+/// data home says so and prints the commands that fill it (as they run:
+/// the binaries by full path when not on `PATH`); an error names its cause
+/// once; `memory add` inside a project (a subfolder of a repository
+/// included) files the memory under that project, found by its marker,
+/// and under nothing outside one; a knowledge type lists every kind under it
+/// and the listing shows both.
+#[test]
+fn a_new_user_is_told_what_to_do_and_memory_add_defaults_to_the_project() {
+    let w = World::new();
+    let ingestor = common::ingestor_bin().display().to_string();
+    let empty = |what: &str, out: &str| {
+        assert!(out.contains("no memories yet in") && out.contains(&w.home().display().to_string()), "{what}: {out}");
+        assert!(out.contains(&format!("{ingestor} quickstart")), "{what} prints the command as it runs: {out}");
+    };
+    empty("memory list", &w.ok(&["memory", "list"]));
+    let search = tests::success_stdout("search", w.scorer(&["search", "npm test"]).output().unwrap());
+    empty("search", &search);
+    let context = tests::success_stdout("context", w.scorer(&["context", "--cwd"]).arg(w.root()).output().unwrap());
+    empty("context", &context);
+    let json = w.ok(&["memory", "list", "--json"]);
+    assert_eq!(json.trim(), "[]", "JSON stays JSON");
+
+    // An OS error once, wherever it is printed.
+    let file = w.root().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let bad_home = file.join("home");
+    for (mut cmd, what) in [
+        (w.cmd(&["memory", "list"]), "memory list"),
+        (w.cmd(&["scan", "--path", "/nonexistent/engram-test.jsonl"]), "scan"),
+        (w.scorer(&["search", "x"]), "search"),
+    ] {
+        let out = cmd.env("ENGRAM_HOME", &bad_home).output().unwrap();
+        assert!(!out.status.success(), "{what}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let cause = ["Not a directory", "No such file or directory"].into_iter().find(|c| err.contains(c));
+        let cause = cause.unwrap_or_else(|| panic!("{what} names its cause: {err}"));
+        assert_eq!(err.matches(cause).count(), 1, "{what}: the cause once: {err}");
+    }
+
+    // A repository with a package in a subfolder, and a folder outside any project.
+    let repo = w.root().join("code/acme-web");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::write(repo.join(".git/config"), "[remote \"origin\"]\n\turl = git@github.com:acme/acme-web.git\n")
+        .unwrap();
+    std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::create_dir_all(repo.join("packages/ui")).unwrap();
+    std::fs::write(repo.join("packages/ui/package.json"), r#"{"name": "@acme/ui"}"#).unwrap();
+    let loose = w.root().join("notes");
+    std::fs::create_dir_all(&loose).unwrap();
+    let add = |dir: &std::path::Path, args: &[&str]| {
+        let mut all = vec!["memory", "add"];
+        all.extend_from_slice(args);
+        tests::success_stdout(&all, w.cmd(&all).current_dir(dir).output().unwrap()).trim().to_owned()
+    };
+    let in_package =
+        add(&repo.join("packages/ui"), &["--type", "gotcha", "The ui build needs the tokens package built first."]);
+    let outside = add(&loose, &["A note that belongs to no project in particular."]);
+    let given = add(&repo, &["--project", "elsewhere", "--type", "convention", "Name branches after the ticket."]);
+    std::fs::create_dir_all(w.root().join(".claude")).unwrap();
+    let at_home = add(w.root(), &["A note typed in the home folder, whose .claude is no project."]);
+    let list: Vec<Value> = serde_json::from_str(&w.ok(&["memory", "list", "--json"])).unwrap();
+    let project = |id: &str| list.iter().find(|m| m["id"] == id).unwrap()["project"].clone();
+    assert_eq!(project(&in_package), "github.com/acme/acme-web", "a package's folder maps to its repository");
+    assert_eq!(project(&outside), Value::Null, "outside any project: none");
+    assert_eq!(project(&given), "elsewhere", "--project wins");
+    assert_eq!(project(&at_home), Value::Null, "the home folder is no project");
+    let by_name = w.ok(&["memory", "list", "--project", "acme-web"]);
+    assert!(by_name.contains(&in_package) && !by_name.contains(&given), "the project is known by its name: {by_name}");
+
+    // Knowledge types: `issue` lists the gotcha, `pattern` the convention, and the listing shows both types.
+    let issues = w.ok(&["memory", "list", "--type", "issue"]);
+    assert!(issues.contains(&in_package) && issues.contains("issue/gotcha"), "{issues}");
+    assert!(!issues.contains(&given) && !issues.contains(&outside) && !issues.contains(&at_home), "{issues}");
+    assert!(w.ok(&["memory", "list", "--type", "pattern"]).contains(&given));
+    assert!(!w.ok(&["memory", "list", "--type", "gotcha"]).contains(&given));
+    let none = w.ok(&["memory", "list", "--type", "discovery"]);
+    assert_eq!(none.trim(), "no memory matches these filters (4 memories in all)");
+    let bad = w.run(&["memory", "list", "--type", "poem"]);
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("unknown memory type"));
+}

@@ -210,11 +210,9 @@ fn check_hooks(before_file: &Path, after_file: &Path, harness: &str) {
 /// does: a JSON object with `additionalContext` comes back.
 fn run_installed_session_start(w: &World, settings: &Value, input: &Value) -> Output {
     let cmd = hook_commands(settings)["SessionStart"].iter().find(|c| c.contains("engram-scorer")).unwrap().clone();
-    let mut child = Command::new("sh")
+    let mut child = tests::isolated("sh", w.root())
         .args(["-c", &cmd])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", w.root())
+        .env_remove("ENGRAM_HOME")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

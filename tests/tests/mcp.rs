@@ -15,7 +15,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use common::World;
 use serde_json::{Value, json};
@@ -58,12 +58,9 @@ fn the_official_python_client_lists_and_calls_every_tool() {
     let Some(python) = common::python_with_mcp() else { return };
     let w = World::new();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
-    let out = Command::new(python)
+    let out = tests::isolated(python, w.root())
         .arg(&script)
         .arg(common::scorer_bin())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", w.root())
         .env("ENGRAM_HOME", w.home())
         .stdin(Stdio::null())
         .output()
@@ -225,4 +222,73 @@ fn every_protocol_version_is_negotiated_and_protocol_errors_are_json_rpc_errors(
     assert_eq!(r["\"bad-tool\""]["error"]["code"], -32602);
     assert_eq!(r["null"]["error"]["code"], -32700, "a line that is not JSON is a parse error");
     assert_eq!(r.len(), versions.len() + 6, "notifications get no answer: {r:?}");
+}
+
+/// Issue 15 item 7 and issue 19 item 1, on the wire: `memory_save` with type
+/// `discovery` is stored and listed as one; `memory_list` and
+/// `memory_search` filtered by a knowledge type find every kind listed under
+/// it (`issue`: a `gotcha` and a `struggle`) and say which; the ranks of a
+/// filtered search run 1, 2, 3… without the gaps the filtered-out candidates
+/// left.
+#[test]
+fn knowledge_types_are_stored_listed_and_filtered_and_search_ranks_have_no_gaps() {
+    let w = World::new();
+    let call = |id: &str, name: &str, args: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}});
+    let mut lines = vec![
+        json!({"jsonrpc": "2.0", "id": "init", "method": "initialize",
+               "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ];
+    // The best match for "redis cache" is a fact; the issues come after it.
+    let saves = [
+        ("fact", "The redis cache keeps sessions for a day; redis cache keys start with sess."),
+        ("gotcha", "The redis cache container must run before the API tests start."),
+        ("struggle", "Flushing the redis cache by hand broke the staging queue twice."),
+        ("discovery", "Slow checkout pages trace back to cold caches after each deploy."),
+    ];
+    for (i, (t, text)) in saves.iter().enumerate() {
+        lines.push(call(&format!("save{i}"), "memory_save", json!({"content": text, "type": t, "project": "shop"})));
+    }
+    lines.push(call("list-issue", "memory_list", json!({"type": "issue"})));
+    lines.push(call("list-gotcha", "memory_list", json!({"type": "gotcha"})));
+    lines.push(call("list-discovery", "memory_list", json!({"type": "discovery"})));
+    lines.push(call("search-issue", "memory_search", json!({"query": "redis cache", "type": "issue"})));
+    lines.push(call("search-all", "memory_search", json!({"query": "redis cache"})));
+    let r = converse(&w, &lines);
+    let result = |id: &str| {
+        let v = &r[&format!("\"{id}\"")]["result"];
+        assert_eq!(v["isError"], false, "{id}: {v}");
+        v["structuredContent"].clone()
+    };
+    for i in 0..saves.len() {
+        assert_eq!(result(&format!("save{i}"))["saved"], true, "save {i}");
+    }
+    let kinds = |v: &Value, key: &str| -> Vec<(String, String)> {
+        v[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["type"].as_str().unwrap().to_owned(), m["knowledge_type"].as_str().unwrap().to_owned()))
+            .collect()
+    };
+    let mut issues = kinds(&result("list-issue"), "memories");
+    issues.sort();
+    assert_eq!(
+        issues,
+        vec![("gotcha".into(), "issue".into()), ("struggle".into(), "issue".into())],
+        "a knowledge type lists every kind under it"
+    );
+    assert_eq!(result("list-issue")["total"], 2);
+    assert_eq!(kinds(&result("list-gotcha"), "memories"), vec![("gotcha".into(), "issue".into())]);
+    assert_eq!(kinds(&result("list-discovery"), "memories"), vec![("discovery".into(), "discovery".into())]);
+
+    let all = result("search-all");
+    assert!(all["results"].as_array().unwrap().len() >= 3, "{all}");
+    assert_eq!(all["results"][0]["type"], "fact", "the fact ranks first unfiltered: {all}");
+    let filtered = result("search-issue");
+    let hits = filtered["results"].as_array().unwrap();
+    assert_eq!(hits.len(), 2, "{filtered}");
+    assert!(hits.iter().all(|h| h["knowledge_type"] == "issue"), "{filtered}");
+    let ranks: Vec<u64> = hits.iter().map(|h| h["rank"].as_u64().unwrap()).collect();
+    assert_eq!(ranks, vec![1, 2], "ranks have no gaps after filtering: {filtered}");
 }

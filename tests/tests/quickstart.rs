@@ -56,6 +56,19 @@ fn remove_demo_forgets_what_an_older_version_mixed_in_and_nothing_else() {
                            AND s.session_key = 'claude:11111111-1111-4111-8111-111111111111'))";
     let (live, real_live) = (w.count("SELECT COUNT(*) FROM memories WHERE is_deleted = 0"), w.count(real));
     assert!(live - real_live >= 10, "the demo was mixed in ({live} live, {real_live} real)");
+    let demo_text: String = w
+        .store()
+        .conn()
+        .query_row(
+            "SELECT content FROM memories m WHERE is_deleted = 0
+               AND COALESCE(source_session, '') != 'claude:11111111-1111-4111-8111-111111111111'
+               AND NOT EXISTS (SELECT 1 FROM memory_sessions s WHERE s.memory_id = m.id
+                               AND s.session_key = 'claude:11111111-1111-4111-8111-111111111111')
+             ORDER BY id LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
     let dry = w.ok(&["remove-demo", "--dry-run"]);
     assert!(dry.contains("would forget"), "{dry}");
     assert_eq!(w.count("SELECT COUNT(*) FROM memories WHERE is_deleted = 0"), live, "a dry run changes nothing");
@@ -72,6 +85,14 @@ fn remove_demo_forgets_what_an_older_version_mixed_in_and_nothing_else() {
     w.ok(&["replay"]);
     assert_eq!(w.count("SELECT COUNT(*) FROM memories WHERE is_deleted = 0"), real_live);
     assert!(w.ok(&["remove-demo"]).contains("forgot 0 memories"));
+    // Removing the demo judged no text: the same lesson from the user is a
+    // memory like any other, before and after compaction.
+    w.ok(&["compact"]);
+    let id = w.ok(&["memory", "add", &demo_text]).trim().to_owned();
+    assert!(id.starts_with("mem_"), "a demo memory's text is learnable again: {id}");
+    let live = w.count(&format!("SELECT COUNT(*) FROM memories WHERE id = '{id}' AND is_deleted = 0"));
+    assert_eq!(live, 1, "{demo_text}");
+    assert_eq!(w.count("SELECT COUNT(*) FROM forgotten_fingerprints"), 0, "remove-demo keeps no fingerprint");
 }
 
 #[test]

@@ -29,11 +29,8 @@ fn scorer_bin() -> &'static Path {
 /// `engram-scorer ARGS` in an empty environment but for `PATH`, with its
 /// data home under `home`, logging at `log`, stdin and stdout piped.
 fn scorer_command(home: &Path, args: &[&str], log: &str) -> Command {
-    let mut cmd = Command::new(scorer_bin());
+    let mut cmd = tests::isolated(scorer_bin(), home);
     cmd.args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
         .env("ENGRAM_HOME", home.join("engram"))
         .env("ENGRAM_LOG", log)
         .stdin(Stdio::piped())
@@ -101,6 +98,7 @@ impl Sidecar {
     }
 
     fn signal(&self, sig: &str) {
+        // not isolated: kill writes nothing
         let ok = Command::new("kill").args([sig, &self.child.id().to_string()]).status().unwrap();
         assert!(ok.success());
     }

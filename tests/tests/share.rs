@@ -9,14 +9,13 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
 
 use common::{World, ingestor_data};
 use shared::journal::Journal;
 use shared::paths::Paths;
 
 fn git(repo: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
+    let out = tests::isolated("git", repo)
         .args(args)
         .current_dir(repo)
         .env("GIT_CONFIG_NOSYSTEM", "1")

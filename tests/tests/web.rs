@@ -25,7 +25,7 @@ mod common;
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::OnceLock;
 
 use common::World;
@@ -163,8 +163,16 @@ fn client() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web_client.py")
 }
 
-fn run(python: &Path, args: &[&str], k: &Knowledge) {
-    let out = Command::new(python).arg(client()).args(args).envs(k.env()).stdin(Stdio::null()).output().unwrap();
+fn run(w: &World, python: &Path, args: &[&str], k: &Knowledge) {
+    // Chromium's profile, Selenium's cache: all in the world.
+    let out = tests::isolated(python, w.root())
+        .arg(client())
+        .args(args)
+        .env("ENGRAM_HOME", w.home())
+        .envs(k.env())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprintln!("{stdout}");
@@ -175,7 +183,7 @@ fn run(python: &Path, args: &[&str], k: &Knowledge) {
 fn the_rest_api_over_a_real_socket_refuses_what_it_must_and_writes_the_tapes() {
     let (w, server, k) = serve();
     let home = w.home();
-    run(Path::new("python3"), &["rest", &server.url, home.to_str().unwrap()], &k);
+    run(&w, Path::new("python3"), &["rest", &server.url, home.to_str().unwrap()], &k);
     // What the API wrote went through the journal: it is on the tapes, and a
     // replay of them gives the same memory back.
     let kinds: Vec<String> = w.tape_events().iter().map(|e| e["k"].as_str().unwrap_or("").to_owned()).collect();
@@ -220,7 +228,7 @@ fn the_page_in_headless_chromium_shows_every_view_searches_and_saves_a_setting()
         std::fs::create_dir_all(dir).unwrap();
         args.push(dir);
     }
-    run(python, &args, &k);
+    run(&w, python, &args, &k);
     drop(server);
     // The conflict resolved from the page by `replace`: the new memory is
     // saved, and the one it replaces is deprecated and superseded by it.

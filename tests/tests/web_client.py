@@ -14,6 +14,7 @@ import http.client
 import json
 import os
 import sys
+import tempfile
 import time
 import urllib.parse
 
@@ -261,6 +262,8 @@ def browser(base, home, shots):
               "--disable-background-networking", "--disable-component-update", "--disable-sync",
               "--disable-dev-shm-usage", "--window-size=1280,900"]:
         opts.add_argument(a)
+    # The profile in a folder of the test's own (HOME is the test's world).
+    opts.add_argument("--user-data-dir=" + tempfile.mkdtemp(prefix="chromium-profile-", dir=os.environ["HOME"]))
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     d = webdriver.Chrome(options=opts, service=Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")))
     wait = WebDriverWait(d, 15)

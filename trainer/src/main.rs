@@ -105,7 +105,7 @@ fn main() -> ExitCode {
     match real_main(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("engram-trainer: {e:#}");
+            eprintln!("engram-trainer: {}", shared::hint::error_chain(e.as_ref()));
             ExitCode::FAILURE
         }
     }

@@ -708,6 +708,7 @@ pub fn forget_all(w: &mut WriteCtx<'_>) -> ApiResult<Value> {
                 let body = Body::MemoryForgotten(MemoryForgotten {
                     memory_id: MemoryId::from(id.as_str()),
                     reason: "purged from the web UI".into(),
+                    relearnable: false,
                 });
                 w.journal.event(w.now, None, body)
             })

@@ -7,7 +7,9 @@
 //!   meet is excluded from injection.
 //! - **Tag relevance filter and boost**: over the environment's tags, the
 //!   memory's average EMA score (a tag never evaluated counts 0) and the
-//!   evaluations behind it; with at least 3 evaluations and an average below
+//!   evaluations behind it, in sessions (the most any one tag of the
+//!   environment has: one session evaluates every tag it had, and one session
+//!   is one piece of evidence); with at least 3 evaluations and an average below
 //!   −0.1 it is excluded; otherwise the baseline adds `avg / 3 × 0.01` (the
 //!   seed's `RELEVANCE_WEIGHT`), and the predictor sees `avg / 3`.
 //! - **Tag affinity** (0.3× … 1.7×): the seed compares tag embeddings; we

@@ -270,11 +270,49 @@ fn auto_pin(conn: &Connection, memory: &MemoryId, tags: &[String]) -> rusqlite::
 /// A memory's relevance in an environment (Engrammar's
 /// `get_tag_relevance_with_evidence`): the sum of its scores for `tags`
 /// divided by the number of `tags` (a tag never evaluated counts 0), and the
-/// evaluations behind them.
+/// evaluations behind them, counted in sessions: the most any one of `tags`
+/// has. Engrammar sums the tags' counts, which it can since it keys relevance
+/// by a memory's few content tags; an environment here has ten or more tags,
+/// and one session's evaluation moves each of them, so a sum would make one
+/// session (one misjudged "not used", say) the seed's three evaluations of
+/// evidence and hide a project's own lesson from every later session.
 pub fn relevance_in(rows: &BTreeMap<String, (f64, i64)>, tags: &[String]) -> (f64, i64) {
     if tags.is_empty() {
         return (0.0, 0);
     }
-    let (sum, evals) = tags.iter().filter_map(|t| rows.get(t)).fold((0.0, 0), |(s, e), (score, n)| (s + score, e + n));
+    let (sum, evals) =
+        tags.iter().filter_map(|t| rows.get(t)).fold((0.0, 0), |(s, e), (score, n)| (s + score, e.max(*n)));
     (sum / tags.len() as f64, evals)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(tags: &[&str], score: f64, evals: i64) -> BTreeMap<String, (f64, i64)> {
+        tags.iter().map(|t| ((*t).to_owned(), (score, evals))).collect()
+    }
+
+    fn strings(tags: &[&str]) -> Vec<String> {
+        tags.iter().map(|t| (*t).to_owned()).collect()
+    }
+
+    /// node/monorepo-subfolder: a lesson shown once in a session with eleven
+    /// tags and judged unused was filtered from every later session of its
+    /// own project, as if three sessions had judged it.
+    #[test]
+    fn one_session_is_one_evaluation_whatever_its_tags() {
+        let tags = ["eslint", "frontend", "github", "monorepo", "nodejs", "pnpm", "react", "testing", "vite"];
+        let (avg, evals) = relevance_in(&rows(&tags, -0.12, 1), &strings(&tags));
+        assert!((avg + 0.12).abs() < 1e-9);
+        assert_eq!(evals, 1, "one session");
+        assert!(evals < crate::env::rank::MIN_EVALS_FOR_FILTER);
+        // Three sessions of the same environment are the seed's evidence.
+        let (_, evals) = relevance_in(&rows(&tags, -0.3, 3), &strings(&tags));
+        assert_eq!(evals, crate::env::rank::MIN_EVALS_FOR_FILTER);
+        // A tag never evaluated counts 0 in the average, and nothing in the evidence.
+        let (avg, evals) = relevance_in(&rows(&["rust"], -0.4, 2), &strings(&["rust", "cli"]));
+        assert!((avg + 0.2).abs() < 1e-9 && evals == 2);
+        assert_eq!(relevance_in(&rows(&["rust"], -0.4, 2), &[]), (0.0, 0));
+    }
 }

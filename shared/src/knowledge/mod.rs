@@ -72,6 +72,49 @@ pub fn knowledge_type(stored: &str) -> &'static str {
     }
 }
 
+/// How a listing shows a stored type: its knowledge type, with the kind
+/// extraction stored after a slash when it differs (`issue/gotcha`).
+pub fn type_label(stored: &str) -> String {
+    let k = knowledge_type(stored);
+    if k == stored { k.to_owned() } else { format!("{k}/{stored}") }
+}
+
+/// Whether a memory of stored type `stored` answers a filter on type
+/// `filter`: a stored type asks for exactly that type; a knowledge type for
+/// every memory listed under it ([`knowledge_type`]), whatever kind
+/// extraction stored (`issue` finds a `gotcha`).
+pub fn type_matches(filter: &str, stored: &str) -> bool {
+    stored == filter || (KNOWLEDGE_TYPES.contains(&filter) && knowledge_type(stored) == filter)
+}
+
+/// The stored types a filter on type `filter` matches ([`type_matches`]), as
+/// SQL can test them: the known types (a JSON array), and whether every type
+/// this version does not know matches too (they are listed as facts).
+pub fn stored_types(filter: &str) -> (String, bool) {
+    let known: Vec<&str> = crate::memory_ops::TYPES.iter().copied().filter(|t| type_matches(filter, t)).collect();
+    let mut list: Vec<&str> = known;
+    if !list.contains(&filter) {
+        list.push(filter);
+    }
+    let json = serde_json::to_string(&list).unwrap_or_else(|_| "[]".into());
+    (json, filter == memory_type::FACT)
+}
+
+/// SQL that is true when the type in `column` matches the filter bound at
+/// `types` and `others` ([`stored_types`]; `types` NULL: no filter), with
+/// the known types at `known` ([`known_types_json`]).
+pub fn type_filter_sql(column: &str, types: &str, others: &str, known: &str) -> String {
+    format!(
+        "({types} IS NULL OR {column} IN (SELECT value FROM json_each({types})) \
+         OR ({others} AND {column} NOT IN (SELECT value FROM json_each({known}))))"
+    )
+}
+
+/// Every stored type this version knows, as a JSON array.
+pub fn known_types_json() -> String {
+    serde_json::to_string(crate::memory_ops::TYPES).unwrap_or_else(|_| "[]".into())
+}
+
 /// `text` on one line, cut to `max` characters (with an ellipsis).
 pub fn preview(text: &str, max: usize) -> String {
     let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -94,6 +137,24 @@ mod tests {
             assert_eq!(knowledge_type(t), t);
         }
         assert_eq!(knowledge_type("poem"), "fact");
+    }
+
+    /// Issue 19 item 1: `memory list --type issue` did not list a `gotcha`.
+    #[test]
+    fn a_knowledge_type_matches_every_kind_listed_under_it() {
+        assert!(type_matches("issue", "gotcha") && type_matches("issue", "struggle") && type_matches("issue", "issue"));
+        assert!(type_matches("pattern", "convention") && type_matches("preference", "correction"));
+        assert!(
+            type_matches("gotcha", "gotcha") && !type_matches("gotcha", "issue") && !type_matches("gotcha", "struggle")
+        );
+        assert!(type_matches("fact", "poem") && !type_matches("issue", "poem"));
+        assert!(!type_matches("discovery", "fact"));
+        let (json, others) = stored_types("issue");
+        let list: Vec<String> = serde_json::from_str(&json).unwrap();
+        assert_eq!(list, vec!["issue", "gotcha", "struggle"]);
+        assert!(!others && stored_types("fact").1);
+        assert_eq!(stored_types("gotcha").0, r#"["gotcha"]"#);
+        assert_eq!((type_label("gotcha").as_str(), type_label("issue").as_str()), ("issue/gotcha", "issue"));
     }
 
     #[test]

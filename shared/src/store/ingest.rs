@@ -50,9 +50,13 @@ pub struct MemoryRecord {
     pub id: String,
     /// Text (empty once forgotten).
     pub content: String,
-    /// Type.
+    /// Type (as stored: one of seed 004's knowledge types, or the kind
+    /// extraction gave it).
     #[serde(rename = "type")]
     pub memory_type: String,
+    /// Seed 004's knowledge type it is listed under
+    /// ([`crate::knowledge::knowledge_type`]).
+    pub knowledge_type: &'static str,
     /// 0..=1.
     pub importance: f64,
     /// Project.
@@ -96,7 +100,8 @@ pub struct MemoryRecord {
 pub struct MemoryFilter {
     /// Only this project.
     pub project: Option<String>,
-    /// Only this type.
+    /// Only this type: a stored type exactly, a knowledge type with every
+    /// kind listed under it ([`crate::knowledge::type_matches`]).
     pub memory_type: Option<String>,
     /// At most this many (0 = no limit).
     pub limit: usize,
@@ -134,6 +139,7 @@ fn memory_row(r: &Row<'_>) -> rusqlite::Result<MemoryRecord> {
         id: r.get(0)?,
         content: r.get(1)?,
         memory_type: r.get(2)?,
+        knowledge_type: crate::knowledge::knowledge_type(r.get_ref(2)?.as_str().unwrap_or_default()),
         importance: f32_precision(r.get(3)?),
         project: r.get(4)?,
         tags: serde_json::from_str(&tags).unwrap_or_default(),
@@ -268,18 +274,36 @@ impl Store {
             .sql("read memory")
     }
 
+    /// How many memories are live (not forgotten): zero is a data home a
+    /// person has still to fill ([`crate::hint::empty_store`]).
+    pub fn live_memory_count(&self) -> Result<i64> {
+        self.conn()
+            .prepare_cached("SELECT COUNT(*) FROM memories WHERE is_deleted = 0")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .sql("count memories")
+    }
+
     /// Memories, pinned first, then newest first.
     pub fn memories(&self, filter: &MemoryFilter) -> Result<Vec<MemoryRecord>> {
         let sql = format!(
             "SELECT {MEMORY_COLUMNS} FROM memories m
-             WHERE (?1 OR m.is_deleted = 0) AND (?2 IS NULL OR m.project = ?2 OR m.project IN (SELECT key FROM projects WHERE name = ?2)) AND (?3 IS NULL OR m.type = ?3)
+             WHERE (?1 OR m.is_deleted = 0) AND (?2 IS NULL OR m.project = ?2 OR m.project IN (SELECT key FROM projects WHERE name = ?2)) AND {types}
              ORDER BY m.pinned DESC, m.created_ms DESC, m.id
-             LIMIT ?4"
+             LIMIT ?4",
+            types = crate::knowledge::type_filter_sql("m.type", "?3", "?5", "?6"),
         );
         let limit = if filter.limit == 0 { -1 } else { filter.limit as i64 };
+        let (types, others) = match filter.memory_type.as_deref() {
+            Some(t) => {
+                let (types, others) = crate::knowledge::stored_types(t);
+                (Some(types), others)
+            }
+            None => (None, false),
+        };
+        let known = crate::knowledge::known_types_json();
         let mut stmt = self.conn().prepare(&sql).sql("list memories")?;
         let rows = stmt
-            .query_map(params![filter.include_forgotten, filter.project, filter.memory_type, limit], memory_row)
+            .query_map(params![filter.include_forgotten, filter.project, types, limit, others, known], memory_row)
             .sql("list memories")?;
         rows.collect::<rusqlite::Result<Vec<_>>>().sql("list memories")
     }

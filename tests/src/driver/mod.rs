@@ -309,8 +309,8 @@ impl World {
 
     /// A command run as the user runs it (the world's environment only).
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
-        let mut c = Command::new(program);
-        c.env_clear().envs(self.env()).current_dir(self.root()).stdin(Stdio::null());
+        let mut c = crate::isolated(program, self.root());
+        c.envs(self.env()).current_dir(self.root()).stdin(Stdio::null());
         c
     }
 

@@ -57,16 +57,17 @@ impl World {
 
     /// A command with the world's environment.
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(ingestor_bin());
-        c.args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.root())
+        let mut c = tests::isolated(ingestor_bin(), self.root());
+        // In the world, not in the worktree the tests run from (a project:
+        // `memory add` would file memories under it).
+        c.current_dir(self.root())
+            .args(args)
             .env("ENGRAM_HOME", self.home())
             .env("CLAUDE_CONFIG_DIR", self.root().join("claude"))
             .env("CODEX_HOME", self.root().join("codex"))
             .env("GEMINI_DIR", self.root().join("gemini"))
             .env("XDG_DATA_HOME", self.root().join("xdg"))
+            .env("XDG_CONFIG_HOME", self.root().join(".config"))
             .stdin(Stdio::null());
         c
     }
@@ -172,8 +173,8 @@ impl World {
         let mut c = self.cmd(args);
         let envs: Vec<(std::ffi::OsString, std::ffi::OsString)> =
             c.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))).collect();
-        c = Command::new(scorer_bin());
-        c.args(args).env_clear().envs(envs).stdin(Stdio::null());
+        c = tests::isolated(scorer_bin(), self.root());
+        c.current_dir(self.root()).args(args).envs(envs).stdin(Stdio::null());
         c
     }
 
@@ -230,12 +231,9 @@ pub fn mcp_calls(w: &World, calls: &[(&str, Value)]) -> Option<Vec<Value>> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_calls.py");
     let list: Vec<Value> =
         calls.iter().map(|(name, args)| serde_json::json!({"name": name, "arguments": args})).collect();
-    let mut child = Command::new(python)
+    let mut child = tests::isolated(python, w.root())
         .arg(&script)
         .arg(scorer_bin())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", w.root())
         .env("ENGRAM_HOME", w.home())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

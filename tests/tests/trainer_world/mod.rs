@@ -258,11 +258,9 @@ impl World {
 
     /// The `engram-trainer` command in this world.
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(trainer_bin());
-        c.args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.dir.path())
+        let mut c = tests::isolated(trainer_bin(), self.dir.path());
+        c.current_dir(self.dir.path())
+            .args(args)
             .env("ENGRAM_HOME", self.paths.home())
             .env("ENGRAM_LOG", "warn")
             .stdin(Stdio::null());
