@@ -462,6 +462,12 @@ fn role_of(s: &str) -> Role {
         return Role::Question;
     }
     let l = core(s);
+    // "Now make sure nothing broke, run the tests": "now" asks for the task at
+    // hand, unless a word of habit makes it a rule ("now always use pnpm").
+    let plain = normalize(s);
+    if (plain.starts_with("now ") || plain.starts_with("now,")) && !strong_habit(&l) {
+        return Role::Request;
+    }
     let w = words(&l);
     if w.len() < 3 {
         return Role::Other;
@@ -484,11 +490,6 @@ fn role_of(s: &str) -> Role {
     }
     if matches!(first, "thanks" | "thank" | "great" | "perfect" | "nice" | "cool" | "good" | "lgtm" | "sure" | "yes") {
         return Role::Other;
-    }
-    // "Make sure nothing broke" asks for the task at hand; "make sure the
-    // server runs before the e2e tests" is a standing rule.
-    if ["make sure ", "ensure ", "be sure "].iter().any(|p| l.starts_with(p)) {
-        return if habit(&l) || strong_habit(&l) || contrast(&l) { Role::Rule } else { Role::Request };
     }
     if RULE_OPENERS.iter().any(|p| l.starts_with(p)) {
         return Role::Rule;
@@ -880,8 +881,16 @@ pub fn is_alternative(s: &str) -> bool {
     // "Don't hand-write migrations. We always generate them with alembic."
     let we_do = w.first() == Some(&"we")
         && w.get(1)
-            .is_some_and(|v| WE_VERBS.contains(v) && !matches!(*v, "never" | "don't" | "dont" | "can't" | "cannot"));
-    we_do || l.starts_with("use ") || l.starts_with("run ") || l.contains("instead") || conditional_rule(&w)
+            .is_some_and(|v| WE_VERBS.contains(v) && !matches!(*v, "never" | "don't" | "dont" | "can't" | "cannot"))
+        // "them" names what the rule before forbids; "We always keep a
+        // deprecated alias" is a rule of its own.
+        && leans_on_context(s);
+    l.starts_with("we use")
+        || we_do
+        || l.starts_with("use ")
+        || l.starts_with("run ")
+        || l.contains("instead")
+        || conditional_rule(&w)
 }
 
 /// Whether the sentence refers back without naming what it is about.
@@ -952,6 +961,10 @@ mod tests {
         assert_eq!(role("a couple of things about this repo first:"), Role::Other);
         assert_eq!(role("wrap with fmt.Errorf and %w like the rest of the code"), Role::Rule);
         assert_eq!(role("Make sure to run pnpm lint before committing."), Role::Rule);
+        assert_eq!(
+            role("Make sure the queue workers are drained with bin/drain_birch until BIRCH_QUEUE_EMPTY shows up."),
+            Role::Rule
+        );
         assert_eq!(role("if you need a reinstall use npm ci --prefer-offline"), Role::Rule);
         assert_eq!(role("If you ever have to bump a dependency, run cargo update -p on that crate only."), Role::Rule);
         assert_eq!(role("if the test fails, fix it"), Role::Other);
@@ -986,6 +999,7 @@ mod tests {
         assert!(is_negative("We don't use an ORM here."));
         assert!(is_alternative("we always generate them with alembic revision --autogenerate"));
         assert!(!is_alternative("We never squash merge."));
+        assert!(!is_alternative("We always keep a deprecated alias."));
         assert_eq!(without_filler("And don't log it twice."), "don't log it twice.");
         assert_eq!(without_filler("Again: never latest in our Dockerfiles."), "never latest in our Dockerfiles.");
         assert_eq!(without_filler("I told you, cargo nextest run here."), "cargo nextest run here.");
