@@ -561,3 +561,18 @@ fn a_rule_carried_over_from_another_project_is_learned() {
     let got = learned(&t);
     assert!(got.iter().any(|(_, x)| x.contains("--reuse-db")), "{got:#?}");
 }
+
+#[test]
+fn a_short_outburst_before_the_rule_is_kept_with_a_colon() {
+    // "not the volumes!" then the rule: one memory that reads as a sentence,
+    // not "Not the volumes the dev database lives in a volume".
+    let mut t = common::Transcript::new(S, "/home/me/platform");
+    t.user("Free some disk space, docker is using 40GB.")
+        .reject_bash("docker system prune -a --volumes -f", None)
+        .user("not the volumes! the dev database lives in a volume, never prune volumes here.");
+    let got = learned(&t);
+    assert!(
+        has(&got, "correction", &["Not the volumes: the dev database lives in a volume, never prune volumes here"]),
+        "{got:#?}"
+    );
+}

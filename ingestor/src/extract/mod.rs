@@ -525,7 +525,7 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
         }
         match items.last_mut() {
             // "No, stop." then the content: keep them together.
-            Some(prev) if adjacent && word_count(prev) < 4 => *prev = join(prev, s, " "),
+            Some(prev) if adjacent && word_count(prev) < 4 => *prev = join(prev, s, ": "),
             _ => match statement {
                 Some((j, said)) if j + 1 == k && prose::leans_on_context(s) => items.push(join(said, s, "; ")),
                 _ => items.push(s.to_owned()),
