@@ -1005,6 +1005,12 @@ fn plan_install(opts: &InstallOptions, plugin_dir: &Path, warnings: &mut Vec<Str
 
 /// Installs Engram's hooks and MCP server for `opts.target`.
 pub fn install(paths: &Paths, opts: &InstallOptions) -> Result<Report, Error> {
+    // A mistyped --project must not become a new folder with agent settings in it.
+    if let Some(dir) = opts.project.as_deref()
+        && !dir.is_dir()
+    {
+        return Err(Error::InvalidArgument(format!("--project {}: no such directory", dir.display())));
+    }
     let mut report = Report { dry_run: opts.dry_run, ..Report::default() };
     let plugin_dir = crate::plugin::marketplace_dir(paths);
     let plans = plan_install(opts, &plugin_dir, &mut report.warnings)?;

@@ -374,6 +374,19 @@ fn project_scope_creates_its_files_and_uninstall_leaves_the_project_as_it_was() 
 }
 
 #[test]
+fn a_project_that_does_not_exist_is_refused_and_not_created() {
+    let w = World::new();
+    let missing = w.root().join("work/typo");
+    for harness in ["claude", "codex"] {
+        let out = install_cmd(&w, &["install", harness, "--project", missing.to_str().unwrap()]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "an invalid argument");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("no such directory"), "{stderr}");
+    }
+    assert!(!missing.exists(), "nothing was created");
+}
+
+#[test]
 fn uninstall_after_the_user_edited_the_files_removes_only_engram() {
     let w = World::new();
     w.copy(&fixture("claude-home"), w.root());
