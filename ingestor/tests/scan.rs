@@ -337,3 +337,74 @@ fn harness_and_since_filters() {
     assert_eq!(s.harnesses["claude"].files_read, 1);
     assert_eq!(s.harnesses["codex"].files_read, 0);
 }
+
+/// The hooks' workers scan the turns of different transcripts at the same
+/// time (they share `scan.lock`). Each then runs the passes over the whole
+/// store (environment backfill, idle endings, summaries) and resolves its
+/// lessons against the memories: done at once, every worker saw the same
+/// state and appended the same endings and summaries, and a lesson learned in
+/// two sessions at once became two memories.
+#[test]
+fn concurrent_turn_scans_append_each_event_once_and_learn_a_shared_lesson_once() {
+    const WORKERS: usize = 6;
+    let home = Home::new();
+    let all = String::from_utf8(std::fs::read(data("claude_session.jsonl")).expect("fixture")).expect("utf-8");
+    let files: Vec<PathBuf> = (0..WORKERS)
+        .map(|i| {
+            let id = format!("11111111-1111-4111-8111-{i:012}");
+            let file = home.claude().join(format!("{id}.jsonl"));
+            home.write(&file, all.replace("11111111-1111-4111-8111-111111111111", &id).as_bytes());
+            file
+        })
+        .collect();
+    let paths = home.paths();
+    // The records are from 2026-01-02: every session is idle by "now".
+    let now = Ts::parse("2026-02-01T00:00:00Z").expect("ts");
+    for round in 0..3 {
+        let barrier = std::sync::Barrier::new(WORKERS);
+        std::thread::scope(|s| {
+            for file in &files {
+                let (paths, barrier) = (&paths, &barrier);
+                s.spawn(move || {
+                    let mut o = ScanOptions::new(now);
+                    o.paths = vec![file.clone()];
+                    o.per_turn = true;
+                    barrier.wait();
+                    scan::run(paths, &Config::default(), &o, &Shutdown::manual(), &mut |_| {}).expect("scan");
+                });
+            }
+        });
+        let events = home.events();
+        assert_no_duplicate_ids(&events);
+        let per_session = |kind: &str| {
+            let mut n: BTreeMap<String, usize> = BTreeMap::new();
+            for e in events.iter().filter(|e| e.kind() == kind) {
+                *n.entry(e.session.as_ref().map(|s| s.0.clone()).unwrap_or_default()).or_default() += 1;
+            }
+            n
+        };
+        for kind in ["session.ended", "session.summarized", "env.detected"] {
+            let n = per_session(kind);
+            assert!(n.values().all(|&c| c == 1), "round {round}: {kind} once per session: {n:?}");
+        }
+        // Each lesson of the transcript (three) is one memory; the other sessions are occurrences.
+        let mut lessons: BTreeMap<&str, usize> = BTreeMap::new();
+        for e in &events {
+            if let Body::MemoryAdded(m) = &e.body {
+                *lessons.entry(m.content.as_str()).or_default() += 1;
+            }
+        }
+        assert!(lessons.keys().any(|t| t.contains("we use pnpm")), "round {round}: {lessons:#?}");
+        assert!(lessons.values().all(|&n| n == 1), "round {round}: each lesson is one memory: {lessons:#?}");
+        let merged = events.iter().filter(|e| matches!(&e.body, Body::MemoryUpdated(u) if u.seen_in.is_some())).count();
+        assert_eq!(merged, lessons.len() * (WORKERS - 1), "round {round}: each other session is an occurrence");
+    }
+    let dump = || {
+        let store = shared::store::Store::open(&paths.db()).expect("db");
+        shared::store::canonical_dump(store.conn(), true).expect("dump")
+    };
+    let live = dump();
+    shared::journal::replay(&paths, &mut |_| {}).expect("replay");
+    let replayed = dump();
+    assert_eq!(live, replayed, "replay gives the projection the workers built");
+}

@@ -298,6 +298,15 @@ impl Locked<'_> {
         self.append_encoded(events, &payloads)
     }
 
+    /// [`Locked::append`] of a batch encoded before the lock was taken.
+    pub fn append_batch(&mut self, batch: &Encoded) -> Result<Receipt> {
+        if batch.events.is_empty() {
+            let last = self.writer.last_lsn();
+            return Ok(Receipt { first_lsn: last + 1, last_lsn: last, applied: true, forgotten: 0 });
+        }
+        self.append_encoded(&batch.events, &batch.payloads)
+    }
+
     /// [`Locked::append`] with the events' encodings ([`encode`]).
     fn append_encoded(&mut self, events: &[Event], payloads: &[(Vec<u8>, bool)]) -> Result<Receipt> {
         // The memory-write boundary: every memory text, whatever produced it,
@@ -365,6 +374,43 @@ fn writes_memory_text(e: &Event) -> bool {
 /// query, a path, a reason) is replaced before a byte is written.
 pub fn encode(events: &[Event]) -> Vec<Vec<u8>> {
     encode_marked(events).into_iter().map(|(p, _)| p).collect()
+}
+
+/// Events with their encodings for the log, made before the tape lock is
+/// taken so that other writers wait less ([`Locked::append_batch`]).
+#[derive(Debug, Default)]
+pub struct Encoded {
+    events: Vec<Event>,
+    payloads: Vec<(Vec<u8>, bool)>,
+}
+
+impl Encoded {
+    /// Encodes `events` (redacted, see [`encode`]).
+    pub fn new(events: Vec<Event>) -> Encoded {
+        let payloads = encode_marked(&events);
+        Encoded { events, payloads }
+    }
+
+    /// Adds the events of `other` after these.
+    pub fn extend(&mut self, other: Encoded) {
+        self.events.extend(other.events);
+        self.payloads.extend(other.payloads);
+    }
+
+    /// The events, in order.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// How many events.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
 }
 
 /// [`encode`], marking the encodings redaction changed.

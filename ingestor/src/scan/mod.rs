@@ -21,7 +21,15 @@
 //!    The optional external extractor runs per session here; its failures are
 //!    logged and counted, never fatal.
 //! 4. Sessions with no content for `scan.idle_end_minutes` get a
-//!    `session.ended` (reason `idle`) at the time of their last event.
+//!    `session.ended` (reason `idle`) at the time of their last event, and
+//!    ended sessions a summary.
+//!
+//! The hooks' workers scan the turns of different transcripts at once
+//! (sharing `scan.lock`); any other scan runs alone. The passes over the
+//! whole store (the environment backfill first, step 4 last) run one scan at
+//! a time under `passes.lock`, and a batch's lessons are resolved against the
+//! memories under the tape lock, so concurrent workers never append the same
+//! ending, summary or memory twice.
 //!
 //! The shutdown flag is checked between files and between chunks of a file;
 //! work already read is flushed with its cursors before returning.
@@ -44,7 +52,7 @@ use shared::config::Config;
 use shared::event::{Body, Event, SCHEMA_VERSION, SessionEnded, SourceCursor};
 use shared::fsutil::FileLock;
 use shared::ids::{EventId, SessionKey};
-use shared::journal::{Journal, decode};
+use shared::journal::{Encoded, Journal, decode};
 use shared::paths::Paths;
 use shared::shutdown::Shutdown;
 use shared::store::ingest::IngestCursor;
@@ -307,7 +315,10 @@ pub fn run(
     privacy.exclude.extend(config.privacy.exclude.iter().cloned());
     let mut journal = journal;
     let mut enricher = env::Enricher::new(config);
-    env::backfill(&mut journal, &mut enricher, opts.now)?;
+    {
+        let _passes = store_passes(paths, &mut journal)?;
+        env::backfill(&mut journal, &mut enricher, opts.now)?;
+    }
     let mut scanner = Scanner {
         journal,
         enricher,
@@ -365,6 +376,7 @@ pub fn run(
     scanner.summary.interrupted |= shutdown.requested();
     scanner.flush()?;
     if !scanner.summary.interrupted {
+        let _passes = store_passes(paths, &mut scanner.journal)?;
         let t = Instant::now();
         let harnesses = if opts.harnesses.is_empty() { Harness::ALL.to_vec() } else { opts.harnesses.clone() };
         scanner.end_idle(&harnesses)?;
@@ -384,6 +396,18 @@ pub fn run(
     summary.last_lsn = scanner.journal.tape().lock().context("read the log position")?.last_lsn();
     summary.elapsed_ms = ms(started);
     Ok(summary)
+}
+
+/// Takes `passes.lock`, under which one scan at a time runs the passes over
+/// the whole store (environment backfill, idle endings, summaries), then
+/// brings the projection up to the log. Each pass decides from the
+/// projection what to append: the hooks' workers, scanning their turns at
+/// once, would otherwise all see the same idle session and all end it.
+fn store_passes(paths: &Paths, journal: &mut Journal) -> Result<FileLock, Error> {
+    let path = paths.home().join("passes.lock");
+    let lock = FileLock::exclusive(&path).map_err(|e| Error::io(&path, e))?;
+    journal.catch_up().context("read the tape log")?;
+    Ok(lock)
 }
 
 /// A source to look at.
@@ -811,16 +835,22 @@ impl Scanner<'_> {
     }
 
     /// Appends the pending batch: new events, extracted memories, cursors.
+    ///
+    /// Extraction (and the external extractor) runs before the tape lock is
+    /// taken; its candidates are resolved against the memories under the
+    /// lock, so a lesson another worker appended meanwhile (the same lesson
+    /// learned in two sessions at once) is one more occurrence of it, not a
+    /// second memory.
     fn flush(&mut self) -> Result<(), Error> {
         if self.pending.events.is_empty() && self.pending.cursors.is_empty() {
             return Ok(());
         }
         let pending = std::mem::take(&mut self.pending);
         let t = Instant::now();
-        let memories = self.extract(&pending)?;
+        let groups = self.candidates(&pending)?;
         self.summary.timings.extract_ms += ms(t);
         let mut sessions: BTreeSet<String> = BTreeSet::new();
-        let mut batch: Vec<Event> = Vec::with_capacity(pending.ids.len() + memories.len() + pending.cursors.len());
+        let mut content: Vec<Event> = Vec::with_capacity(pending.ids.len());
         for (e, fresh) in pending.events.into_iter().zip(pending.fresh) {
             if let Some(s) = &e.session {
                 sessions.insert(s.as_str().to_owned());
@@ -839,9 +869,38 @@ impl Scanner<'_> {
             if let Some(s) = &e.session {
                 self.touched.insert(s.clone());
             }
-            batch.push(e);
+            content.push(e);
         }
-        for m in &memories {
+        self.summary.cursors += pending.cursors.len() as u64;
+        let t = Instant::now();
+        // Encoded before the lock: other writers wait only for the append.
+        let mut batch = Encoded::new(content);
+        let cursors = Encoded::new(pending.cursors.into_iter().map(|(_, c)| c).collect());
+        let mut locked = self.journal.locked().context("take the tape lock")?;
+        let lookup = StoreLookup::new(locked.store()).with_conflicts(self.config);
+        let mut memories = Vec::new();
+        for group in groups {
+            let ex = extract::resolve(group, &lookup);
+            lookup.note(&ex.events);
+            memories.extend(ex.events);
+        }
+        drop(lookup);
+        let memories = Encoded::new(memories);
+        let first_memory = batch.len();
+        let (n_memories, n_total) = (memories.len(), batch.len() + memories.len() + cursors.len());
+        batch.extend(memories);
+        batch.extend(cursors);
+        let receipt = locked.append_batch(&batch).context("append to the tape log")?;
+        drop(locked);
+        self.summary.timings.append_ms += ms(t);
+        if !receipt.applied {
+            tracing::warn!(
+                first = receipt.first_lsn,
+                last = receipt.last_lsn,
+                "events are on tape but not yet projected"
+            );
+        }
+        for m in &batch.events()[first_memory..first_memory + n_memories] {
             if let Some(h) = m.session.as_ref().and_then(|s| Harness::from_name(s.harness())) {
                 let hs = self.harness(h);
                 match m.body {
@@ -852,39 +911,26 @@ impl Scanner<'_> {
                 }
             }
         }
-        batch.extend(memories);
-        self.summary.cursors += pending.cursors.len() as u64;
-        batch.extend(pending.cursors.into_iter().map(|(_, c)| c));
-        let t = Instant::now();
-        let receipt = self.journal.append(&batch).context("append to the tape log")?;
-        self.summary.timings.append_ms += ms(t);
-        if !receipt.applied {
-            tracing::warn!(
-                first = receipt.first_lsn,
-                last = receipt.last_lsn,
-                "events are on tape but not yet projected"
-            );
-        }
-        self.summary.events_appended += batch.len() as u64;
+        self.summary.events_appended += n_total as u64;
         for s in sessions {
             self.session_state.insert(s, true);
         }
         Ok(())
     }
 
-    /// Memory events from the sessions of a batch: deterministic extraction
-    /// over each session's parsed events (after about [`turn::CONTEXT_CHARS`]
-    /// characters of its earlier events when the projection already held it),
-    /// then the external extractor when configured (with seed 000's per-turn
-    /// rules in the hooks' worker).
-    fn extract(&mut self, pending: &Pending) -> Result<Vec<Event>, Error> {
+    /// The memory candidates of the sessions of a batch, in groups to be
+    /// resolved in order ([`extract::resolve`], each group seeing those
+    /// before it): deterministic extraction over each session's parsed events
+    /// (after about [`turn::CONTEXT_CHARS`] characters of its earlier events
+    /// when the projection already held it), then the external extractor's
+    /// when configured (with seed 000's per-turn rules in the hooks' worker).
+    fn candidates(&mut self, pending: &Pending) -> Result<Vec<Vec<extract::Candidate>>, Error> {
         let mut groups: BTreeMap<&SessionKey, Vec<usize>> = BTreeMap::new();
         for (i, e) in pending.events.iter().enumerate() {
             if let Some(s) = &e.session {
                 groups.entry(s).or_default().push(i);
             }
         }
-        let lookup = StoreLookup::new(self.journal.store()).with_conflicts(self.config);
         let mut snapshot: Option<Snapshot> = None;
         let mut out = Vec::new();
         let (mut runs, mut failures, mut skipped) = (0u64, 0u64, 0u64);
@@ -915,9 +961,7 @@ impl Scanner<'_> {
             } else {
                 None
             };
-            let ex = extract::extract_in(&events, project.as_deref(), &lookup);
-            lookup.note(&ex.events);
-            out.extend(ex.events);
+            out.push(extract::candidates_in(&events, project.as_deref()));
             if self.config.extractor.enabled() && idx.iter().any(|&i| pending.fresh[i]) {
                 let req = if self.per_turn {
                     // Seed 000's per-turn rules: the new events after the prior context.
@@ -951,11 +995,7 @@ impl Scanner<'_> {
                 }
                 runs += 1;
                 match runner::run_extractor(&self.config.extractor, &req) {
-                    Ok(cands) => {
-                        let ex = extract::resolve(cands, &lookup);
-                        lookup.note(&ex.events);
-                        out.extend(ex.events);
-                    }
+                    Ok(cands) => out.push(cands),
                     Err(e) => {
                         failures += 1;
                         tracing::warn!(session = %session, error = %e, "external extractor failed; continuing without it");
