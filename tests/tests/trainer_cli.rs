@@ -88,6 +88,24 @@ fn log_file_for_cron_and_stdout_only_the_summary() {
 }
 
 #[test]
+fn a_home_that_does_not_exist_is_refused_and_not_created() {
+    let w = World::new(CONFIG, small_config(), 5);
+    let missing = w.dir.path().join("no-such-home");
+    for args in [&["run"][..], &["report", "--html", "r.html"][..]] {
+        let mut all = vec!["--home", missing.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let out = w.cmd(&all).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("no such directory"), "{err}");
+        assert!(!missing.exists(), "{args:?} created {}", missing.display());
+    }
+    // The world's own home, named with --home, still works.
+    let home = w.paths.home().to_str().unwrap().to_owned();
+    assert!(w.ok(&["--home", &home, "run", "--now", &w.now().0.to_string()]).contains("scored"));
+}
+
+#[test]
 fn an_external_judge_is_blended_in_and_a_broken_one_is_ignored() {
     let judge = "cat > /dev/null; echo '{\"overall_score\": 0.9, \"confidence\": 0.8, \"per_memory_scores\": {}, \"reasoning\": \"fine\"}'";
     let config = format!("{CONFIG}[judge]\ncommand = [\"sh\", \"-c\", {judge:?}]\ntimeout_ms = 5000\n");

@@ -113,6 +113,14 @@ fn main() -> ExitCode {
 
 fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = match &cli.home {
+        // A mistyped --home must not become a new, empty data home.
+        Some(home) if !home.is_dir() => {
+            eprintln!(
+                "engram-trainer: --home {}: no such directory (a data home is made by engram-ingestor; check the path)",
+                home.display()
+            );
+            return Ok(ExitCode::from(2));
+        }
         Some(home) => Paths::at(home),
         None => Paths::from_env()?,
     };
