@@ -1055,8 +1055,9 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
                     env.line(&format!("no memory matches these filters ({all} {noun} in all)"))?;
                 }
             } else {
+                let width = render::project_width(&list);
                 for m in &list {
-                    env.line(&render::memory_line(m))?;
+                    env.line(&render::memory_line(m, width))?;
                 }
             }
         }

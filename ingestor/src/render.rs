@@ -280,8 +280,28 @@ pub fn scan_summary(s: &ScanSummary) -> String {
     out
 }
 
-/// One line of `memory list`.
-pub fn memory_line(m: &MemoryRecord) -> String {
+/// Widest project column of `memory list`.
+const PROJECT_WIDTH: usize = 40;
+
+/// The project column's width for `list`: its longest project key, at most
+/// [`PROJECT_WIDTH`].
+pub fn project_width(list: &[MemoryRecord]) -> usize {
+    list.iter().map(|m| m.project.as_deref().map_or(1, |p| p.chars().count())).max().unwrap_or(1).min(PROJECT_WIDTH)
+}
+
+/// `text` in at most `max` characters, cut at the front (`…acme/webapp`): a
+/// project key's end names it.
+pub fn short_tail(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    if n <= max {
+        return text.to_owned();
+    }
+    let tail: String = text.chars().skip(n - max.saturating_sub(1)).collect();
+    format!("…{tail}")
+}
+
+/// One line of `memory list`, its project column `project_width` wide.
+pub fn memory_line(m: &MemoryRecord, project_width: usize) -> String {
     let mut flags = Vec::new();
     if m.pinned {
         flags.push("pinned");
@@ -293,11 +313,11 @@ pub fn memory_line(m: &MemoryRecord) -> String {
         flags.push("forgotten");
     }
     format!(
-        "{}  {:<18} {:.2}  {:<14} {:<12} {}",
+        "{}  {:<18} {:.2}  {:<project_width$} {:<12} {}",
         m.id,
         shared::knowledge::type_label(&m.memory_type),
         m.importance,
-        short(m.project.as_deref().unwrap_or("-"), 14),
+        short_tail(m.project.as_deref().unwrap_or("-"), project_width),
         flags.join(","),
         short(&m.content, 90)
     )
@@ -406,6 +426,8 @@ mod tests {
         assert_eq!(short("a\n  b\tc", 10), "a b c");
         assert_eq!(short("abcdefghij", 4), "abcd…");
         assert_eq!(short("  lead", 10), "lead");
+        assert_eq!(short_tail("github.com/acme/webapp", 40), "github.com/acme/webapp");
+        assert_eq!(short_tail("github.com/acme/webapp", 12), "…acme/webapp");
         assert_eq!(bytes(999), "999 B");
         assert_eq!(bytes(12_300_000), "12.3 MB");
     }
