@@ -535,7 +535,7 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
     }
     items.truncate(MAX_PER_MESSAGE);
     for item in items {
-        let item = prose::without_filler(&item).to_owned();
+        let item = prose::without_trailing_request(prose::without_filler(&item)).to_owned();
         let low = prose::normalize(&item);
         let has = |w: &str| low.split(|c: char| !c.is_alphanumeric()).any(|x| x == w);
         if prose::is_personal(&item) {

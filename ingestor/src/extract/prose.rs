@@ -494,6 +494,9 @@ fn role_of(s: &str) -> Role {
     if RULE_OPENERS.iter().any(|p| l.starts_with(p)) {
         return Role::Rule;
     }
+    if let Some(r) = preference(&l) {
+        return r;
+    }
     // "If you need a reinstall, use npm ci --prefer-offline": a conditional
     // instruction is a standing rule.
     if conditional_rule(&w) {
@@ -545,6 +548,40 @@ fn role_of(s: &str) -> Role {
         return Role::Rule;
     }
     Role::Other
+}
+
+/// How the user opens a statement of what they like (the object follows).
+const PREFERENCE_OPENERS: &[(&str, bool)] = &[
+    // (opener, whether "to …" after it is a standing preference too)
+    ("i prefer ", true),
+    ("i'd prefer ", true),
+    ("i would prefer ", true),
+    ("i'd rather ", true),
+    ("i would rather ", true),
+    ("i don't want ", false),
+    ("i dont want ", false),
+    ("i do not want ", false),
+    ("i don't like ", false),
+    ("i dont like ", false),
+    ("i do not like ", false),
+    ("i hate ", false),
+    ("i like ", false),
+    ("i want ", false),
+];
+
+/// "I don't want comments that restate the code", "I prefer short answers":
+/// what the user likes about a kind of thing is a standing preference;
+/// about a particular one ("I don't want the modal to close", "I want a date
+/// filter") it is the task at hand. `None` when `l` states no preference.
+fn preference(l: &str) -> Option<Role> {
+    let (opener, to_ok) = PREFERENCE_OPENERS.iter().find(|(p, _)| l.starts_with(p))?;
+    let w = words(&l[opener.len()..]);
+    let first = *w.first()?;
+    let particular = matches!(
+        first,
+        "the" | "this" | "that" | "these" | "those" | "it" | "its" | "a" | "an" | "one" | "them" | "him" | "her"
+    ) || (first == "to" && !to_ok);
+    Some(if particular { if strong_habit(l) { Role::Rule } else { Role::Request } } else { Role::Rule })
 }
 
 /// Words that make any statement a standing rule.
@@ -843,6 +880,20 @@ pub fn without_filler(s: &str) -> &str {
     }
 }
 
+/// `s` without a short request about the thing at hand tacked on after a
+/// comma: "I don't want comments that restate the code, drop that one" keeps
+/// the preference, not "drop that one".
+pub fn without_trailing_request(s: &str) -> &str {
+    let Some(comma) = s.rfind(", ") else { return s };
+    let (head, tail) = (&s[..comma], &s[comma + 2..]);
+    let l = normalize(tail);
+    let w = words(&l);
+    let asks = w.first().is_some_and(|v| TASK_VERBS.contains(v) || matches!(*v, "drop" | "undo" | "revert" | "redo"));
+    // The verb's object is the thing at hand: "drop that one", "remove it".
+    let about_it = w.get(1).is_some_and(|x| matches!(*x, "it" | "that" | "this" | "them" | "those"));
+    if asks && about_it && (2..=3).contains(&w.len()) && word_count(head) >= 4 { head } else { s }
+}
+
 /// Whether the sentence opens with a negation ("Don't…", "Never…", "Not…").
 pub fn is_negative(s: &str) -> bool {
     let l = core(s);
@@ -899,8 +950,17 @@ pub fn leans_on_context(s: &str) -> bool {
     let w = words(&l);
     // "Same rule in all my rust projects."
     (w.first() == Some(&"same") && w.get(1).is_some_and(|x| matches!(*x, "rule" | "for" | "here" | "goes")))
-        || w.iter().take(4).any(|x| matches!(*x, "it" | "that" | "this" | "them" | "those" | "there"))
-            && !s.contains('`')
+        || w.iter().take(4).enumerate().any(|(i, x)| {
+            // "this" in "in this repo" places the rule; it refers to nothing said before.
+            let places = matches!(*x, "this" | "that")
+                && w.get(i + 1).is_some_and(|n| {
+                    matches!(
+                        *n,
+                        "repo" | "repository" | "project" | "codebase" | "team" | "service" | "app" | "monorepo"
+                    )
+                });
+            matches!(*x, "it" | "that" | "this" | "them" | "those" | "there") && !places
+        }) && !s.contains('`')
             && !w.iter().any(|x| x.contains(['.', '_', '/']) || x.contains("::"))
 }
 
@@ -966,6 +1026,23 @@ mod tests {
             Role::Rule
         );
         assert_eq!(role("if you need a reinstall use npm ci --prefer-offline"), Role::Rule);
+        assert_eq!(role("I don't want comments that just restate what the code does, drop that one"), Role::Rule);
+        assert_eq!(role("I prefer small focused commits"), Role::Rule);
+        assert_eq!(
+            without_trailing_request("I don't want comments that just restate what the code does, drop that one"),
+            "I don't want comments that just restate what the code does"
+        );
+        assert_eq!(without_trailing_request("Use pnpm, not npm"), "Use pnpm, not npm");
+        assert_eq!(
+            without_trailing_request("Run the linter first, fix what it says"),
+            "Run the linter first, fix what it says"
+        );
+        assert!(!leans_on_context("in this repo we rebase on main, never merge main into the branch"));
+        assert!(leans_on_context("always run it with TZ=UTC"));
+        assert_eq!(role("I'd rather you ask before installing anything"), Role::Rule);
+        assert_eq!(role("I want a date range filter on the orders table"), Role::Request);
+        assert_eq!(role("I don't want the modal to close on outside click"), Role::Request);
+        assert_eq!(role("I want to see the failing test first"), Role::Request);
         assert_eq!(role("If you ever have to bump a dependency, run cargo update -p on that crate only."), Role::Rule);
         assert_eq!(role("if the test fails, fix it"), Role::Other);
         assert_eq!(
