@@ -478,3 +478,52 @@ fn bm25_hits_have_the_scores_of_fts5_bm25_for_stemmed_and_repeated_words() {
         assert_eq!(ours, sqlite, "{query}");
     }
 }
+
+/// After a compaction the agent gets back what it had: what was injected
+/// and what the session itself taught (the user's corrections, which a
+/// compaction summary may drop); never another session's lesson that was
+/// not injected.
+#[test]
+fn a_restart_brings_back_what_the_session_taught_and_nothing_else() {
+    let tz = jiff::tz::TimeZone::UTC;
+    let here = "claude:now";
+    let (_d, j) = setup(&[
+        Mem {
+            session: Some(here),
+            project: Some("github.com/acme/edge"),
+            importance: 0.6,
+            ..mem("mem_taught", "Always build images with --platform linux/amd64 in this repo.")
+        },
+        Mem {
+            session: Some("claude:before"),
+            project: Some("github.com/acme/edge"),
+            importance: 0.6,
+            ..mem("mem_other", "The proxy image tags follow the chart version.")
+        },
+    ]);
+    let config = Config::default();
+    let session = SessionKey::from(here);
+    let serve = |restart: bool| {
+        let mut req = shared::injection::ServeRequest::new(trigger::SESSION_START, "edge proxy nginx buffers", NOW);
+        req.session = Some(&session);
+        req.project = Some("github.com/acme/edge");
+        req.restart = restart;
+        shared::injection::serve(j.store(), &config, None, &tz, &req).unwrap()
+    };
+    let ids = |s: &shared::injection::Served| s.injected.iter().map(|m| m.0.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&serve(true)), ["mem_taught"], "the session's own lesson comes back; the other session's does not");
+    // Forgotten, it does not.
+    let mut j = j;
+    j.append(&[Event::new(
+        NOW,
+        "test",
+        None,
+        Body::MemoryForgotten(MemoryForgotten { memory_id: "mem_taught".into(), ..Default::default() }),
+    )])
+    .unwrap();
+    let mut req = shared::injection::ServeRequest::new(trigger::SESSION_START, "edge proxy nginx buffers", NOW);
+    req.session = Some(&session);
+    req.project = Some("github.com/acme/edge");
+    req.restart = true;
+    assert!(shared::injection::serve(j.store(), &config, None, &tz, &req).unwrap().injected.is_empty());
+}

@@ -9,8 +9,10 @@
 //!   specific words) and pinned ones, best ranked first within `k` and the
 //!   budget.
 //! - **Restart** (a session start on a context emptied by a compaction or a
-//!   clear): what was injected before the reset (and pinned memories), nothing
-//!   more.
+//!   clear): what the agent had before the reset: what was injected, and
+//!   what the session itself taught (memories learned from it, such as the
+//!   user's corrections, which a compaction summary may drop), and pinned
+//!   memories; nothing more.
 //! - **Prompt** and **tool call**: evidence ([`super::evidence`]) ≥ the
 //!   moment's floor and one specific word; a tool that only looks (reads,
 //!   searches, lists) has a higher floor.

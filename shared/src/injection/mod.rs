@@ -475,7 +475,13 @@ pub fn serve(
     let mut ranking = rank::rank_after_in(store, config, model, &rank_req, req.env, req.unapplied)?;
     let status = req.status_line.then(|| ranking.state.status_line());
     let before_reset = match (req.restart, req.session) {
-        (true, Some(s)) => rank::shown_in_session(store, s)?,
+        // What the agent had: what was injected, and what the session itself
+        // taught (the user's corrections a compaction summary may drop).
+        (true, Some(s)) => {
+            let mut had = rank::shown_in_session(store, s)?;
+            had.extend(rank::learned_in_session(store, s)?);
+            had
+        }
         _ => Default::default(),
     };
     let moment = gate::Moment::of(req.trigger, req.restart, req.read_only);

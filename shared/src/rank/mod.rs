@@ -693,6 +693,17 @@ fn reasons(item: &RankedMemory, alpha: f32, surfaces: &foldhash::HashMap<String,
     out
 }
 
+/// The live memories learned from `session` itself (its user's corrections
+/// and rules, its struggles): what the agent was told in it.
+pub fn learned_in_session(store: &Store, session: &SessionKey) -> Result<BTreeSet<MemoryId>> {
+    let mut stmt = store
+        .conn()
+        .prepare_cached("SELECT id FROM memories WHERE source_session = ?1 AND is_deleted = 0 AND deprecated = 0")
+        .sql("prepare learned")?;
+    let rows = stmt.query_map([session.as_str()], |r| r.get::<_, String>(0).map(MemoryId)).sql("learned")?;
+    rows.collect::<rusqlite::Result<_>>().sql("learned")
+}
+
 /// Memories already injected in `session` (used by callers that list them).
 pub fn shown_in_session(store: &Store, session: &SessionKey) -> Result<BTreeSet<MemoryId>> {
     let mut stmt = store
