@@ -576,3 +576,53 @@ fn a_short_outburst_before_the_rule_is_kept_with_a_colon() {
         "{got:#?}"
     );
 }
+
+#[test]
+fn held_out_batches_three_and_four_phrasings_are_learned_whole() {
+    // A personal preference about a kind of thing, with a request tacked on.
+    let mut t = common::Transcript::new(S, "/home/me/dashboard");
+    t.user("Add a date filter.")
+        .say("Added, with a comment above the filter.")
+        .user("I don't want comments that just restate what the code does, drop that one");
+    let got = learned(&t);
+    assert!(has(&got, "preference", &["I don't want comments that just restate what the code does."]), "{got:#?}");
+    assert!(!got.iter().any(|(_, x)| x.contains("drop that")), "{got:#?}");
+
+    // "in this repo" does not lean on the request before it.
+    let mut t = common::Transcript::new(S, "/home/me/dashboard");
+    t.user("main moved, update the branch. in this repo we rebase on main, never merge main into the branch");
+    let got = learned(&t);
+    assert!(has(&got, "convention", &["In this repo we rebase on main"]), "{got:#?}");
+    assert!(!got.iter().any(|(_, x)| x.contains("update the branch")), "{got:#?}");
+
+    // A question, then "this repo uses …".
+    let mut t = common::Transcript::new(S, "/home/me/widgets");
+    t.user("The tooltip test is flaky.")
+        .bash("npx jest src/Tooltip.test.tsx", "sh: 1: jest: not found", false)
+        .user("why are you running jest? this repo uses vitest, run the tests with pnpm vitest run");
+    let got = learned(&t);
+    assert!(has(&got, "correction", &["This repo uses vitest"]), "{got:#?}");
+
+    // "remember that" is not kept as "That …".
+    let mut t = common::Transcript::new(S, "/home/me/orders-api");
+    t.user(
+        "handle it and return a 422. remember that every error response in this api must be application/problem+json",
+    );
+    let got = learned(&t);
+    assert!(
+        has(&got, "convention", &["Every error response in this api must be application/problem+json"]),
+        "{got:#?}"
+    );
+
+    // A flagged fact about the user's machine is the reason of the rule after it, not a preference of its own.
+    let mut t = common::Transcript::new(S, "/home/me/edge");
+    t.user("build the proxy image")
+        .bash("docker build -t proxy:1.4 .", "naming to proxy:1.4", true)
+        .user("careful, my laptop is an arm mac and the servers are amd64. always build with --platform linux/amd64 in this repo");
+    let got = learned(&t);
+    assert!(
+        has(&got, "convention", &["the servers are amd64; always build with --platform linux/amd64 in this repo"]),
+        "{got:#?}"
+    );
+    assert!(!got.iter().any(|(k, _)| k == "preference"), "{got:#?}");
+}

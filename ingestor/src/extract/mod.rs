@@ -475,6 +475,8 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
     let mut statement: Option<(usize, &str)> = None;
     let mut content_seen = false;
     let mut correcting = correcting;
+    // Whether the last item is a flagged fact ("Careful, the servers are amd64").
+    let mut flagged_fact = false;
     for (k, s) in sents.iter().enumerate() {
         let s = if correcting && !content_seen { prose::strip_correction_opener(s) } else { s.as_str() };
         if word_count(s) < 2 {
@@ -494,6 +496,18 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
         {
             *prev = join(prev, s, "; ");
             last = Some(k);
+            continue;
+        }
+        // "Careful, the servers are amd64. Always build with --platform
+        // linux/amd64 here.": the rule is what the warning was about.
+        if adjacent
+            && role == Role::Rule
+            && flagged_fact
+            && let Some(prev) = items.last_mut()
+        {
+            *prev = join(prev, s, "; ");
+            last = Some(k);
+            flagged_fact = false;
             continue;
         }
         let take = match role {
@@ -531,6 +545,7 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
                 _ => items.push(s.to_owned()),
             },
         }
+        flagged_fact = role == Role::Rule && prose::is_flagged_fact(s);
         last = Some(k);
     }
     items.truncate(MAX_PER_MESSAGE);

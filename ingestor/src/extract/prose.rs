@@ -237,6 +237,8 @@ const CORRECTION_ANYWHERE: &[&str] = &[
     "rather than",
     "not what i",
     "why did you",
+    "why are you",
+    "why would you",
     "you shouldn't",
     "you should not",
 ];
@@ -457,6 +459,18 @@ pub fn role(sentence: &str) -> Role {
     role_of(s)
 }
 
+/// Whether `sentence` is a flagged statement of fact ("Careful, my laptop is
+/// an arm mac"): a rule only because of its flag, so a rule right after it
+/// is what it warns about.
+pub fn is_flagged_fact(sentence: &str) -> bool {
+    let s = sentence.trim();
+    let plain = normalize(s);
+    FLAGS.iter().find(|f| plain.starts_with(**f)).is_some_and(|flag| {
+        let rest = s.get(flag.len()..).unwrap_or("").trim_start_matches([' ', ',', ':', '-', '!']);
+        matches!(role_of(rest), Role::Other | Role::Reason)
+    })
+}
+
 fn role_of(s: &str) -> Role {
     if s.ends_with('?') {
         return Role::Question;
@@ -476,6 +490,14 @@ fn role_of(s: &str) -> Role {
         return Role::Request;
     }
     let first = w[0];
+    // "This repo uses vitest": how the project works ("this" places it, it
+    // refers to nothing said before).
+    if matches!(first, "this" | "the")
+        && w.get(1).is_some_and(|n| PLACES.contains(n))
+        && w.get(2).is_some_and(|v| PROJECT_VERBS.contains(v))
+    {
+        return Role::Rule;
+    }
     if matches!(first, "because" | "since" | "otherwise" | "as" | "it" | "this" | "that" | "they" | "these" | "those")
         || l.starts_with("that's why")
         || l.starts_with("the reason")
@@ -549,6 +571,15 @@ fn role_of(s: &str) -> Role {
     }
     Role::Other
 }
+
+/// Nouns that name the project after "this" ("in this repo").
+const PLACES: &[&str] = &["repo", "repository", "project", "codebase", "team", "service", "app", "monorepo"];
+
+/// Verbs that make "this repo …" a statement of how the project works.
+const PROJECT_VERBS: &[&str] = &[
+    "uses", "use", "runs", "needs", "requires", "builds", "deploys", "targets", "ships", "pins", "relies", "only",
+    "never", "always", "must", "doesn't", "does", "can't", "cannot", "won't",
+];
 
 /// How the user opens a statement of what they like (the object follows).
 const PREFERENCE_OPENERS: &[(&str, bool)] = &[
@@ -825,8 +856,14 @@ const FILLER: &[&str] = &[
     "like i said",
     "i said",
     "i told you",
+    "remember that",
     "remember",
     "reminder",
+    "note that",
+    "notice that",
+    "keep in mind that",
+    "keep in mind",
+    "be aware that",
     "note",
     "important",
     "heads up",
@@ -952,13 +989,7 @@ pub fn leans_on_context(s: &str) -> bool {
     (w.first() == Some(&"same") && w.get(1).is_some_and(|x| matches!(*x, "rule" | "for" | "here" | "goes")))
         || w.iter().take(4).enumerate().any(|(i, x)| {
             // "this" in "in this repo" places the rule; it refers to nothing said before.
-            let places = matches!(*x, "this" | "that")
-                && w.get(i + 1).is_some_and(|n| {
-                    matches!(
-                        *n,
-                        "repo" | "repository" | "project" | "codebase" | "team" | "service" | "app" | "monorepo"
-                    )
-                });
+            let places = matches!(*x, "this" | "that") && w.get(i + 1).is_some_and(|n| PLACES.contains(n));
             matches!(*x, "it" | "that" | "this" | "them" | "those" | "there") && !places
         }) && !s.contains('`')
             && !w.iter().any(|x| x.contains(['.', '_', '/']) || x.contains("::"))
@@ -1028,6 +1059,12 @@ mod tests {
         assert_eq!(role("if you need a reinstall use npm ci --prefer-offline"), Role::Rule);
         assert_eq!(role("I don't want comments that just restate what the code does, drop that one"), Role::Rule);
         assert_eq!(role("I prefer small focused commits"), Role::Rule);
+        assert_eq!(role("this repo uses vitest, run the tests with pnpm vitest run"), Role::Rule);
+        assert_eq!(role("this is the old parser"), Role::Reason);
+        assert_eq!(
+            without_filler("remember that every error response must be problem+json"),
+            "every error response must be problem+json"
+        );
         assert_eq!(
             without_trailing_request("I don't want comments that just restate what the code does, drop that one"),
             "I don't want comments that just restate what the code does"
