@@ -626,3 +626,31 @@ fn held_out_batches_three_and_four_phrasings_are_learned_whole() {
     );
     assert!(!got.iter().any(|(k, _)| k == "preference"), "{got:#?}");
 }
+
+#[test]
+fn venting_confessions_one_offs_and_pointers_are_not_lessons() {
+    let learned_from = |m: &str| {
+        let mut t = common::Transcript::new(S, "/home/me/app");
+        t.user("Fix the build.").bash("make", "ok", true).user(m);
+        learned(&t)
+    };
+    for m in [
+        "ugh, the CI is always slow",
+        "hmm the tests are always flaky on monday mornings",
+        "I always forget the flags for tar",
+        "also pack the fixtures into a tarball, I always forget the flags for tar",
+        "this worked, thanks! always nice when it's that simple",
+        "no, not that file, the other one",
+        "don't worry about the lint warnings for now",
+        "if we ever migrate to postgres we should use sqlx",
+    ] {
+        assert_eq!(learned_from(m), Vec::new(), "{m:?}");
+    }
+    // The rules beside them are kept whole.
+    let got = learned_from("that's not how we do it. API keys live in 1password, never in .env files");
+    assert_eq!(got, [("correction".to_owned(), "API keys live in 1password, never in .env files.".to_owned())]);
+    let got = learned_from("Please always keep the tests green in this project.");
+    assert!(has(&got, "convention", &["Always keep the tests green in this project."]), "{got:#?}");
+    let got = learned_from("nope, wrong branch. I always work on feature branches off develop, never on main");
+    assert!(has(&got, "preference", &["I always work on feature branches off develop"]), "{got:#?}");
+}

@@ -519,6 +519,9 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
                     false
                 } else {
                     word_count(s) >= 3
+                        && !prose::says_nothing(s)
+                        && !prose::points_at_particular(s)
+                        && !prose::is_one_off(s)
                 }
             }
             Role::Reason if adjacent => {

@@ -138,7 +138,57 @@ const MODALS: &[&str] = &["must", "mustn't", "shall"];
 const WEAK_MODALS: &[&str] = &["should", "shouldn't", "need", "needs", "has", "have", "requires", "require"];
 
 /// Words that make what is asked a one-off ("this time"): never a rule.
-const ONE_OFF: &[&str] = &["this time", "this once", "just once", "for this one", "today", "tomorrow", "right now"];
+const ONE_OFF: &[&str] = &[
+    "this time",
+    "this once",
+    "just once",
+    "for this one",
+    "today",
+    "tomorrow",
+    "right now",
+    "for now",
+    "for the moment",
+    "for this pr",
+    "in this pr",
+    "for this spike",
+    "for the demo",
+];
+
+/// Words after "always"/"never" that judge rather than instruct ("always
+/// nice when it's that simple").
+const EVALUATIVE: &[&str] = &[
+    "nice",
+    "good",
+    "great",
+    "fun",
+    "cool",
+    "fine",
+    "easy",
+    "hard",
+    "annoying",
+    "painful",
+    "slow",
+    "fast",
+    "funny",
+    "weird",
+    "happy",
+    "glad",
+    "surprising",
+    "amazing",
+    "awesome",
+    "lovely",
+    "fun",
+    "a",
+];
+
+/// What the user says they always or never manage ("I always forget the
+/// flags for tar"): a confession, not a way of working.
+const LAPSES: &[&str] =
+    &["forget", "forgot", "mix", "confuse", "get", "lose", "mess", "misspell", "struggle", "wonder", "miss", "fail"];
+
+/// Words after which "always"/"never" describe a state ("the CI is always
+/// slow"), not a habit.
+const COPULAS: &[&str] = &["is", "are", "was", "were", "been", "it's", "that's", "seems", "seem", "feels", "looks"];
 
 /// Words after which "always"/"never" describe a thing rather than a habit.
 const DESCRIBING: &[&str] = &["that", "which", "who", "it", "so", "they", "to", "will", "would", "can"];
@@ -486,7 +536,7 @@ fn role_of(s: &str) -> Role {
     if w.len() < 3 {
         return Role::Other;
     }
-    if ONE_OFF.iter().any(|p| format!(" {l} ").contains(&format!(" {p}"))) {
+    if is_one_off(&l) {
         return Role::Request;
     }
     let first = w[0];
@@ -511,6 +561,10 @@ fn role_of(s: &str) -> Role {
         };
     }
     if matches!(first, "thanks" | "thank" | "great" | "perfect" | "nice" | "cool" | "good" | "lgtm" | "sure" | "yes") {
+        return Role::Other;
+    }
+    // "Always nice when it's that simple": a judgement, not a habit.
+    if matches!(first, "always" | "never") && w.get(1).is_some_and(|x| EVALUATIVE.contains(x)) {
         return Role::Other;
     }
     if RULE_OPENERS.iter().any(|p| l.starts_with(p)) {
@@ -705,10 +759,49 @@ fn habit(l: &str) -> bool {
 fn describes(w: &[&str]) -> bool {
     match w.iter().position(|x| matches!(*x, "always" | "never")) {
         Some(p) if p > 0 => {
-            DESCRIBING.contains(&w[p - 1]) || w[..p].iter().rev().take(3).any(|x| DESCRIBING.contains(x))
+            DESCRIBING.contains(&w[p - 1])
+                || COPULAS.contains(&w[p - 1])
+                // "I always forget the flags for tar": a confession.
+                || (w[p - 1] == "i" && w.get(p + 1).is_some_and(|x| LAPSES.contains(x)))
+                || w[..p].iter().rev().take(3).any(|x| DESCRIBING.contains(x))
         }
         _ => false,
     }
+}
+
+/// Words that carry no subject matter ("that's not how we do it").
+const FUNCTION_WORDS: &[&str] = &[
+    "how", "we", "do", "it", "this", "that", "that's", "thats", "what", "i", "you", "the", "a", "an", "is", "not",
+    "like", "way", "one", "here", "there", "want", "wanted", "meant", "mean", "did", "does", "doing", "done", "again",
+    "wrong", "right", "so", "just", "to", "of", "all", "at", "no", "yes", "ok", "please", "thing", "things", "about",
+    "said", "told", "think", "thought", "asked", "ask", "was", "were", "be", "my", "me", "your", "our", "us", "in",
+];
+
+/// Whether a sentence asks for this once ("for now", "this time").
+pub fn is_one_off(s: &str) -> bool {
+    let l = core(s);
+    // Whole words: "in this pr" is not "in this project".
+    let padded = format!(" {} ", words(&l).join(" "));
+    ONE_OFF.iter().any(|p| padded.contains(&format!(" {p} ")))
+}
+
+/// Whether a sentence names nothing: only function words ("That's not how
+/// we do it", "Not what I meant").
+pub fn says_nothing(s: &str) -> bool {
+    let l = core(s);
+    words(&l).iter().all(|w| w.len() < 2 || FUNCTION_WORDS.contains(w))
+}
+
+/// Whether a correction points at a particular thing of the task at hand
+/// ("not that file, the other one"): it redirects this task, it teaches
+/// nothing.
+pub fn points_at_particular(s: &str) -> bool {
+    let l = core(s);
+    let padded = format!(" {l} ");
+    [" the other one", " that one", " this one", " the one above", " the one below", " the first one", " the last one"]
+        .iter()
+        .any(|p| padded.contains(p))
+        || ((l.starts_with("not that ") || l.starts_with("not this ")) && word_count(&l) <= 6)
 }
 
 /// Environment quirks a user states: "X only works with Y", "X requires Y".
