@@ -654,3 +654,41 @@ fn venting_confessions_one_offs_and_pointers_are_not_lessons() {
     let got = learned_from("nope, wrong branch. I always work on feature branches off develop, never on main");
     assert!(has(&got, "preference", &["I always work on feature branches off develop"]), "{got:#?}");
 }
+
+#[test]
+fn rules_in_everyday_phrasings_are_learned() {
+    let learned_from = |m: &str| {
+        let mut t = common::Transcript::new(S, "/home/me/app");
+        t.user("Fix the build.").bash("make", "ok", true).user(m);
+        learned(&t)
+    };
+    for (m, kind, text) in [
+        ("we're a yarn shop, not npm", "convention", "We're a yarn shop, not npm."),
+        (
+            "migrations go through alembic revision --autogenerate, don't hand write them",
+            "convention",
+            "don't hand write them",
+        ),
+        ("pls use tabs not spaces in the makefile obviously", "convention", "Use tabs not spaces in the makefile"),
+        (
+            "the linter config is strict on purpose, don't disable rules inline",
+            "convention",
+            "don't disable rules inline",
+        ),
+        ("it's `make test`, not `go test`, the makefile sets the build tags", "convention", "not `go test`"),
+        ("my rule: no new dependencies without asking me first", "preference", "no new dependencies without asking me"),
+        ("keep PRs under 400 lines", "convention", "Keep PRs under 400 lines."),
+    ] {
+        let got = learned_from(m);
+        assert!(has(&got, kind, &[text]), "{m:?}: {got:#?}");
+    }
+    for m in [
+        "it's fine, not a big deal",
+        "we're almost done, not much left",
+        "this test is broken, always has been",
+        "I tried the patch, don't know why it still fails",
+        "keep going",
+    ] {
+        assert_eq!(learned_from(m), Vec::new(), "{m:?}");
+    }
+}

@@ -196,6 +196,8 @@ const DESCRIBING: &[&str] = &["that", "which", "who", "it", "so", "they", "to", 
 /// Discourse words removed before a sentence is classified.
 const DISCOURSE: &[&str] = &[
     "please",
+    "pls",
+    "plz",
     "also",
     "and",
     "but",
@@ -252,6 +254,10 @@ const FLAGS: &[&str] = &[
     "for future reference",
     "for next time",
     "next time",
+    "my rule",
+    "house rule",
+    "general rule",
+    "rule of thumb",
 ];
 
 /// Correction openers of a user message that follows the agent's work.
@@ -563,6 +569,24 @@ fn role_of(s: &str) -> Role {
     if matches!(first, "thanks" | "thank" | "great" | "perfect" | "nice" | "cool" | "good" | "lgtm" | "sure" | "yes") {
         return Role::Other;
     }
+    // "We're a yarn shop, not npm", "it's `make test`, not `go test`": a
+    // contrast stated as what the project is or does.
+    if matches!(first, "we're" | "it's" | "its") && names_the_alternative(&l) {
+        return Role::Rule;
+    }
+    // "Keep PRs under 400 lines", "keep functions small": a kind of thing kept so.
+    if first == "keep"
+        && w.len() >= 3
+        && w.get(1)
+            .is_some_and(|x| x.len() >= 3 && x.ends_with('s') && !matches!(*x, "this" | "those" | "these" | "its"))
+    {
+        return Role::Rule;
+    }
+    // "The linter config is strict on purpose, don't disable rules inline":
+    // a clause that states a rule makes the sentence one.
+    if l.split([',', ';']).skip(1).any(rule_clause) {
+        return Role::Rule;
+    }
     // "Always nice when it's that simple": a judgement, not a habit.
     if matches!(first, "always" | "never") && w.get(1).is_some_and(|x| EVALUATIVE.contains(x)) {
         return Role::Other;
@@ -624,6 +648,76 @@ fn role_of(s: &str) -> Role {
         return Role::Rule;
     }
     Role::Other
+}
+
+/// Whether ", not X" names a thing (a tool, a command: "a yarn shop, not
+/// npm"), rather than qualifying ("it's fine, not a big deal").
+fn names_the_alternative(l: &str) -> bool {
+    [", not ", " - not ", " — not "].iter().any(|p| {
+        l.split_once(p).is_some_and(|(_, tail)| {
+            let clause = tail.split([',', ';']).next().unwrap_or("");
+            let w = words(clause);
+            (1..=3).contains(&w.len())
+                && !matches!(
+                    w[0],
+                    "a" | "an"
+                        | "the"
+                        | "that"
+                        | "this"
+                        | "so"
+                        | "really"
+                        | "very"
+                        | "much"
+                        | "sure"
+                        | "yet"
+                        | "quite"
+                        | "too"
+                        | "bad"
+                        | "great"
+                        | "worth"
+                        | "exactly"
+                        | "just"
+                        | "even"
+                        | "always"
+                        | "only"
+                        | "now"
+                        | "here"
+                )
+        })
+    })
+}
+
+/// Whether a clause after a comma states a rule by itself ("don't hand write
+/// them", "never hardcode it"), not a state of mind ("don't know why").
+fn rule_clause(clause: &str) -> bool {
+    let c = clause.trim();
+    let w = words(c);
+    let opens = ["don't ", "dont ", "do not ", "never ", "always ", "avoid "].iter().any(|p| c.starts_with(p));
+    let mind = w.get(1).is_some_and(|x| {
+        matches!(
+            *x,
+            "know"
+                | "think"
+                | "see"
+                | "understand"
+                | "care"
+                | "remember"
+                | "mind"
+                | "get"
+                | "worry"
+                | "bother"
+                | "has"
+                | "had"
+                | "was"
+                | "is"
+                | "been"
+                | "were"
+                | "works"
+                | "worked"
+                | "happens"
+        )
+    });
+    opens && !mind && w.len() >= 3
 }
 
 /// Nouns that name the project after "this" ("in this repo").
@@ -943,6 +1037,8 @@ const FILLER: &[&str] = &[
     "by the way",
     "fyi",
     "please",
+    "pls",
+    "plz",
     "just",
     "now",
     "as i said",
