@@ -369,3 +369,65 @@ fn topic_shift_counters_follow_what_the_user_did() {
         .unwrap();
     assert_eq!(row, (1, 2, 2, 1));
 }
+
+/// Agents saving the same lesson at the same moment (two MCP servers, each
+/// with its own journal) save it once: the others count an occurrence; a
+/// text alike to a stored one is staged once, not once per writer.
+#[test]
+fn the_same_memory_saved_at_once_by_several_writers_is_saved_or_staged_once() {
+    use shared::knowledge::ops::{Saved, save};
+    use shared::memory_ops::{NewMemory, Origin};
+    const WRITERS: usize = 6;
+    let dir = tempfile::tempdir().unwrap();
+    let paths = shared::paths::Paths::at(dir.path().join("engram"));
+    drop(Journal::open(&paths, "test").unwrap());
+    let config = shared::config::Config::default();
+    for round in 0..6 {
+        let text = [
+            "The payments service retries webhooks three times, with a 30 second backoff.",
+            "Staging deploys need the VPN; the bastion refuses connections from outside it.",
+            "Feature flags live in LaunchDarkly, never in environment variables.",
+            "The search index is rebuilt nightly at 02:00 UTC by the reindex cron job.",
+            "Invoices are immutable once sent: corrections are credit notes.",
+            "The payments service retries webhooks three times, with a 60 second backoff.",
+        ][round as usize]
+            .to_owned();
+        let barrier = std::sync::Barrier::new(WRITERS);
+        let outcomes: Vec<Saved> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..WRITERS)
+                .map(|i| {
+                    let (paths, config, text, barrier) = (&paths, &config, &text, &barrier);
+                    s.spawn(move || {
+                        let mut j = Journal::open(paths, "test").unwrap();
+                        let new = NewMemory {
+                            text: text.clone(),
+                            memory_type: "fact".into(),
+                            importance: 0.7,
+                            project: None,
+                            tags: Vec::new(),
+                            pinned: false,
+                        };
+                        let origin = Origin::agent(Some(SessionKey::from(format!("claude:w{i}").as_str())));
+                        barrier.wait();
+                        save(&mut j, config, new, &origin, &[], Ts(1_000 + round)).unwrap()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        if round < 5 {
+            let added = outcomes.iter().filter(|o| matches!(o, Saved::Added { .. })).count();
+            assert_eq!(added, 1, "round {round}: {outcomes:?}");
+        } else {
+            // Alike to round 0's memory: one question for the user, not six.
+            let stages: std::collections::BTreeSet<&str> = outcomes
+                .iter()
+                .map(|o| match o {
+                    Saved::Staged { stage_id, .. } => stage_id.as_str(),
+                    other => panic!("round {round}: not staged: {other:?}"),
+                })
+                .collect();
+            assert_eq!(stages.len(), 1, "round {round}: {outcomes:?}");
+        }
+    }
+}

@@ -193,6 +193,22 @@ pub fn get(store: &Store, id: &str) -> Result<Option<StagedRecord>> {
         .sql("read a staged memory")
 }
 
+/// The unresolved entry staging exactly `content` against `with`, if any:
+/// (stage id, staged memory id). Saving the same text again asks nothing new.
+pub fn pending_same(store: &Store, content: &str, with: &MemoryId) -> Result<Option<(String, MemoryId)>> {
+    store
+        .conn()
+        .prepare_cached(
+            "SELECT id, memory_id FROM staged_memories
+             WHERE content = ?1 AND conflict_with = ?2 AND status IN ('needs_clarification', 'pending')
+             ORDER BY created_ms, id LIMIT 1",
+        )
+        .and_then(|mut s| {
+            s.query_row(params![content, with.as_str()], |r| Ok((r.get(0)?, MemoryId(r.get(1)?)))).optional()
+        })
+        .sql("look up a staged memory")
+}
+
 /// Which entries [`list`] returns.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StagedFilter {

@@ -7,9 +7,9 @@
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::event::{Body, MemoryAdded, MemoryDeprecated, MemoryUpdated, StageResolved};
+use crate::event::{Body, Event, MemoryAdded, MemoryDeprecated, MemoryUpdated, StageResolved};
 use crate::ids::{MemoryId, SessionKey};
-use crate::journal::Journal;
+use crate::journal::{Journal, Locked};
 use crate::knowledge::apply::{action, status};
 use crate::knowledge::buffer::{self, Verdict};
 use crate::knowledge::discovery::{self, NewKnowledge};
@@ -50,8 +50,21 @@ fn store_err(context: &'static str) -> impl FnOnce(crate::error::Error) -> OpErr
 }
 
 fn append(journal: &mut Journal, now: Ts, session: Option<&SessionKey>, bodies: Vec<Body>) -> OpResult<()> {
-    let events: Vec<_> = bodies.into_iter().map(|b| journal.event(now, session.cloned(), b)).collect();
-    let receipt = journal.append(&events).map_err(store_err("append to the tape log"))?;
+    let writer = journal.writer().to_owned();
+    append_locked(&mut journal.locked().map_err(store_err("take the tape lock"))?, &writer, now, session, bodies)
+}
+
+/// [`append`] with the tape lock already held: what the caller checked
+/// against the projection under the same lock still holds when it lands.
+fn append_locked(
+    locked: &mut Locked<'_>,
+    writer: &str,
+    now: Ts,
+    session: Option<&SessionKey>,
+    bodies: Vec<Body>,
+) -> OpResult<()> {
+    let events: Vec<Event> = bodies.into_iter().map(|b| Event::new(now, writer, session.cloned(), b)).collect();
+    let receipt = locked.append(&events).map_err(store_err("append to the tape log"))?;
     if !receipt.applied {
         tracing::warn!(lsn = receipt.first_lsn, "the events are on tape but not yet projected");
     }
@@ -77,21 +90,25 @@ pub fn save(
         return Err(OpError::Invalid(format!("importance must be between 0 and 1, not {}", m.importance)));
     }
     let tags = ops::check_tags(&m.tags)?;
+    // Checked and appended under the tape lock: two agents saving the same
+    // lesson at once save it once, the other counts an occurrence.
+    let writer = journal.writer().to_owned();
+    let mut locked = journal.locked().map_err(store_err("take the tape lock"))?;
     // A project's name means its key once the project is known (as `memory add`).
     let project = m
         .project
         .filter(|p| !p.trim().is_empty())
-        .map(|p| crate::env::store::resolve_project(journal.store().conn(), &p));
+        .map(|p| crate::env::store::resolve_project(locked.store().conn(), &p));
     let mut source_ids: Vec<MemoryId> = Vec::new();
     for s in sources {
         let s = s.trim();
-        ops::require_live(journal.store(), s)?;
+        ops::require_live(locked.store(), s)?;
         if !source_ids.iter().any(|x| x.as_str() == s) {
             source_ids.push(MemoryId::from(s));
         }
     }
     let exclude: Vec<&str> = source_ids.iter().map(MemoryId::as_str).collect();
-    let verdict = buffer::check(journal.store(), config, &content, None, project.as_deref(), &exclude)
+    let verdict = buffer::check(locked.store(), config, &content, None, project.as_deref(), &exclude)
         .map_err(store_err("compare with stored memories"))?;
     let memory = MemoryAdded {
         memory_id: MemoryId::generate(now),
@@ -114,28 +131,42 @@ pub fn save(
                 seen_in: origin.session.clone(),
                 ..MemoryUpdated::default()
             });
-            append(journal, now, origin.session.as_ref(), vec![body])?;
+            append_locked(&mut locked, &writer, now, origin.session.as_ref(), vec![body])?;
             Ok(Saved::Duplicate { of })
         }
         Verdict::Conflict { with, .. } if source_ids.is_empty() => {
+            // The same text already waits for the user against the same memory.
+            if let Some((stage_id, memory_id)) = buffer::pending_same(locked.store(), &memory.content, &with.id)
+                .map_err(store_err("look up staged memories"))?
+            {
+                return Ok(Saved::Staged { stage_id, memory_id, with });
+            }
             let stage_id = buffer::stage_id_for(&memory.memory_id);
             let memory_id = memory.memory_id.clone();
-            append(journal, now, origin.session.as_ref(), vec![buffer::conflict_body(memory, &with)])?;
+            append_locked(
+                &mut locked,
+                &writer,
+                now,
+                origin.session.as_ref(),
+                vec![buffer::conflict_body(memory, &with)],
+            )?;
             Ok(Saved::Staged { stage_id, memory_id, with })
         }
         Verdict::Conflict { with, mut related } => {
             // Derived knowledge resembles what it derives from: not a conflict.
             related.insert(0, with);
-            add_with_edges(journal, config, memory, &source_ids, &related, origin.session.as_ref(), now)
+            add_with_edges(&mut locked, &writer, config, memory, &source_ids, &related, origin.session.as_ref(), now)
         }
         Verdict::New { related } => {
-            add_with_edges(journal, config, memory, &source_ids, &related, origin.session.as_ref(), now)
+            add_with_edges(&mut locked, &writer, config, memory, &source_ids, &related, origin.session.as_ref(), now)
         }
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn add_with_edges(
-    journal: &mut Journal,
+    locked: &mut Locked<'_>,
+    writer: &str,
     config: &Config,
     memory: MemoryAdded,
     sources: &[MemoryId],
@@ -155,7 +186,7 @@ fn add_with_edges(
     let n = edges.len();
     let mut bodies = vec![Body::MemoryAdded(memory.clone())];
     bodies.extend(edges);
-    append(journal, now, session, bodies)?;
+    append_locked(locked, writer, now, session, bodies)?;
     Ok(Saved::Added { id, edges: n })
 }
 
@@ -192,7 +223,10 @@ pub fn resolve(
     if !action::ALL.contains(&choice.as_str()) {
         return Err(OpError::Invalid(format!("unknown action {choice:?}; one of: {}", action::CHOICES.join(", "))));
     }
-    let Some(staged) = buffer::get(journal.store(), stage_id).map_err(store_err("read the staged memory"))? else {
+    // Checked and appended under the tape lock: a staged memory is resolved once.
+    let writer = journal.writer().to_owned();
+    let mut locked = journal.locked().map_err(store_err("take the tape lock"))?;
+    let Some(staged) = buffer::get(locked.store(), stage_id).map_err(store_err("read the staged memory"))? else {
         return Err(OpError::NotFound(format!(
             "no staged memory {stage_id:?}; list them with memory_staging (or `memory staging`)"
         )));
@@ -207,7 +241,7 @@ pub fn resolve(
     let existing: Option<MemoryId> = existing.map(str::trim).or(staged.conflict_with.as_deref()).map(MemoryId::from);
     let needs_existing = [action::MERGE, action::REPLACE].contains(&choice.as_str());
     let existing_record = match &existing {
-        Some(e) => Some(ops::require_live(journal.store(), e.as_str())?),
+        Some(e) => Some(ops::require_live(locked.store(), e.as_str())?),
         None if needs_existing => {
             return Err(OpError::Invalid(format!("{choice} needs existing_id: {stage_id} is not a conflict")));
         }
@@ -242,7 +276,7 @@ pub fn resolve(
         }
         action::KEEP_BOTH | action::REPLACE | action::PERSIST => {
             let memory = staged.memory.clone();
-            if journal.store().memory(memory.memory_id.as_str()).map_err(store_err("read memory"))?.is_some() {
+            if locked.store().memory(memory.memory_id.as_str()).map_err(store_err("read memory"))?.is_some() {
                 return Err(OpError::Conflict(format!("memory {} already exists", memory.memory_id)));
             }
             let id = memory.memory_id.clone();
@@ -254,7 +288,7 @@ pub fn resolve(
                 project: memory.project.as_deref(),
                 embedding: None,
             };
-            let mut related = discovery::related(journal.store(), config, &new).map_err(store_err("find related"))?;
+            let mut related = discovery::related(locked.store(), config, &new).map_err(store_err("find related"))?;
             related.retain(|r| Some(&r.id) != replaced.as_ref());
             let mut edges = discovery::edges_for(config, &new, &[], &related);
             if let Some(old) = &replaced {
@@ -289,7 +323,7 @@ pub fn resolve(
         memory_id: result.memory_id.clone(),
         by: by.to_owned(),
     }));
-    append(journal, now, session.as_ref(), bodies)?;
+    append_locked(&mut locked, &writer, now, session.as_ref(), bodies)?;
     Ok(result)
 }
 
