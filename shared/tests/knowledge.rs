@@ -379,7 +379,7 @@ fn the_same_memory_saved_at_once_by_several_writers_is_saved_or_staged_once() {
     use shared::memory_ops::{NewMemory, Origin};
     const WRITERS: usize = 6;
     let dir = tempfile::tempdir().unwrap();
-    let paths = shared::paths::Paths::at(dir.path().join("engram"));
+    let paths = Paths::at(dir.path().join("engram"));
     drop(Journal::open(&paths, "test").unwrap());
     let config = shared::config::Config::default();
     for round in 0..6 {
