@@ -69,6 +69,12 @@ pub trait MemoryLookup {
     fn same_project(&self, project: Option<&str>, _session: &SessionKey, existing: Option<&str>) -> bool {
         project == existing
     }
+
+    /// Whether `text` already waits for the user, staged against `with`
+    /// (learned again in another session: nothing new to ask).
+    fn already_staged(&self, _text: &str, _with: &MemoryId) -> bool {
+        false
+    }
 }
 
 impl MemoryLookup for [ExistingMemory] {

@@ -110,6 +110,23 @@ fn a_lesson_alike_to_its_own_projects_memory_is_staged_and_to_another_projects_n
     drop(lookup);
     j.append(&again.events).expect("append");
     assert_eq!(shared::knowledge::buffer::pending_conflicts(j.store(), Some(WEB)).expect("pending").len(), 1);
+    // Learned again in two other sessions (one batch): still one question.
+    let other_session = |n: u32, s: &str| Candidate { session: SessionKey::from(s), ..candidate(ALIKE, WEB, n) };
+    let lookup = StoreLookup::new(j.store()).with_conflicts(&config);
+    let third = extract::resolve(vec![other_session(1, "claude:third")], &lookup);
+    lookup.note(&third.events);
+    let fourth = extract::resolve(vec![other_session(2, "claude:fourth")], &lookup);
+    drop(lookup);
+    assert!(third.events.is_empty() && fourth.events.is_empty(), "{:?} {:?}", third.events, fourth.events);
+    let (_d2, paths2) = home();
+    let mut j2 = Journal::open(&paths2, "test").expect("journal");
+    j2.append(&[stored(WEB)]).expect("append");
+    let lookup = StoreLookup::new(j2.store()).with_conflicts(&config);
+    let a = extract::resolve(vec![other_session(1, "claude:third")], &lookup);
+    lookup.note(&a.events);
+    let b = extract::resolve(vec![other_session(2, "claude:fourth")], &lookup);
+    drop(lookup);
+    assert_eq!((a.staged, b.events.len()), (1, 0), "one batch, two sessions: staged once");
     let before = canonical_dump(j.store().conn(), true).expect("dump");
     drop(j);
     replay(&paths, &mut |_| {}).expect("replay");

@@ -846,10 +846,11 @@ pub fn resolve(cands: Vec<Candidate>, lookup: &dyn MemoryLookup) -> Extraction {
             continue;
         }
         if let Some((with, _)) = &conflict
-            && with.sessions.contains(&c.session)
+            && (with.sessions.contains(&c.session) || lookup.already_staged(&c.text, &with.id))
         {
-            // Learned again in a session the alike memory already came from:
-            // the session said it once; nothing to ask.
+            // Learned again in a session the alike memory already came from
+            // (the session said it once), or already waiting for the user
+            // against the same memory: nothing new to ask.
             skipped += 1;
             continue;
         }

@@ -26,6 +26,8 @@ const MAX_WORDS: usize = 24;
 pub struct StoreLookup<'s> {
     store: &'s Store,
     pending: RefCell<Vec<ExistingMemory>>,
+    /// Texts staged earlier in the batch, with the memory each is alike to.
+    staged: RefCell<Vec<(String, MemoryId)>>,
     conflicts: Option<f32>,
 }
 
@@ -35,6 +37,7 @@ impl<'s> StoreLookup<'s> {
         StoreLookup {
             store,
             pending: RefCell::new(Vec::new()),
+            staged: RefCell::new(Vec::new()),
             conflicts: Some(crate::dedup::DEFAULT_CONFLICT_THRESHOLD),
         }
     }
@@ -63,6 +66,11 @@ impl<'s> StoreLookup<'s> {
                     )
                     .unwrap_or_else(|_| m.project.clone()),
                 }),
+                Body::MemoryStaged(st) => {
+                    if let Some(with) = &st.conflict_with {
+                        self.staged.borrow_mut().push((st.memory.content.clone(), with.clone()));
+                    }
+                }
                 Body::MemoryUpdated(u) => {
                     if let (Some(p), Some(s)) = (pending.iter_mut().find(|p| p.id == u.memory_id), &u.seen_in) {
                         p.sessions.push(s.clone());
@@ -118,6 +126,16 @@ impl MemoryLookup for StoreLookup<'_> {
 
     /// Projects compared as the projection stores them: a candidate's bare
     /// folder name becomes its session's detected project key.
+    fn already_staged(&self, text: &str, with: &MemoryId) -> bool {
+        self.staged.borrow().iter().any(|(t, w)| t == text && w == with)
+            || shared::knowledge::buffer::pending_same(self.store, text, with)
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "cannot look up staged memories");
+                    None
+                })
+                .is_some()
+    }
+
     fn same_project(&self, project: Option<&str>, session: &SessionKey, existing: Option<&str>) -> bool {
         let mine = shared::env::store::memory_project(self.store.conn(), project, Some(session))
             .unwrap_or_else(|_| project.map(str::to_owned));
