@@ -556,7 +556,7 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
         let item = prose::without_trailing_request(prose::without_filler(&item)).to_owned();
         let low = prose::normalize(&item);
         let has = |w: &str| low.split(|c: char| !c.is_alphanumeric()).any(|x| x == w);
-        if prose::is_personal(&item) {
+        if prose::is_personal(&item) || prose::is_workflow_habit(&item) {
             // The user's own way of working: every project's.
             let imp = if ["always", "never"].iter().any(|w| has(w)) { 0.8 } else { 0.7 };
             maker.make_global(&item, memory_type::PREFERENCE, imp, e);

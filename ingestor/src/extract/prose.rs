@@ -1151,6 +1151,38 @@ pub fn is_personal(s: &str) -> bool {
         && !s.split_whitespace().any(|x| x.contains(['/', '_', '=']) || x.contains("::"))
 }
 
+/// Whether a rule is about the user's git workflow (commit messages, pull
+/// requests, branch names) and anchored to no project ("commit messages are
+/// one short line in the imperative mood"): a habit of the person, kept in
+/// every project, whatever its stack. "In this repo", "we", "our" or a path
+/// make it the project's.
+pub fn is_workflow_habit(s: &str) -> bool {
+    let l = normalize(s);
+    let padded = format!(" {} ", words(&l).join(" "));
+    let topic = [
+        " commit message",
+        " commit messages ",
+        " commit subject",
+        " commit title",
+        " pull request",
+        " pr title",
+        " pr description",
+        " pr descriptions ",
+        " branch name",
+        " branch names ",
+    ]
+    .iter()
+    .any(|t| padded.contains(t));
+    let anchored =
+        [" here ", " repo ", " repository ", " project ", " codebase ", " we ", " our ", " us ", " team ", " this "]
+            .iter()
+            .any(|a| padded.contains(a));
+    topic
+        && !anchored
+        && !s.contains('`')
+        && !s.split_whitespace().any(|x| x.contains(['/', '_', '=']) || x.contains("::"))
+}
+
 /// Whether the sentence names the alternative ("we use X", "use X", "X instead").
 pub fn is_alternative(s: &str) -> bool {
     let l = core(s);
@@ -1248,6 +1280,11 @@ mod tests {
         assert_eq!(role("if you need a reinstall use npm ci --prefer-offline"), Role::Rule);
         assert_eq!(role("I don't want comments that just restate what the code does, drop that one"), Role::Rule);
         assert_eq!(role("I prefer small focused commits"), Role::Rule);
+        assert!(is_workflow_habit(
+            "Commit messages are one short line in the imperative mood (\"add --json flag\"), no emojis."
+        ));
+        assert!(!is_workflow_habit("Commit messages in this repo follow conventional commits."));
+        assert!(!is_workflow_habit("We squash pull requests on merge."));
         assert_eq!(role("this repo uses vitest, run the tests with pnpm vitest run"), Role::Rule);
         assert_eq!(role("this is the old parser"), Role::Reason);
         assert_eq!(
