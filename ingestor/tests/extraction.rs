@@ -678,6 +678,16 @@ fn rules_in_everyday_phrasings_are_learned() {
         ("it's `make test`, not `go test`, the makefile sets the build tags", "convention", "not `go test`"),
         ("my rule: no new dependencies without asking me first", "preference", "no new dependencies without asking me"),
         ("keep PRs under 400 lines", "convention", "Keep PRs under 400 lines."),
+        (
+            "two things about this repo:\n1. start everything with make up, it builds the images first\n2. never edit docker-compose.yml",
+            "convention",
+            "Start everything with make up",
+        ),
+        (
+            "the integration tests are behind the `it` feature, they need minio running. run them with cargo test --features it",
+            "convention",
+            "they need minio running; run them with cargo test --features it",
+        ),
     ] {
         let got = learned_from(m);
         assert!(has(&got, kind, &[text]), "{m:?}: {got:#?}");
@@ -688,6 +698,7 @@ fn rules_in_everyday_phrasings_are_learned() {
         "this test is broken, always has been",
         "I tried the patch, don't know why it still fails",
         "keep going",
+        "run the whole test suite, I changed the date parsing everywhere",
     ] {
         assert_eq!(learned_from(m), Vec::new(), "{m:?}");
     }

@@ -477,12 +477,24 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
     let mut correcting = correcting;
     // Whether the last item is a flagged fact ("Careful, the servers are amd64").
     let mut flagged_fact = false;
+    // Sentences left in a list a rules intro opened ("Two things about this repo:").
+    let mut listing = 0usize;
     for (k, s) in sents.iter().enumerate() {
+        if prose::is_rules_intro(s) {
+            listing = MAX_PER_MESSAGE;
+            continue;
+        }
+        let in_list = listing > 0;
+        listing = listing.saturating_sub(1);
         let s = if correcting && !content_seen { prose::strip_correction_opener(s) } else { s.as_str() };
         if word_count(s) < 2 {
             continue;
         }
-        let role = prose::role(s);
+        let mut role = prose::role(s);
+        // Each item of a list of rules states one ("1. start everything with make up").
+        if in_list && matches!(role, Role::Request | Role::Other) {
+            role = Role::Rule;
+        }
         let first_content = !content_seen;
         content_seen = true;
         let adjacent = last == Some(k.wrapping_sub(1));
@@ -530,6 +542,15 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
                 }
                 last = Some(k);
                 continue;
+            }
+            // "The integration tests are behind the `it` feature. Run them with
+            // cargo test --features it.": how to do that kind of work.
+            Role::Request
+                if statement.is_some_and(|(j, _)| j + 1 == k)
+                    && prose::leans_on_context(s)
+                    && prose::is_method_request(s) =>
+            {
+                true
             }
             Role::Other | Role::Reason => {
                 statement = Some((k, s));

@@ -763,8 +763,26 @@ fn preference(l: &str) -> Option<Role> {
     Some(if particular { if strong_habit(l) { Role::Rule } else { Role::Request } } else { Role::Rule })
 }
 
+/// Whether "everywhere"/"anywhere" asks for a standing habit ("use date-fns
+/// everywhere"), not reports what was done ("I changed the parsing
+/// everywhere").
+fn instructs_everywhere(l: &str) -> bool {
+    ["everywhere", "anywhere"].iter().any(|w| {
+        l.split([',', ';']).any(|clause| {
+            let c = words(clause.trim());
+            c.contains(w)
+                && !(matches!(c.first(), Some(&("i" | "we" | "you" | "i've" | "we've")))
+                    && c.iter().take(4).any(|x| x.len() > 3 && x.ends_with("ed")))
+        })
+    })
+}
+
 /// Words that make any statement a standing rule.
 fn strong_habit(l: &str) -> bool {
+    strong_habit_words(l) || instructs_everywhere(l)
+}
+
+fn strong_habit_words(l: &str) -> bool {
     [
         " always",
         " never",
@@ -778,8 +796,6 @@ fn strong_habit(l: &str) -> bool {
         " in this codebase",
         " in our ",
         " on this machine",
-        " anywhere",
-        " everywhere",
         // A rule carried over from elsewhere: "same as in the docs portal:".
         " same as in",
         " same as the",
@@ -841,11 +857,11 @@ fn habit(l: &str) -> bool {
         " here",
         " for all ",
         " for every ",
-        " everywhere",
         " must ",
     ]
     .iter()
     .any(|p| format!(" {l}").contains(p))
+        || instructs_everywhere(l)
 }
 
 /// Whether the first "always"/"never" follows a word that makes it describe
@@ -1183,6 +1199,22 @@ pub fn is_workflow_habit(s: &str) -> bool {
         && !s.split_whitespace().any(|x| x.contains(['/', '_', '=']) || x.contains("::"))
 }
 
+/// Whether a sentence opens a list of rules ("Two things about this repo:"):
+/// what follows it in the message states them.
+pub fn is_rules_intro(s: &str) -> bool {
+    let plain = normalize(s.trim());
+    s.trim_end().ends_with(':') && FLAGS.iter().any(|f| plain.starts_with(f))
+}
+
+/// Whether a request says how to do a kind of work ("run them with cargo
+/// test --features it"), which a statement before it makes a standing rule.
+pub fn is_method_request(s: &str) -> bool {
+    let l = core(s);
+    let w = words(&l);
+    w.first().is_some_and(|v| matches!(*v, "run" | "use" | "start" | "build" | "call" | "launch" | "test"))
+        && [" with ", " using ", " via ", " through "].iter().any(|p| l.contains(p))
+}
+
 /// Whether the sentence names the alternative ("we use X", "use X", "X instead").
 pub fn is_alternative(s: &str) -> bool {
     let l = core(s);
@@ -1280,6 +1312,10 @@ mod tests {
         assert_eq!(role("if you need a reinstall use npm ci --prefer-offline"), Role::Rule);
         assert_eq!(role("I don't want comments that just restate what the code does, drop that one"), Role::Rule);
         assert_eq!(role("I prefer small focused commits"), Role::Rule);
+        assert_eq!(role("run the whole test suite, I changed the date parsing everywhere"), Role::Request);
+        assert_eq!(role("don't use moment anywhere, we use date-fns"), Role::Rule);
+        assert!(is_rules_intro("Two things about this repo:"));
+        assert!(is_method_request("run them with cargo test --features it"));
         assert!(is_workflow_habit(
             "Commit messages are one short line in the imperative mood (\"add --json flag\"), no emojis."
         ));
