@@ -703,3 +703,25 @@ fn rules_in_everyday_phrasings_are_learned() {
         assert_eq!(learned_from(m), Vec::new(), "{m:?}");
     }
 }
+
+#[test]
+fn first_prompts_about_the_task_at_hand_are_not_conventions() {
+    let learned_from = |m: &str| {
+        let mut t = common::Transcript::new(S, "/home/me/app");
+        t.user(m);
+        learned(&t)
+    };
+    for m in [
+        "make sure the new endpoint is covered by tests",
+        "the app must support dark mode by friday",
+        "please don't break the public API while you do this",
+        "remember to update the changelog for this release",
+        "never mind, I found it",
+    ] {
+        assert_eq!(learned_from(m), Vec::new(), "{m:?}");
+    }
+    let got = learned_from("remember to update the changelog when you add a command");
+    assert!(has(&got, "convention", &["Remember to update the changelog"]), "{got:#?}");
+    let got = learned_from("always run the new linter before pushing");
+    assert!(has(&got, "convention", &["Always run the new linter"]), "{got:#?}");
+}

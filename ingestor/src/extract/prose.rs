@@ -152,6 +152,21 @@ const ONE_OFF: &[&str] = &[
     "in this pr",
     "for this spike",
     "for the demo",
+    "by monday",
+    "by tuesday",
+    "by wednesday",
+    "by thursday",
+    "by friday",
+    "by tonight",
+    "by eod",
+    "for this release",
+    "for this feature",
+    "for this task",
+    "for this change",
+    "for this ticket",
+    "while you do this",
+    "while you're at it",
+    "while you are at it",
 ];
 
 /// Words after "always"/"never" that judge rather than instruct ("always
@@ -586,6 +601,19 @@ fn role_of(s: &str) -> Role {
     // a clause that states a rule makes the sentence one.
     if l.split([',', ';']).skip(1).any(rule_clause) {
         return Role::Rule;
+    }
+    // "Never mind, I found it."
+    if l.starts_with("never mind") || l.starts_with("nevermind") {
+        return Role::Other;
+    }
+    // "Make sure the new endpoint is covered by tests": about what is being
+    // built now, unless a word of habit says otherwise.
+    if format!(" {l}").contains(" the new ")
+        && !strong_habit(&l)
+        && !l.starts_with("never ")
+        && !l.starts_with("always ")
+    {
+        return Role::Request;
     }
     // "Always nice when it's that simple": a judgement, not a habit.
     if matches!(first, "always" | "never") && w.get(1).is_some_and(|x| EVALUATIVE.contains(x)) {
@@ -1103,6 +1131,10 @@ pub fn without_filler(s: &str) -> &str {
         let before = rest.len();
         for f in FILLER {
             let Some(after) = lower.strip_prefix(f) else { continue };
+            // "Remember to update the changelog" keeps its verb.
+            if *f == "remember" && after.starts_with(" to ") {
+                continue;
+            }
             let after = after.strip_prefix(" here").unwrap_or(after);
             if after.is_empty() || !after.starts_with([' ', ',', ':', '!', '-', '—']) {
                 continue;
