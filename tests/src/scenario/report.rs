@@ -509,6 +509,11 @@ impl Thresholds {
             },
             Check { what: "cross-project leaks = 0".into(), value: t.leaks.to_string(), pass: t.leaks == 0 },
             Check {
+                what: "false lessons (traps learned) = 0".into(),
+                value: t.false_lessons.to_string(),
+                pass: t.false_lessons == 0,
+            },
+            Check {
                 what: "forget durable (every forget exercised and durable)".into(),
                 value: format!("{} durable of {} forgets", t.forgets_durable.hit, t.forgets_exercised.of),
                 pass: t.forgets_exercised.of > 0
@@ -564,7 +569,9 @@ mod tests {
         };
         let checks = Thresholds::ISSUES.check(&good);
         assert!(checks.iter().all(|c| c.pass), "{checks:?}");
-        let leaky = Totals { leaks: 1, ..good };
+        let leaky = Totals { leaks: 1, ..good.clone() };
         assert!(Thresholds::ISSUES.check(&leaky).iter().any(|c| !c.pass));
+        let fooled = Totals { false_lessons: 1, ..good };
+        assert!(Thresholds::ISSUES.check(&fooled).iter().any(|c| !c.pass && c.what.starts_with("false lessons")));
     }
 }
