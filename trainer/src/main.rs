@@ -113,8 +113,9 @@ fn main() -> ExitCode {
 
 fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
     let paths = match &cli.home {
-        // A mistyped --home must not become a new, empty data home.
-        Some(home) if !home.is_dir() => {
+        // A mistyped --home must not become a new, empty data home (an
+        // evaluation keeps its results in a home of its own, made here).
+        Some(home) if !home.is_dir() && !matches!(cli.command, Command::Eval(_)) => {
             eprintln!(
                 "engram-trainer: --home {}: no such directory (a data home is made by engram-ingestor; check the path)",
                 home.display()
