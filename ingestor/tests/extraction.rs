@@ -678,6 +678,13 @@ fn rules_in_everyday_phrasings_are_learned() {
         ("it's `make test`, not `go test`, the makefile sets the build tags", "convention", "not `go test`"),
         ("my rule: no new dependencies without asking me first", "preference", "no new dependencies without asking me"),
         ("keep PRs under 400 lines", "convention", "Keep PRs under 400 lines."),
+        ("can you not use any here? we type everything strictly", "convention", "Don't use any here."),
+        (
+            "when you add an env var, also add it to .env.example with a dummy value",
+            "convention",
+            "When you add an env var, also add it to .env.example",
+        ),
+        ("we dropped moment last year, it's date-fns only in this codebase", "convention", "date-fns only"),
         (
             "two things about this repo:\n1. start everything with make up, it builds the images first\n2. never edit docker-compose.yml",
             "convention",
@@ -699,6 +706,7 @@ fn rules_in_everyday_phrasings_are_learned() {
         "I tried the patch, don't know why it still fails",
         "keep going",
         "run the whole test suite, I changed the date parsing everywhere",
+        "when you're done, run the tests",
     ] {
         assert_eq!(learned_from(m), Vec::new(), "{m:?}");
     }
@@ -717,6 +725,7 @@ fn first_prompts_about_the_task_at_hand_are_not_conventions() {
         "please don't break the public API while you do this",
         "remember to update the changelog for this release",
         "never mind, I found it",
+        "read the slack webhook from the environment instead of the config file",
     ] {
         assert_eq!(learned_from(m), Vec::new(), "{m:?}");
     }

@@ -466,7 +466,9 @@ pub fn candidates_in(events: &[Event], known: Option<&str>) -> Vec<Candidate> {
 
 /// The memories of one user message (see the module docs).
 fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option<&Outcome>, e: &Event) {
-    let sents = sentences(text);
+    // "Can you not use any here?" is kept as "Don't use any here."
+    let sents: Vec<String> =
+        sentences(text).into_iter().map(|s| prose::prohibition_question(&s).unwrap_or(s)).collect();
     let mut items: Vec<String> = Vec::new();
     // Index in `sents` of the sentence last added to `items`.
     let mut last: Option<usize> = None;

@@ -125,7 +125,8 @@ const RULE_OPENERS: &[&str] = &[
 const WE_VERBS: &[&str] = &[
     "use", "always", "never", "don't", "dont", "do", "prefer", "keep", "run", "must", "only", "avoid", "deploy", "pin",
     "build", "test", "write", "put", "follow", "target", "ship", "stick", "rely", "release", "require", "can't",
-    "cannot", "lint", "format", "validate", "style", "squash", "rebase", "review", "generate", "store", "log",
+    "cannot", "lint", "format", "validate", "style", "squash", "rebase", "review", "generate", "store", "log", "type",
+    "dropped", "moved", "switched", "migrated",
 ];
 
 /// Modal words that make a statement about the project a rule by themselves
@@ -544,7 +545,8 @@ pub fn is_flagged_fact(sentence: &str) -> bool {
 
 fn role_of(s: &str) -> Role {
     if s.ends_with('?') {
-        return Role::Question;
+        // "Can you not use any here?": a prohibition asked as a question.
+        return if prohibition_question(s).is_some() { Role::Rule } else { Role::Question };
     }
     let l = core(s);
     // "Now make sure nothing broke, run the tests": "now" asks for the task at
@@ -642,9 +644,9 @@ fn role_of(s: &str) -> Role {
     if TASK_VERBS.contains(&first) {
         // "Add the index concurrently, never with a plain CREATE INDEX": an
         // alternative named in its own clause makes the request a rule.
-        let alternative = [" instead of ", " rather than ", ", not ", ", never ", " - never ", " — never "]
-            .iter()
-            .any(|p| l.contains(p));
+        // ("Read the webhook from the environment instead of the config file"
+        // describes the change asked for.)
+        let alternative = [", not ", ", never ", " - never ", " — never "].iter().any(|p| l.contains(p));
         return if alternative && !describes(&w) { Role::Rule } else { Role::Request };
     }
     // A statement about the project with a modal: "Tests must run serially";
@@ -746,6 +748,16 @@ fn rule_clause(clause: &str) -> bool {
         )
     });
     opens && !mind && w.len() >= 3
+}
+
+/// "Can you not use any here?" as "Don't use any here.", when `s` asks so.
+pub fn prohibition_question(s: &str) -> Option<String> {
+    let t = s.trim().trim_end_matches('?').trim_end();
+    let lower = normalize(t);
+    ["can you not ", "could you not ", "can we not ", "could we not ", "would you not "].iter().find_map(|p| {
+        let rest = lower.strip_prefix(p)?;
+        (word_count(rest) >= 2).then(|| format!("Don't {}.", &t[t.len() - rest.len()..]))
+    })
 }
 
 /// Nouns that name the project after "this" ("in this repo").
@@ -854,10 +866,35 @@ fn conditional_rule(w: &[&str]) -> bool {
             matches!(rest.first(), Some(&("need" | "want" | "have" | "must" | "ever" | "touch" | "change" | "add")))
         }
         ["whenever", ..] => true,
+        // "When you add an env var, also add it to .env.example": a kind of
+        // change, then what goes with it ("when you're done" is this task's).
+        ["when", "you" | "we", v, ..] => WHEN_CHANGES.contains(v),
         _ => false,
     };
-    about_you && w.iter().skip(3).any(|x| CONDITIONAL_VERBS.contains(x))
+    about_you && w.iter().skip(3).any(|x| CONDITIONAL_VERBS.contains(x) || *x == "also")
 }
+
+/// Changes that open a standing "when you …, also …" instruction.
+const WHEN_CHANGES: &[&str] = &[
+    "add",
+    "change",
+    "touch",
+    "create",
+    "bump",
+    "rename",
+    "remove",
+    "write",
+    "edit",
+    "modify",
+    "introduce",
+    "release",
+    "deploy",
+    "publish",
+    "merge",
+    "update",
+    "upgrade",
+    "delete",
+];
 
 /// "instead of", "not X", "rather than", "over": a choice between two ways.
 fn contrast(l: &str) -> bool {
