@@ -686,6 +686,16 @@ fn rules_in_everyday_phrasings_are_learned() {
         ),
         ("we dropped moment last year, it's date-fns only in this codebase", "convention", "date-fns only"),
         (
+            "the reason the e2e tests fail locally is that they need the seed data, so always run make seed before make e2e",
+            "convention",
+            "so always run make seed before make e2e",
+        ),
+        (
+            "heads-up: the staging API rate-limits to 10 req/s, so the load test must target the local stack",
+            "convention",
+            "The staging API rate-limits",
+        ),
+        (
             "two things about this repo:\n1. start everything with make up, it builds the images first\n2. never edit docker-compose.yml",
             "convention",
             "Start everything with make up",
@@ -733,4 +743,14 @@ fn first_prompts_about_the_task_at_hand_are_not_conventions() {
     assert!(has(&got, "convention", &["Remember to update the changelog"]), "{got:#?}");
     let got = learned_from("always run the new linter before pushing");
     assert!(has(&got, "convention", &["Always run the new linter"]), "{got:#?}");
+}
+
+#[test]
+fn stop_doing_keeps_its_verb() {
+    let mut t = common::Transcript::new(S, "/home/me/ingest");
+    t.user("Why are events dropped?")
+        .bash("python -c 'print(1)'", "1", true)
+        .user("stop using print for debugging, use the structlog logger, it ends up in datadog");
+    let got = learned(&t);
+    assert!(has(&got, "correction", &["Stop using print for debugging, use the structlog logger"]), "{got:#?}");
 }

@@ -576,8 +576,11 @@ fn role_of(s: &str) -> Role {
         || l.starts_with("the reason")
         || l.starts_with("that is why")
     {
-        // "It breaks the lockfile" explains; "It must …" states a rule about it.
-        return if w.iter().take(4).any(|x| MODALS.contains(x) || matches!(*x, "always" | "never")) {
+        // "It breaks the lockfile" explains; "It must …" states a rule about
+        // it, and so does "the reason … is …, so always run make seed first".
+        return if w.iter().take(4).any(|x| MODALS.contains(x) || matches!(*x, "always" | "never"))
+            || l.split([',', ';']).skip(1).any(rule_clause)
+        {
             Role::Rule
         } else {
             Role::Reason
@@ -720,7 +723,11 @@ fn names_the_alternative(l: &str) -> bool {
 /// Whether a clause after a comma states a rule by itself ("don't hand write
 /// them", "never hardcode it"), not a state of mind ("don't know why").
 fn rule_clause(clause: &str) -> bool {
-    let c = clause.trim();
+    let mut c = clause.trim();
+    // "…, so always run make seed first".
+    for link in ["so ", "then ", "and ", "but "] {
+        c = c.strip_prefix(link).unwrap_or(c);
+    }
     let w = words(c);
     let opens = ["don't ", "dont ", "do not ", "never ", "always ", "avoid "].iter().any(|p| c.starts_with(p));
     let mind = w.get(1).is_some_and(|x| {
@@ -1034,6 +1041,8 @@ pub fn strip_correction_opener(s: &str) -> &str {
     ] {
         if let Some(rest) = lower.strip_prefix(p)
             && rest.starts_with([',', '.', '!', ':', '-', '—', ' '])
+            // "Stop using print" keeps its verb; "Stop. Use …" is an outburst.
+            && !(p == "stop" && rest.starts_with(' '))
             && !(p == "no" && rest.starts_with(' ') && !interjected(rest))
         {
             let cut = s.len() - rest.len();
@@ -1136,6 +1145,7 @@ const FILLER: &[&str] = &[
     "be aware that",
     "note",
     "important",
+    "heads-up",
     "heads up",
     "two things",
     "two rules",
