@@ -717,6 +717,8 @@ fn rules_in_everyday_phrasings_are_learned() {
         "keep going",
         "run the whole test suite, I changed the date parsing everywhere",
         "when you're done, run the tests",
+        "we moved the standup to 3pm, so let's keep this short",
+        "a few things:\n- fix the typo in the header\n- bump the version\n- rerun the CI",
     ] {
         assert_eq!(learned_from(m), Vec::new(), "{m:?}");
     }

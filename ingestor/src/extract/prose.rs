@@ -126,7 +126,6 @@ const WE_VERBS: &[&str] = &[
     "use", "always", "never", "don't", "dont", "do", "prefer", "keep", "run", "must", "only", "avoid", "deploy", "pin",
     "build", "test", "write", "put", "follow", "target", "ship", "stick", "rely", "release", "require", "can't",
     "cannot", "lint", "format", "validate", "style", "squash", "rebase", "review", "generate", "store", "log", "type",
-    "dropped", "moved", "switched", "migrated",
 ];
 
 /// Modal words that make a statement about the project a rule by themselves
@@ -1282,7 +1281,11 @@ pub fn is_workflow_habit(s: &str) -> bool {
 /// what follows it in the message states them.
 pub fn is_rules_intro(s: &str) -> bool {
     let plain = normalize(s.trim());
-    s.trim_end().ends_with(':') && FLAGS.iter().any(|f| plain.starts_with(f))
+    let Some(flag) = FLAGS.iter().find(|f| plain.starts_with(**f)) else { return false };
+    // "A few things:" may list tasks; "two things about this repo:" lists rules.
+    let count = matches!(*flag, "two things" | "three things" | "a few things" | "a couple of things");
+    s.trim_end().ends_with(':')
+        && (!count || [" about ", " to know", " to remember", "rules", "conventions"].iter().any(|w| plain.contains(w)))
 }
 
 /// Whether a request says how to do a kind of work ("run them with cargo
