@@ -334,6 +334,20 @@ fn learned(t: &common::Transcript) -> Vec<(String, String)> {
     extract::candidates(&t.events()).into_iter().map(|c| (c.memory_type, c.text)).collect()
 }
 
+/// What is learned from `m` said after the agent ran something.
+fn after_work(m: &str) -> Vec<(String, String)> {
+    let mut t = common::Transcript::new(S, "/home/me/app");
+    t.user("Fix the build.").bash("make", "ok", true).user(m);
+    learned(&t)
+}
+
+/// What is learned from `m` as the session's first prompt.
+fn as_first_prompt(m: &str) -> Vec<(String, String)> {
+    let mut t = common::Transcript::new(S, "/home/me/app");
+    t.user(m);
+    learned(&t)
+}
+
 fn has(learned: &[(String, String)], kind: &str, needles: &[&str]) -> bool {
     learned.iter().any(|(k, t)| k == kind && needles.iter().all(|n| t.contains(n)))
 }
@@ -629,11 +643,7 @@ fn held_out_batches_three_and_four_phrasings_are_learned_whole() {
 
 #[test]
 fn venting_confessions_one_offs_and_pointers_are_not_lessons() {
-    let learned_from = |m: &str| {
-        let mut t = common::Transcript::new(S, "/home/me/app");
-        t.user("Fix the build.").bash("make", "ok", true).user(m);
-        learned(&t)
-    };
+    let learned_from = after_work;
     for m in [
         "ugh, the CI is always slow",
         "hmm the tests are always flaky on monday mornings",
@@ -657,11 +667,7 @@ fn venting_confessions_one_offs_and_pointers_are_not_lessons() {
 
 #[test]
 fn rules_in_everyday_phrasings_are_learned() {
-    let learned_from = |m: &str| {
-        let mut t = common::Transcript::new(S, "/home/me/app");
-        t.user("Fix the build.").bash("make", "ok", true).user(m);
-        learned(&t)
-    };
+    let learned_from = after_work;
     for (m, kind, text) in [
         ("we're a yarn shop, not npm", "convention", "We're a yarn shop, not npm."),
         (
@@ -726,11 +732,7 @@ fn rules_in_everyday_phrasings_are_learned() {
 
 #[test]
 fn first_prompts_about_the_task_at_hand_are_not_conventions() {
-    let learned_from = |m: &str| {
-        let mut t = common::Transcript::new(S, "/home/me/app");
-        t.user(m);
-        learned(&t)
-    };
+    let learned_from = as_first_prompt;
     for m in [
         "make sure the new endpoint is covered by tests",
         "the app must support dark mode by friday",

@@ -696,20 +696,22 @@ fn reasons(item: &RankedMemory, alpha: f32, surfaces: &foldhash::HashMap<String,
 /// The live memories learned from `session` itself (its user's corrections
 /// and rules, its struggles): what the agent was told in it.
 pub fn learned_in_session(store: &Store, session: &SessionKey) -> Result<BTreeSet<MemoryId>> {
-    let mut stmt = store
-        .conn()
-        .prepare_cached("SELECT id FROM memories WHERE source_session = ?1 AND is_deleted = 0 AND deprecated = 0")
-        .sql("prepare learned")?;
-    let rows = stmt.query_map([session.as_str()], |r| r.get::<_, String>(0).map(MemoryId)).sql("learned")?;
-    rows.collect::<rusqlite::Result<_>>().sql("learned")
+    session_ids(
+        store,
+        "SELECT id FROM memories WHERE source_session = ?1 AND is_deleted = 0 AND deprecated = 0",
+        session,
+    )
 }
 
 /// Memories already injected in `session` (used by callers that list them).
 pub fn shown_in_session(store: &Store, session: &SessionKey) -> Result<BTreeSet<MemoryId>> {
-    let mut stmt = store
-        .conn()
-        .prepare_cached("SELECT memory_id FROM session_memories WHERE session_key = ?1 AND was_injected = 1")
-        .sql("prepare shown")?;
-    let rows = stmt.query_map([session.as_str()], |r| r.get::<_, String>(0).map(MemoryId)).sql("shown")?;
-    rows.collect::<rusqlite::Result<_>>().sql("shown")
+    session_ids(store, "SELECT memory_id FROM session_memories WHERE session_key = ?1 AND was_injected = 1", session)
+}
+
+/// The memory ids `sql` selects for `session` (its `?1`).
+fn session_ids(store: &Store, sql: &str, session: &SessionKey) -> Result<BTreeSet<MemoryId>> {
+    let mut stmt = store.conn().prepare_cached(sql).sql("prepare a session's memories")?;
+    let rows =
+        stmt.query_map([session.as_str()], |r| r.get::<_, String>(0).map(MemoryId)).sql("a session's memories")?;
+    rows.collect::<rusqlite::Result<_>>().sql("a session's memories")
 }
