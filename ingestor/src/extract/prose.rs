@@ -192,8 +192,6 @@ const EVALUATIVE: &[&str] = &[
     "amazing",
     "awesome",
     "lovely",
-    "fun",
-    "a",
 ];
 
 /// What the user says they always or never manage ("I always forget the
