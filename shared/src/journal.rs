@@ -300,10 +300,6 @@ impl Locked<'_> {
 
     /// [`Locked::append`] of a batch encoded before the lock was taken.
     pub fn append_batch(&mut self, batch: &Encoded) -> Result<Receipt> {
-        if batch.events.is_empty() {
-            let last = self.writer.last_lsn();
-            return Ok(Receipt { first_lsn: last + 1, last_lsn: last, applied: true, forgotten: 0 });
-        }
         self.append_encoded(&batch.events, &batch.payloads)
     }
 

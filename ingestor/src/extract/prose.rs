@@ -1236,11 +1236,14 @@ pub fn is_personal(s: &str) -> bool {
     let scoped = w.iter().any(|x| {
         matches!(*x, "projects" | "repos" | "repositories" | "services" | "apps" | "crates" | "packages" | "modules")
     });
-    personal
-        && !local
-        && !scoped
-        && !s.contains('`')
-        && !s.split_whitespace().any(|x| x.contains(['/', '_', '=']) || x.contains("::"))
+    personal && !local && !scoped && !names_code(s)
+}
+
+/// Whether a sentence names code, a path or a setting (a backtick span,
+/// `a/b`, `snake_case`, `KEY=value`, `mod::item`): then it is some
+/// project's, not the person's everywhere.
+fn names_code(s: &str) -> bool {
+    s.contains('`') || s.split_whitespace().any(|x| x.contains(['/', '_', '=']) || x.contains("::"))
 }
 
 /// Whether a rule is about the user's git workflow (commit messages, pull
@@ -1269,10 +1272,7 @@ pub fn is_workflow_habit(s: &str) -> bool {
         [" here ", " repo ", " repository ", " project ", " codebase ", " we ", " our ", " us ", " team ", " this "]
             .iter()
             .any(|a| padded.contains(a));
-    topic
-        && !anchored
-        && !s.contains('`')
-        && !s.split_whitespace().any(|x| x.contains(['/', '_', '=']) || x.contains("::"))
+    topic && !anchored && !names_code(s)
 }
 
 /// Whether a sentence opens a list of rules ("Two things about this repo:"):
