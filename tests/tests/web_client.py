@@ -452,7 +452,13 @@ def browser(base, home, shots):
             time.sleep(0.1)
         check("session_start_k = 6" in r.config_text(), f"config.toml: {r.config_text()}")
         ready("settings")
-        check(d.find_element(By.ID, "f-injection-session_start_k").get_attribute("value") == "6", "reloaded value")
+        # Read in one script call, polled: the view may still re-render after
+        # the save, which makes a found element stale.
+        value = lambda: js("const f = document.getElementById('f-injection-session_start_k'); return f && f.value")
+        deadline = time.time() + 10
+        while value() != "6" and time.time() < deadline:
+            time.sleep(0.1)
+        check(value() == "6", "reloaded value")
         # An out-of-range value is not saved.
         field = d.find_element(By.ID, "f-predictor-exploration_rate")
         field.clear()
