@@ -30,8 +30,8 @@ use benches::{lesson, memory_events};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
-use shared::journal::Journal;
-use shared::paths::Paths;
+use shared::base::paths::Paths;
+use shared::storage::journal::Journal;
 
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
@@ -229,13 +229,13 @@ fn main() {
         for lock in lanes {
             let t = Instant::now();
             while t.elapsed() < Duration::from_secs(30) {
-                if shared::fsutil::FileLock::try_exclusive(&lock).map(|l| l.is_some()).unwrap_or(true) {
+                if shared::base::fsutil::FileLock::try_exclusive(&lock).map(|l| l.is_some()).unwrap_or(true) {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
-        let spooled = shared::hook::spool_pending(&Paths::at(root.join("engram")));
+        let spooled = shared::domain::hook::spool_pending(&Paths::at(root.join("engram")));
         assert!(!spooled, "the recorder left events in the spool");
     }
 }

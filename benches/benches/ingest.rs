@@ -23,17 +23,17 @@ use std::time::Instant;
 use ingestor::discover::Roots;
 use ingestor::scan::{self, ScanOptions, ScanSummary};
 use serde_json::Value;
-use shared::config::Config;
-use shared::paths::Paths;
-use shared::shutdown::Shutdown;
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::paths::Paths;
+use shared::base::shutdown::Shutdown;
+use shared::base::time::Ts;
 
 /// JSON keys whose string values identify a session; suffixed per copy.
 const SESSION_KEYS: &[&str] =
     &["sessionId", "sessionID", "session_id", "parentID", "forked_from_id", "parent_thread_id"];
 
 fn main() {
-    let Some(fixtures) = shared::testing::shared_data("fixtures") else {
+    let Some(fixtures) = shared::base::testing::shared_data("fixtures") else {
         return;
     };
     let mb: u64 = std::env::var("ENGRAM_BENCH_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(200);

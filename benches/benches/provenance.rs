@@ -29,13 +29,13 @@ use std::time::Instant;
 
 use ingestor::discover::Roots;
 use ingestor::scan::{self, ScanOptions};
-use shared::config::Config;
-use shared::paths::Paths;
-use shared::shutdown::Shutdown;
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::paths::Paths;
+use shared::base::shutdown::Shutdown;
+use shared::base::time::Ts;
 
 fn main() {
-    let Some(fixtures) = shared::testing::shared_data("fixtures") else {
+    let Some(fixtures) = shared::base::testing::shared_data("fixtures") else {
         return;
     };
     let copies: usize = std::env::var("ENGRAM_BENCH_COPIES").ok().and_then(|v| v.parse().ok()).unwrap_or(108);
@@ -94,7 +94,7 @@ fn main() {
     eprintln!("rescan with nothing new: median {:.1} ms of {rescans:.1?}", median(&mut rescans));
 
     let (t, c0) = (Instant::now(), cpu());
-    let report = shared::journal::replay(&paths, &mut |_| {}).unwrap();
+    let report = shared::storage::journal::replay(&paths, &mut |_| {}).unwrap();
     let (secs, cpu_s) = (t.elapsed().as_secs_f64(), cpu() - c0);
     eprintln!(
         "replay: {} events in {secs:.2} s wall ({:.0} events/s), {cpu_s:.2} s CPU ({:.0} events/s); database {:.1} MB",
@@ -244,7 +244,7 @@ fn explain_all(
     spans: &[Span],
     originals: &std::collections::HashMap<String, (String, usize)>,
 ) -> Vec<Ours> {
-    let opts = shared::provenance::explain::ExplainOptions::default();
+    let opts = shared::domain::provenance::explain::ExplainOptions::default();
     let (mut times, mut cpus) = (Vec::new(), Vec::new());
     let mut out = Vec::new();
     for round in 0..3 {

@@ -1,4 +1,4 @@
-//! Latency of the ranking pipeline (`shared::rank::rank`) on stores of 10,000
+//! Latency of the ranking pipeline (`shared::domain::rank::rank`) on stores of 10,000
 //! and 100,000 memories, warm (the store and model already open).
 //!
 //! Run: `cargo bench -p benches --bench rank`.
@@ -9,11 +9,11 @@ use std::sync::{LazyLock, Mutex};
 
 use benches::{BENCH_NOW, memory_events};
 use predictor::model::{Model, ModelConfig};
-use shared::config::Config;
-use shared::event::trigger;
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::rank::{RankRequest, ServingModel, rank};
+use shared::base::config::Config;
+use shared::base::paths::Paths;
+use shared::domain::rank::{RankRequest, ServingModel, rank};
+use shared::storage::event::trigger;
+use shared::storage::journal::Journal;
 
 struct Store {
     _dir: tempfile::TempDir,

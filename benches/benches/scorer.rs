@@ -28,10 +28,10 @@ use divan::Bencher;
 use scorer::ServeOptions;
 use scorer::protocol::Request;
 use serde_json::{Value, json};
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::rpc::{Connection, MemoryClient, parse_message};
-use shared::shutdown::Shutdown;
+use shared::base::paths::Paths;
+use shared::base::rpc::{Connection, MemoryClient, parse_message};
+use shared::base::shutdown::Shutdown;
+use shared::storage::journal::Journal;
 
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -52,7 +52,7 @@ fn served(paths: Option<Paths>, dir: tempfile::TempDir) -> Served {
         native_dim: 768,
         checkpoint: None,
         paths,
-        max_line: shared::rpc::DEFAULT_MAX_LINE,
+        max_line: shared::base::rpc::DEFAULT_MAX_LINE,
         training_budget: Duration::from_secs(60),
     };
     let (conn, client, _threads) = Connection::<Request>::memory(opts.max_line);

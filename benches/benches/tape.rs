@@ -12,10 +12,10 @@
 use std::sync::LazyLock;
 
 use benches::session_events;
-use shared::event::Event;
-use shared::journal::{Journal, replay};
-use shared::paths::Paths;
-use shared::tape::{TapeLog, TapeOptions};
+use shared::base::paths::Paths;
+use shared::storage::event::Event;
+use shared::storage::journal::{Journal, replay};
+use shared::storage::tape::{TapeLog, TapeOptions};
 use tempfile::TempDir;
 
 static EVENTS: LazyLock<Vec<Event>> = LazyLock::new(|| session_events(20_000, 7));
@@ -59,7 +59,7 @@ fn new_log(opts: TapeOptions) -> (TempDir, TapeLog) {
 const BATCHES: [usize; 2] = [1_000, 16_384];
 
 /// Appends every bench event in batches of `size`.
-fn append_in_batches(log: &TapeLog, size: usize) -> shared::tape::TapeWriter<'_> {
+fn append_in_batches(log: &TapeLog, size: usize) -> shared::storage::tape::TapeWriter<'_> {
     let mut w = log.lock().unwrap();
     for batch in PAYLOADS.chunks(size) {
         let refs: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();

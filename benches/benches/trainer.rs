@@ -16,12 +16,12 @@ use divan::{Bencher, black_box};
 use predictor::model::{Model, ModelConfig};
 use predictor::train::{self, AdamState, Sample, TrainConfig};
 use rand::{RngExt, SeedableRng};
-use shared::event::*;
-use shared::ids::{MemoryId, SessionKey};
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::time::Ts;
-use shared::train_data::{self, BuiltList, ScoredSession};
+use shared::base::ids::{MemoryId, SessionKey};
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::domain::train_data::{self, BuiltList, ScoredSession};
+use shared::storage::event::*;
+use shared::storage::journal::Journal;
 
 const SESSIONS: usize = 500;
 const CANDIDATES: usize = 50;

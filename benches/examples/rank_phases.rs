@@ -23,11 +23,11 @@
 
 use std::time::{Duration, Instant};
 
-use shared::config::Config;
-use shared::ids::SessionKey;
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::rank::{self, PoolLimits, PoolQuery, PredictorState, RankRequest};
+use shared::base::config::Config;
+use shared::base::ids::SessionKey;
+use shared::base::paths::Paths;
+use shared::domain::rank::{self, PoolLimits, PoolQuery, PredictorState, RankRequest};
+use shared::storage::journal::Journal;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -60,11 +60,11 @@ fn rpc_loop(paths: Paths, iters: usize, gap: Duration) {
         native_dim: 768,
         checkpoint: None,
         paths: Some(paths),
-        max_line: shared::rpc::DEFAULT_MAX_LINE,
+        max_line: shared::base::rpc::DEFAULT_MAX_LINE,
         training_budget: Duration::from_secs(60),
     };
-    let (conn, client, _threads) = shared::rpc::Connection::<scorer::protocol::Request>::memory(opts.max_line);
-    let server = std::thread::spawn(move || scorer::serve(conn, opts, shared::shutdown::Shutdown::manual()));
+    let (conn, client, _threads) = shared::base::rpc::Connection::<scorer::protocol::Request>::memory(opts.max_line);
+    let server = std::thread::spawn(move || scorer::serve(conn, opts, shared::base::shutdown::Shutdown::manual()));
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(99);
     let requests: Vec<Vec<u8>> = (0..64)
         .map(|i| {

@@ -7,10 +7,10 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use shared::event::Event;
-use shared::journal::replay;
-use shared::paths::Paths;
-use shared::tape::{TapeLog, TapeOptions};
+use shared::base::paths::Paths;
+use shared::storage::event::Event;
+use shared::storage::journal::replay;
+use shared::storage::tape::{TapeLog, TapeOptions};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -7,9 +7,9 @@ pub mod web;
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
-use shared::event::*;
-use shared::ids::{EventId, SessionKey};
-use shared::time::Ts;
+use shared::base::ids::{EventId, SessionKey};
+use shared::base::time::Ts;
+use shared::storage::event::*;
 
 /// Words with a Zipf-like frequency profile, mixing prose and code vocabulary.
 const VOCAB: &[&str] = &[
@@ -270,7 +270,7 @@ pub fn memory_events(n: usize, seed: u64) -> Vec<Event> {
                 writer: "engram-bench".into(),
                 session: Some(session.clone()),
                 body: Body::MemoryAdded(MemoryAdded {
-                    memory_id: shared::ids::MemoryId::derived(&["bench", &i.to_string()]),
+                    memory_id: shared::base::ids::MemoryId::derived(&["bench", &i.to_string()]),
                     content: lesson(&mut rng, words),
                     memory_type: "fact".into(),
                     importance: rng.random_range(0.1..1.0),

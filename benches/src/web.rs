@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
-use shared::journal::Journal;
-use shared::paths::Paths;
+use shared::base::paths::Paths;
+use shared::storage::journal::Journal;
 
 /// Memories in the data home.
 pub const MEMORIES: usize = 10_000;

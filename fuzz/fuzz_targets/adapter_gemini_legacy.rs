@@ -7,7 +7,7 @@ use ingestor::adapters::parse_file_bytes;
 use ingestor::discover::SourceKind;
 use ingestor::redact::Privacy;
 use libfuzzer_sys::fuzz_target;
-use shared::time::Ts;
+use shared::base::time::Ts;
 
 fuzz_target!(|data: &[u8]| {
     let privacy = Privacy::default();

@@ -8,7 +8,7 @@ use ingestor::adapter::ParseContext;
 use ingestor::adapters::opencode::{Snapshot, parse_records, storage_record};
 use ingestor::redact::Privacy;
 use libfuzzer_sys::fuzz_target;
-use shared::time::Ts;
+use shared::base::time::Ts;
 
 const DIRS: [&str; 4] = ["ses_a", "ses_b", "msg_a", "msg_b"];
 

@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shared::hook::{HookEvent, HookInput, project_of};
-use shared::time::Ts;
+use shared::domain::hook::{HookEvent, HookInput, project_of};
+use shared::base::time::Ts;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(input) = HookInput::parse(data) else { return };

@@ -9,7 +9,7 @@ use std::cell::RefCell;
 
 use libfuzzer_sys::fuzz_target;
 use scorer::mcp::{McpServer, Raw};
-use shared::rpc::{Message, encode_error, encode_result, parse_message};
+use shared::base::rpc::{Message, encode_error, encode_result, parse_message};
 
 thread_local! {
     static SERVER: RefCell<McpServer> = RefCell::new(McpServer::new(None));

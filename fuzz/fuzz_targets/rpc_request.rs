@@ -7,7 +7,7 @@ use libfuzzer_sys::fuzz_target;
 use scorer::protocol::Request;
 use serde::Deserializer;
 use serde_json::Value;
-use shared::rpc::{Id, Message, Params, parse_message, sniff_id};
+use shared::base::rpc::{Id, Message, Params, parse_message, sniff_id};
 
 /// The scorer's params read by the generic reader only (no fast path).
 #[derive(Debug)]

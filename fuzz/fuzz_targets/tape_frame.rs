@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use shared::tape::{ActiveHeader, ChunkHeader, FrameRead, SealedHeader, decode_frame, decode_frame_trusted};
+use shared::storage::tape::{ActiveHeader, ChunkHeader, FrameRead, SealedHeader, decode_frame, decode_frame_trusted};
 
 fuzz_target!(|data: &[u8]| {
     // Walk the buffer as the recovery scan does: frame after frame until the
@@ -23,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = h.verify(data.get(32..).unwrap_or_default());
     }
     if let Ok(name) = std::str::from_utf8(data) {
-        let _ = shared::tape::parse_sealed_name(name);
-        let _ = shared::tape::parse_active_name(name);
+        let _ = shared::storage::tape::parse_sealed_name(name);
+        let _ = shared::storage::tape::parse_active_name(name);
     }
 });

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use shared::tape::{TapeLog, TapeOptions, active_name, read_sealed_segment, sealed_name, verify_sealed_folder};
+use shared::storage::tape::{TapeLog, TapeOptions, active_name, read_sealed_segment, sealed_name, verify_sealed_folder};
 
 /// The scratch folder of this process.
 fn scratch() -> &'static Path {

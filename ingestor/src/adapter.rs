@@ -21,9 +21,9 @@ use std::collections::BTreeMap;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use shared::event::{Body, Event, Opaque, SCHEMA_VERSION};
-use shared::ids::{EventId, SessionKey};
-use shared::time::Ts;
+use shared::base::ids::{EventId, SessionKey};
+use shared::base::time::Ts;
+use shared::storage::event::{Body, Event, Opaque, SCHEMA_VERSION};
 
 use crate::error::Error;
 use crate::redact::{self, Privacy};
@@ -478,9 +478,9 @@ pub fn text_of(v: &Value) -> String {
 }
 
 /// The last path component of a directory (project name); the same rule the
-/// hooks apply ([`shared::hook::project_of`]).
+/// hooks apply ([`shared::domain::hook::project_of`]).
 pub fn project_of(cwd: &str) -> Option<String> {
-    shared::hook::project_of(cwd)
+    shared::domain::hook::project_of(cwd)
 }
 
 #[cfg(test)]

@@ -6,9 +6,9 @@
 
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
-use shared::error::SqlContext;
-use shared::store::Store;
-use shared::time::Ts;
+use shared::base::error::SqlContext;
+use shared::base::time::Ts;
+use shared::storage::store::Store;
 
 use crate::error::Error;
 
@@ -76,8 +76,9 @@ pub fn one(store: &Store, session: &str) -> Result<Option<SessionAudit>, Error> 
 
 /// The audits of the `limit` sessions with the latest activity.
 pub fn recent(store: &Store, limit: usize) -> Result<Vec<SessionAudit>, Error> {
-    let fail =
-        |e: rusqlite::Error| Error::engram("audit sessions", shared::error::Error::sqlite("read the session audit", e));
+    let fail = |e: rusqlite::Error| {
+        Error::engram("audit sessions", shared::base::error::Error::sqlite("read the session audit", e))
+    };
     let mut stmt = store
         .conn()
         .prepare_cached(&format!(

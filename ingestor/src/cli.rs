@@ -8,11 +8,11 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use shared::config::Config;
-use shared::paths::Paths;
-use shared::shutdown::Shutdown;
-use shared::store::ingest::MemoryFilter;
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::paths::Paths;
+use shared::base::shutdown::Shutdown;
+use shared::base::time::Ts;
+use shared::storage::store::ingest::MemoryFilter;
 
 use crate::adapter::WRITER;
 use crate::adapters::Harness;
@@ -20,7 +20,7 @@ use crate::error::{EngramContext, Error};
 use crate::memories::{self, MemoryChange, NewMemory, Saved};
 use crate::scan::{self, ScanOptions};
 use crate::{render, tapes};
-use shared::env::ops as env_ops;
+use shared::domain::env::ops as env_ops;
 
 /// `engram-ingestor`: records agent sessions as tapes, keeps memories.
 #[derive(Debug, Parser)]
@@ -140,13 +140,13 @@ pub enum SessionCommand {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HookTarget {
     /// A harness event.
-    Event(shared::hook::HookEvent),
+    Event(shared::domain::hook::HookEvent),
     /// The detached ingestion worker the hooks start.
     Ingest,
 }
 
 fn parse_write_event(s: &str) -> Result<HookTarget, String> {
-    use shared::hook::HookEvent;
+    use shared::domain::hook::HookEvent;
     if s == "ingest" {
         return Ok(HookTarget::Ingest);
     }
@@ -216,7 +216,7 @@ fn bin_dir(given: Option<PathBuf>) -> Result<PathBuf, Error> {
         None => {
             let exe = std::env::current_exe().map_err(|e| Error::io("current executable", e))?;
             let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
-            Ok(shared::fsutil::parent_dir(&exe))
+            Ok(shared::base::fsutil::parent_dir(&exe))
         }
     }
 }
@@ -379,7 +379,7 @@ pub enum MemoryCommand {
         #[arg(long)]
         json: bool,
     },
-    // Seed 004's memory model (`shared::knowledge`).
+    // Seed 004's memory model (`shared::domain::knowledge`).
     /// The observation buffer: memories staged as conflicts or awaiting curation.
     Staging {
         /// Only this status: needs_clarification, pending, persisted, discarded.
@@ -639,13 +639,14 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
                 Ok(0)
             }
             Some(TapesCommand::Verify { dir: Some(dir) }) => {
-                let reports = shared::share::verify(&env.paths, &dir).context("verify the shared tapes")?;
+                let reports = shared::storage::share::verify(&env.paths, &dir).context("verify the shared tapes")?;
                 shared_report(env, &reports, "verified")
             }
             Some(TapesCommand::Export { dir }) => {
                 std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-                let mut journal = shared::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
-                let r = shared::share::export(&mut journal, &dir).context("export the tapes")?;
+                let mut journal =
+                    shared::storage::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
+                let r = shared::storage::share::export(&mut journal, &dir).context("export the tapes")?;
                 env.line(&format!(
                     "{}: {} segment(s), {} copied, {} removed; commit it with git",
                     r.folder.display(),
@@ -656,8 +657,9 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
                 Ok(0)
             }
             Some(TapesCommand::Import { dir }) => {
-                let mut journal = shared::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
-                let reports = shared::share::import(&mut journal, &dir).context("import the tapes")?;
+                let mut journal =
+                    shared::storage::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
+                let reports = shared::storage::share::import(&mut journal, &dir).context("import the tapes")?;
                 shared_report(env, &reports, "imported")
             }
             Some(TapesCommand::Verify { dir: None }) => {
@@ -749,7 +751,8 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
         }
         Command::Dedup { dry_run, max_passes, json } => {
             let config = Config::load(&env.paths.config()).context("read the configuration")?;
-            let mut journal = shared::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
+            let mut journal =
+                shared::storage::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
             let opts = crate::dedup_run::DedupOptions { dry_run, max_passes };
             let report = crate::dedup_run::run(&mut journal, &config, &opts, env.now)?;
             if json {
@@ -760,7 +763,7 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
             Ok(0)
         }
         Command::Session { command: SessionCommand::Audit { session, limit, json } } => {
-            let store = shared::store::Store::open(&env.paths.db()).context("open the database")?;
+            let store = shared::storage::store::Store::open(&env.paths.db()).context("open the database")?;
             match session {
                 Some(key) => match crate::audit::one(&store, &key)? {
                     Some(a) if json => env.json(&a)?,
@@ -819,7 +822,7 @@ fn install(args: InstallArgs, env: &mut Env<'_>, add: bool) -> Result<u8, Error>
     let owner = crate::install::install_name(opts.target, opts.project.as_deref());
     report.schedule = match (add, args.schedule.as_deref()) {
         (true, Some(kind)) => {
-            let trainer = opts.bin_dir.join(shared::autotrain::TRAINER_BIN);
+            let trainer = opts.bin_dir.join(shared::domain::autotrain::TRAINER_BIN);
             let kind = crate::schedule::Kind::parse(kind)?;
             Some(crate::schedule::install(&env.paths, kind, &owner, &trainer, opts.dry_run)?)
         }
@@ -887,15 +890,17 @@ fn scan(args: ScanArgs, env: &mut Env<'_>, shutdown: &Shutdown) -> Result<u8, Er
     Ok(if summary.interrupted { 130 } else { 0 })
 }
 
-fn parse_prerequisites(json: &str) -> Result<shared::env::prereq::Prerequisites, Error> {
+fn parse_prerequisites(json: &str) -> Result<shared::domain::env::prereq::Prerequisites, Error> {
     let v: serde_json::Value =
         serde_json::from_str(json).map_err(|e| Error::InvalidArgument(format!("--prerequisites is not JSON: {e}")))?;
     Ok(env_ops::parse_prerequisites(&v)?)
 }
 
-fn session_arg(session: Option<String>) -> Result<Option<shared::ids::SessionKey>, Error> {
+fn session_arg(session: Option<String>) -> Result<Option<shared::base::ids::SessionKey>, Error> {
     session
-        .map(|s| shared::memory_ops::parse_session(&s).map_err(|e| Error::InvalidArgument(format!("--session: {e}"))))
+        .map(|s| {
+            shared::domain::memory_ops::parse_session(&s).map_err(|e| Error::InvalidArgument(format!("--session: {e}")))
+        })
         .transpose()
 }
 
@@ -917,24 +922,29 @@ fn record(stdin: bool, session: Option<String>, command: &[String], env: &mut En
 
 /// The project of the working directory, for a memory added without
 /// `--project`: the first marker up from it, a subfolder or worktree mapping
-/// to its repository (`shared::env::project`); `None` outside any project.
+/// to its repository (`shared::domain::env::project`); `None` outside any project.
 /// The home folder is no project here. A project the data home does not know yet is made known (an `env.detected`
 /// without a session), so that its name finds it.
-fn project_here(journal: &mut shared::journal::Journal, config: &Config, now: Ts) -> Result<Option<String>, Error> {
+fn project_here(
+    journal: &mut shared::storage::journal::Journal,
+    config: &Config,
+    now: Ts,
+) -> Result<Option<String>, Error> {
     let Ok(cwd) = std::env::current_dir() else { return Ok(None) };
-    let detected = shared::env::detect(&cwd, &shared::env::DetectOptions::from_env(&config.env, false));
+    let detected = shared::domain::env::detect(&cwd, &shared::domain::env::DetectOptions::from_env(&config.env, false));
     // The home folder is nobody's project (its `.claude/` is Claude Code's
     // configuration): a memory added there is a general one.
-    let at_home = shared::env::home_dir()
-        .is_some_and(|h| shared::env::project::normalize(&h) == std::path::Path::new(&detected.root));
+    let at_home = shared::domain::env::home_dir()
+        .is_some_and(|h| shared::domain::env::project::normalize(&h) == std::path::Path::new(&detected.root));
     if detected.marker.is_none() || detected.project.is_empty() || at_home {
         return Ok(None);
     }
-    let known = shared::env::store::project(journal.store().conn(), &detected.project)
-        .map_err(|e| Error::engram("read the projects", shared::error::Error::sqlite("projects", e)))?;
+    let known = shared::domain::env::store::project(journal.store().conn(), &detected.project)
+        .map_err(|e| Error::engram("read the projects", shared::base::error::Error::sqlite("projects", e)))?;
     let key = detected.project.clone();
     if known.is_none() {
-        let event = shared::event::Event::new(now, WRITER, None, shared::event::Body::EnvDetected(detected));
+        let event =
+            shared::storage::event::Event::new(now, WRITER, None, shared::storage::event::Body::EnvDetected(detected));
         journal.append(&[event]).map_err(|e| Error::engram("record the project", e))?;
     }
     Ok(Some(key))
@@ -942,7 +952,7 @@ fn project_here(journal: &mut shared::journal::Journal, config: &Config, now: Ts
 
 fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
     let now = env.now;
-    let mut journal = shared::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
+    let mut journal = shared::storage::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
     let j = &mut journal;
     match command {
         MemoryCommand::Add { text, memory_type, importance, project, tags, pin, sources, no_check } => {
@@ -980,7 +990,7 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
             // Every argument is checked before anything is written.
             let prerequisites = prerequisites.as_deref().map(parse_prerequisites).transpose()?;
             if let Some(c) = &category {
-                shared::env::categories::normalize(c).map_err(Error::InvalidArgument)?;
+                shared::domain::env::categories::normalize(c).map_err(Error::InvalidArgument)?;
             }
             if !env_only {
                 memories::update(j, &id, change, now)?;
@@ -1029,12 +1039,12 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
         }
         MemoryCommand::List { project, category, memory_type, limit, json } => {
             let in_category = match &category {
-                Some(c) => Some(shared::env::categories::members(j.store().conn(), c).map_err(|e| {
-                    Error::engram("read the categories", shared::error::Error::sqlite("categories", e))
+                Some(c) => Some(shared::domain::env::categories::members(j.store().conn(), c).map_err(|e| {
+                    Error::engram("read the categories", shared::base::error::Error::sqlite("categories", e))
                 })?),
                 None => None,
             };
-            let memory_type = memory_type.as_deref().map(shared::memory_ops::check_type).transpose()?;
+            let memory_type = memory_type.as_deref().map(shared::domain::memory_ops::check_type).transpose()?;
             let all = if in_category.is_some() { 0 } else { limit };
             let filter = MemoryFilter { project, memory_type, limit: all, include_forgotten: false };
             let mut list = memories::list(j.store(), &filter)?;
@@ -1049,7 +1059,7 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
             } else if list.is_empty() {
                 let all = j.store().live_memory_count().map_err(|e| Error::engram("count memories", e))?;
                 if all == 0 {
-                    env.write(&shared::hint::empty_store(env.paths.home()))?;
+                    env.write(&shared::base::hint::empty_store(env.paths.home()))?;
                 } else {
                     let noun = if all == 1 { "memory" } else { "memories" };
                     env.line(&format!("no memory matches these filters ({all} {noun} in all)"))?;
@@ -1070,7 +1080,7 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
             }
         }
         MemoryCommand::Staging { status, project, limit, json } => {
-            let filter = shared::knowledge::buffer::StagedFilter { status, project, limit };
+            let filter = shared::domain::knowledge::buffer::StagedFilter { status, project, limit };
             let list = memories::staging(j.store(), &filter)?;
             if json {
                 env.json(&list)?;
@@ -1115,7 +1125,7 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
 
 /// Prints what `tapes import` or `tapes verify DIR` found per folder; exits
 /// non-zero when a folder is damaged (it was not imported).
-fn shared_report(env: &mut Env<'_>, reports: &[shared::share::FolderReport], verb: &str) -> Result<u8, Error> {
+fn shared_report(env: &mut Env<'_>, reports: &[shared::storage::share::FolderReport], verb: &str) -> Result<u8, Error> {
     let mut problems = 0;
     for r in reports {
         for p in &r.problems {

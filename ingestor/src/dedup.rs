@@ -1,7 +1,7 @@
 //! Near-duplicate memories at write time (seed 000, "Dedup Pipeline": the
 //! inline check; seed 004, "Conflict Detection").
 //!
-//! The measure is [`shared::knowledge::similarity`]: cosine of embeddings
+//! The measure is [`shared::domain::knowledge::similarity`]: cosine of embeddings
 //! when both memories have one, else word overlap. With conflict detection
 //! on (the default, `knowledge.conflicts`), a candidate more than 0.95 alike
 //! to an existing memory is a duplicate (merged into it: one more
@@ -16,11 +16,11 @@
 //!
 //! The batch pipeline (`engram-ingestor dedup`) is [`crate::dedup_run`].
 
-use shared::event::{Event, MemoryAdded, SCHEMA_VERSION};
-use shared::ids::{EventId, MemoryId, SessionKey};
-use shared::knowledge::buffer::DUPLICATE_SIMILARITY;
-use shared::knowledge::similarity::Scored;
-pub use shared::knowledge::similarity::{cosine, word_overlap, words};
+use shared::base::ids::{EventId, MemoryId, SessionKey};
+use shared::domain::knowledge::buffer::DUPLICATE_SIMILARITY;
+use shared::domain::knowledge::similarity::Scored;
+pub use shared::domain::knowledge::similarity::{cosine, word_overlap, words};
+use shared::storage::event::{Event, MemoryAdded, SCHEMA_VERSION};
 
 use crate::adapter::WRITER;
 
@@ -130,7 +130,7 @@ pub fn classify<'e>(
     };
     let best = existing
         .iter()
-        .map(|m| (m, shared::knowledge::similarity::similarity(text, emb, &m.text, m.embedding.as_deref())))
+        .map(|m| (m, shared::domain::knowledge::similarity::similarity(text, emb, &m.text, m.embedding.as_deref())))
         .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.id.cmp(&a.0.id)));
     match best {
         Some((m, s)) if s > DUPLICATE_SIMILARITY => Classified::Duplicate(m, s),
@@ -141,7 +141,12 @@ pub fn classify<'e>(
 
 /// The `knowledge.staged` event of an extracted memory flagged against
 /// `with` (ids derived from the memory's, so extracting again is harmless).
-pub fn conflict_event(memory: MemoryAdded, with: &ExistingMemory, similarity: f32, ts: shared::time::Ts) -> Event {
+pub fn conflict_event(
+    memory: MemoryAdded,
+    with: &ExistingMemory,
+    similarity: f32,
+    ts: shared::base::time::Ts,
+) -> Event {
     let session = memory.source_session.clone();
     let scored = Scored {
         id: with.id.clone(),
@@ -157,7 +162,7 @@ pub fn conflict_event(memory: MemoryAdded, with: &ExistingMemory, similarity: f3
         ts,
         writer: WRITER.to_owned(),
         session,
-        body: shared::knowledge::buffer::conflict_body(memory, &scored),
+        body: shared::domain::knowledge::buffer::conflict_body(memory, &scored),
     }
 }
 

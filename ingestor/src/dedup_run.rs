@@ -9,7 +9,7 @@
 //!    (no bridge destruction).
 //! 2. **Candidates.** For each unverified memory, the `top_k` (5) most alike
 //!    candidates at least `min_similarity` (0.5) alike (the measure of
-//!    [`shared::knowledge::similarity`], candidates from the full-text
+//!    [`shared::domain::knowledge::similarity`], candidates from the full-text
 //!    index; same project or none).
 //! 3. **Judgement.** Without a judge (the default) pairs at or above
 //!    `merge_similarity` (0.95) are duplicates, grouped by union in bootstrap
@@ -36,13 +36,13 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
-use shared::config::Config;
-use shared::event::{Body, DedupChecked, INJECTION_OPEN, MemoriesMerged};
-use shared::ids::MemoryId;
-use shared::journal::Journal;
-use shared::knowledge::similarity::similar_memories;
-use shared::memory_ops::MAX_TEXT;
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::ids::MemoryId;
+use shared::base::time::Ts;
+use shared::domain::knowledge::similarity::similar_memories;
+use shared::domain::memory_ops::MAX_TEXT;
+use shared::storage::event::{Body, DedupChecked, INJECTION_OPEN, MemoriesMerged};
+use shared::storage::journal::Journal;
 
 use crate::error::{EngramContext, Error};
 
@@ -239,7 +239,7 @@ fn load(journal: &Journal, max_attempts: u32) -> Result<Vec<Entry>, Error> {
              FROM memories m LEFT JOIN dedup_state d ON d.memory_id = m.id
              WHERE m.is_deleted = 0 AND m.deprecated = 0 AND m.superseded_by IS NULL ORDER BY m.id",
         )
-        .map_err(|e| Error::engram("read memories", shared::error::Error::sqlite("read memories", e)))?;
+        .map_err(|e| Error::engram("read memories", shared::base::error::Error::sqlite("read memories", e)))?;
     let rows = stmt
         .query_map([], |r| {
             Ok((
@@ -253,10 +253,11 @@ fn load(journal: &Journal, max_attempts: u32) -> Result<Vec<Entry>, Error> {
                 r.get::<_, i64>(5)?,
             ))
         })
-        .map_err(|e| Error::engram("read memories", shared::error::Error::sqlite("read memories", e)))?;
+        .map_err(|e| Error::engram("read memories", shared::base::error::Error::sqlite("read memories", e)))?;
     let mut out = Vec::new();
     for row in rows {
-        let (e, attempts) = row.map_err(|e| Error::engram("read memories", shared::error::Error::sqlite("read", e)))?;
+        let (e, attempts) =
+            row.map_err(|e| Error::engram("read memories", shared::base::error::Error::sqlite("read", e)))?;
         // A memory whose judgement kept failing is left alone.
         if e.verified || attempts < i64::from(max_attempts) {
             out.push(e);
@@ -422,7 +423,7 @@ pub fn run(journal: &mut Journal, config: &Config, opts: &DedupOptions, now: Ts)
                     memories: memories.into_values().collect(),
                     pairs,
                 };
-                let answer = shared::command::run_json(&judge, &req)
+                let answer = shared::base::command::run_json(&judge, &req)
                     .map_err(|e| e.to_string())
                     .and_then(|out| validate(&req, &out));
                 match answer {
@@ -430,7 +431,7 @@ pub fn run(journal: &mut Journal, config: &Config, opts: &DedupOptions, now: Ts)
                         for g in resp.groups {
                             let members: Vec<&Entry> =
                                 g.ids.iter().filter_map(|id| by_id.get(id.as_str()).copied()).collect();
-                            let text = shared::redact::redact_text(g.canonical_text.trim()).into_owned();
+                            let text = shared::storage::redact::redact_text(g.canonical_text.trim()).into_owned();
                             groups.push((members, Some(text), g.confidence, g.reason));
                         }
                     }
@@ -525,8 +526,8 @@ pub fn render(r: &DedupReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::event::{Event, MemoryAdded};
-    use shared::paths::Paths;
+    use shared::base::paths::Paths;
+    use shared::storage::event::{Event, MemoryAdded};
 
     fn journal_with(texts: &[&str]) -> (tempfile::TempDir, Journal) {
         let dir = tempfile::tempdir().expect("tmp");

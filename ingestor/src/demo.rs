@@ -25,7 +25,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use shared::time::Ts;
+use shared::base::time::Ts;
 
 use crate::error::Error;
 
@@ -471,7 +471,7 @@ pub fn generate(dir: &Path, base: Ts) -> Result<Vec<DemoSession>, Error> {
             }
         };
         if fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-            let parent = shared::fsutil::parent_dir(&path);
+            let parent = shared::base::fsutil::parent_dir(&path);
             fs::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
             fs::write(&path, &text).map_err(|e| Error::io(&path, e))?;
         }

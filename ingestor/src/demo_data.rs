@@ -19,14 +19,14 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::time::Ts;
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::storage::journal::Journal;
 
 use crate::error::{EngramContext, Error};
 
 fn sql<T>(r: rusqlite::Result<T>, what: &str) -> Result<T, Error> {
-    r.map_err(|e| Error::engram(what, shared::error::Error::sqlite(what, e)))
+    r.map_err(|e| Error::engram(what, shared::base::error::Error::sqlite(what, e)))
 }
 
 /// The reason recorded on each memory forgotten by [`remove`].

@@ -110,7 +110,7 @@ impl Roots {
     /// Applies the directories set in `config.toml` (`[scan]`), which win over
     /// the environment: `claude_dir` (its `projects/`), `codex_home` (its
     /// `sessions/`), `gemini_dir` (its `tmp/`), `opencode_dir` (itself).
-    pub fn with_config(mut self, scan: &shared::config::ScanConfig) -> Roots {
+    pub fn with_config(mut self, scan: &shared::base::config::ScanConfig) -> Roots {
         let set = |dir: &Option<String>, sub: &str, slot: &mut Vec<PathBuf>| {
             if let Some(d) = dir.as_deref().filter(|d| !d.is_empty()) {
                 let base = PathBuf::from(d);
@@ -433,7 +433,7 @@ mod tests {
     #[test]
     fn config_dirs_win_and_harness_filter() {
         let env = Roots::from_env(|k| (k == "HOME").then(|| "/home/u".to_owned()));
-        let scan = shared::config::ScanConfig { codex_home: Some("/srv/codex".into()), ..Default::default() };
+        let scan = shared::base::config::ScanConfig { codex_home: Some("/srv/codex".into()), ..Default::default() };
         let r = env.with_config(&scan);
         assert_eq!(r.codex, vec![PathBuf::from("/srv/codex/sessions")]);
         assert_eq!(r.claude, vec![PathBuf::from("/home/u/.claude/projects")]);

@@ -74,7 +74,7 @@ pub enum Error {
         context: String,
         /// The underlying error (it names the file or table).
         #[source]
-        source: shared::error::Error,
+        source: shared::base::error::Error,
     },
     /// No memory has this id.
     #[error("no memory with id {id}")]
@@ -122,13 +122,13 @@ impl Error {
     }
 
     /// Wraps an error of the tape log or projection with what was being done.
-    pub fn engram(context: impl Into<String>, source: shared::error::Error) -> Error {
+    pub fn engram(context: impl Into<String>, source: shared::base::error::Error) -> Error {
         Error::Engram { context: context.into(), source }
     }
 
     /// The class deciding the exit code.
     pub fn class(&self) -> ErrorClass {
-        use shared::error::ErrorClass as Shared;
+        use shared::base::error::ErrorClass as Shared;
         match self {
             Error::Output(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ErrorClass::ClosedPipe,
             Error::UnknownMemory { .. } | Error::InvalidArgument(_) => ErrorClass::Invalid,
@@ -161,7 +161,7 @@ pub trait EngramContext<T> {
     fn context(self, what: &str) -> Result<T, Error>;
 }
 
-impl<T> EngramContext<T> for Result<T, shared::error::Error> {
+impl<T> EngramContext<T> for Result<T, shared::base::error::Error> {
     fn context(self, what: &str) -> Result<T, Error> {
         self.map_err(|e| Error::engram(what, e))
     }

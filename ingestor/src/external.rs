@@ -31,8 +31,8 @@
 //! of the first new turn (0 when every turn is new).
 
 use serde::{Deserialize, Serialize};
-use shared::event::{Body, Event, INJECTION_OPEN};
-use shared::ids::{EventId, SessionKey};
+use shared::base::ids::{EventId, SessionKey};
+use shared::storage::event::{Body, Event, INJECTION_OPEN};
 
 use crate::error::Error;
 use crate::extract::{Candidate, learnable_input};
@@ -71,7 +71,7 @@ pub struct Turn {
     pub event_id: Option<EventId>,
     /// Its time (not sent).
     #[serde(skip)]
-    pub ts: shared::time::Ts,
+    pub ts: shared::base::time::Ts,
 }
 
 /// What the extractor reads on stdin.

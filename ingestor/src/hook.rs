@@ -8,7 +8,7 @@
 //! instructions). Every event then queues the new part of the transcript for
 //! ingestion (Codex, whose hooks send `transcript_path: null`, queues a scan
 //! of its recent rollouts) and returns: appending uses the shared
-//! spool-when-busy path ([`shared::hook::record`]), nothing waits for a scan.
+//! spool-when-busy path ([`shared::domain::hook::record`]), nothing waits for a scan.
 //!
 //! **Ingestion** runs in detached workers, one per *lane* at a time: a lane
 //! per transcript (so per session: `<home>/hooks/ingest-<hash of the
@@ -33,7 +33,7 @@
 //! **Unattended learning.** Each time the worker has drained the queue, so
 //! right after the transcript of a session that ended is ingested, it starts
 //! one detached, lock-coalesced `engram-trainer run` (the binary next to this
-//! one) when one is due: see [`shared::autotrain`].
+//! one) when one is due: see [`shared::domain::autotrain`].
 //!
 //! A hook never breaks the agent: errors and panics are logged to
 //! `logs/hooks.log`, nothing is printed, the exit status is 0.
@@ -44,12 +44,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
-use shared::config::Config;
-use shared::event::{Body, Event, Meta, SessionEnded, harness};
-use shared::hook::{HookEvent, HookInput, Recorded};
-use shared::paths::Paths;
-use shared::shutdown::Shutdown;
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::paths::Paths;
+use shared::base::shutdown::Shutdown;
+use shared::base::time::Ts;
+use shared::domain::hook::{HookEvent, HookInput, Recorded};
+use shared::storage::event::{Body, Event, Meta, SessionEnded, harness};
 
 use crate::adapter::WRITER;
 use crate::adapters::Harness;
@@ -123,7 +123,10 @@ pub fn events_for(event: HookEvent, input: &HookInput, harness_name: &str, now: 
         HookEvent::PreCompact => {
             let mut fields = std::collections::BTreeMap::new();
             if let Some(ci) = input.custom_instructions.as_deref().filter(|c| !c.trim().is_empty()) {
-                fields.insert("custom_instructions".to_owned(), Value::String(shared::redact::redact_text(ci).into()));
+                fields.insert(
+                    "custom_instructions".to_owned(),
+                    Value::String(shared::storage::redact::redact_text(ci).into()),
+                );
             }
             Body::Meta(Meta {
                 label: "pre_compact".into(),
@@ -152,7 +155,7 @@ pub fn run(
     let input = HookInput::parse(input).map_err(Error::InvalidArgument)?;
     let harness_name = input.harness(harness_arg);
     let events = events_for(event, &input, harness_name, now);
-    let recorded = shared::hook::record(paths, WRITER, &events, LOCK_WAIT)
+    let recorded = shared::domain::hook::record(paths, WRITER, &events, LOCK_WAIT)
         .map_err(|e| Error::engram("record the hook's events", e))?;
     let entry = match input.transcript_path.as_deref() {
         Some(p) if Path::new(p).is_file() => p.to_owned(),
@@ -176,7 +179,7 @@ fn is_spooled(r: &Recorded) -> bool {
 /// Appends one entry to `lane`'s queue (one short `O_APPEND` write: atomic).
 pub fn enqueue(paths: &Paths, lane: &str, entry: &str) -> Result<(), Error> {
     let q = queue_file(paths, lane);
-    let dir = shared::fsutil::parent_dir(&q);
+    let dir = shared::base::fsutil::parent_dir(&q);
     fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let mut f = OpenOptions::new().create(true).append(true).open(&q).map_err(|e| Error::io(&q, e))?;
     f.write_all(format!("{entry}\n").as_bytes()).map_err(|e| Error::io(&q, e))
@@ -185,7 +188,7 @@ pub fn enqueue(paths: &Paths, lane: &str, entry: &str) -> Result<(), Error> {
 /// Starts `lane`'s worker if none runs; `true` when one was started.
 pub fn start_worker(paths: &Paths, lane: &str, exe: &Path) -> Result<bool, Error> {
     let lock = lock_file(paths, lane);
-    shared::hook::start_detached(paths, &lock, exe, &["hook", "ingest", "--lane", lane])
+    shared::domain::hook::start_detached(paths, &lock, exe, &["hook", "ingest", "--lane", lane])
         .map_err(|e| Error::io(&lock, e))
 }
 
@@ -226,7 +229,7 @@ fn remove_idle_lanes(paths: &Paths) {
         if !idle || queue_pending(paths, lane) {
             continue;
         }
-        if let Ok(Some(_held)) = shared::fsutil::FileLock::try_exclusive(&e.path()) {
+        if let Ok(Some(_held)) = shared::base::fsutil::FileLock::try_exclusive(&e.path()) {
             let _ = fs::remove_file(queue_file(paths, lane));
             let _ = fs::remove_file(e.path());
         }
@@ -237,8 +240,9 @@ fn remove_idle_lanes(paths: &Paths) {
 /// queued harnesses' recent logs.
 fn ingest(paths: &Paths, entries: &[String], shutdown: &Shutdown) -> Result<(), Error> {
     {
-        let mut journal = shared::journal::Journal::open(paths, WRITER).map_err(|e| Error::engram("open", e))?;
-        let n = shared::hook::drain_spool(&mut journal).map_err(|e| Error::engram("drain the spool", e))?;
+        let mut journal =
+            shared::storage::journal::Journal::open(paths, WRITER).map_err(|e| Error::engram("open", e))?;
+        let n = shared::domain::hook::drain_spool(&mut journal).map_err(|e| Error::engram("drain the spool", e))?;
         if n > 0 {
             tracing::info!(events = n, "appended spooled hook events");
         }
@@ -279,7 +283,7 @@ pub fn worker(paths: &Paths, lane: Option<&str>, shutdown: &Shutdown) -> Result<
     if !valid_lane(lane) {
         return Err(Error::InvalidArgument(format!("{lane:?} is not an ingestion lane")));
     }
-    let held = shared::hook::inherited_lock();
+    let held = shared::domain::hook::inherited_lock();
     loop {
         std::thread::sleep(COALESCE);
         let entries = take_queue(paths, lane)?;
@@ -322,22 +326,22 @@ fn maybe_train(paths: &Paths) {
         return;
     }
     let trainer = match std::env::current_exe() {
-        Ok(exe) => shared::fsutil::parent_dir(&exe).join(shared::autotrain::TRAINER_BIN),
+        Ok(exe) => shared::base::fsutil::parent_dir(&exe).join(shared::domain::autotrain::TRAINER_BIN),
         Err(e) => {
             tracing::warn!(error = %e, "cannot find this executable, nor engram-trainer next to it");
             return;
         }
     };
-    match shared::autotrain::maybe_start(paths, &config.predictor, &trainer, Ts::now()) {
-        Ok(shared::autotrain::Started::Started { pending }) => {
+    match shared::domain::autotrain::maybe_start(paths, &config.predictor, &trainer, Ts::now()) {
+        Ok(shared::domain::autotrain::Started::Started { pending }) => {
             tracing::info!(pending, trainer = %trainer.display(), "started engram-trainer run")
         }
-        Ok(shared::autotrain::Started::Running) => tracing::debug!("an engram-trainer run is already running"),
-        Ok(shared::autotrain::Started::NoTrainer) => tracing::warn!(
+        Ok(shared::domain::autotrain::Started::Running) => tracing::debug!("an engram-trainer run is already running"),
+        Ok(shared::domain::autotrain::Started::NoTrainer) => tracing::warn!(
             trainer = %trainer.display(),
             "a training run is due, but engram-trainer is not installed next to engram-ingestor"
         ),
-        Ok(shared::autotrain::Started::NotDue(why)) => tracing::debug!(%why, "no training run yet"),
+        Ok(shared::domain::autotrain::Started::NotDue(why)) => tracing::debug!(%why, "no training run yet"),
         Err(e) => tracing::error!(error = %e, "cannot start engram-trainer run"),
     }
 }
@@ -345,7 +349,7 @@ fn maybe_train(paths: &Paths) {
 /// The whole `engram-ingestor hook EVENT` process: logging to the hooks log,
 /// stdin, [`run`] under `catch_unwind`. Always exits 0 and prints nothing.
 pub fn main_entry(event: HookEvent, harness_arg: Option<&str>) {
-    let done = shared::hook::guarded(event.arg(), MAX_INPUT, |input, paths| {
+    let done = shared::domain::hook::guarded(event.arg(), MAX_INPUT, |input, paths| {
         let exe = std::env::current_exe().map_err(|e| Error::io("current executable", e))?;
         run(event, harness_arg, input, paths, Ts::now(), &exe)
     });
@@ -357,7 +361,7 @@ pub fn main_entry(event: HookEvent, harness_arg: Option<&str>) {
 /// The worker process: logs to the hooks log; errors are logged.
 pub fn worker_entry(lane: Option<&str>) {
     let Ok(paths) = Paths::from_env() else { return };
-    shared::logging::init_file(&shared::hook::log_file(&paths), "warn");
+    shared::base::logging::init_file(&shared::domain::hook::log_file(&paths), "warn");
     let shutdown = Shutdown::install().unwrap_or_else(|_| Shutdown::manual());
     if let Err(e) = worker(&paths, lane, &shutdown) {
         tracing::error!(error = %e, "hook ingest worker failed");

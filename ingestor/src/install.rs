@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use shared::paths::Paths;
+use shared::base::paths::Paths;
 
 /// Which harness.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -923,10 +923,10 @@ fn read_text(path: &Path) -> Result<Option<String>, Error> {
 /// Replaces `path` atomically, keeping its permissions (new files: 0600 for
 /// `.claude.json`-like state, else 0644).
 fn write_file(path: &Path, text: &str) -> Result<(), Error> {
-    let dir = shared::fsutil::parent_dir(path);
+    let dir = shared::base::fsutil::parent_dir(path);
     fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let mode = fs::metadata(path).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0o644);
-    let tmp = shared::fsutil::temp_path_for(path);
+    let tmp = shared::base::fsutil::temp_path_for(path);
     let result = (|| {
         let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp)?;
         f.set_permissions(fs::Permissions::from_mode(mode))?;
@@ -934,7 +934,7 @@ fn write_file(path: &Path, text: &str) -> Result<(), Error> {
         f.sync_all()?;
         drop(f);
         fs::rename(&tmp, path)?;
-        shared::fsutil::fsync_dir(&dir)
+        shared::base::fsutil::fsync_dir(&dir)
     })();
     if let Err(e) = result {
         let _ = fs::remove_file(&tmp);
@@ -947,7 +947,7 @@ fn write_file(path: &Path, text: &str) -> Result<(), Error> {
 fn remove_dir_if_created(file: &Path, created: bool) {
     if created {
         // Fails (and is left) when something else is in it.
-        let _ = fs::remove_dir(shared::fsutil::parent_dir(file));
+        let _ = fs::remove_dir(shared::base::fsutil::parent_dir(file));
     }
 }
 
@@ -1020,7 +1020,7 @@ pub fn install(paths: &Paths, opts: &InstallOptions) -> Result<Report, Error> {
     record.scope = opts.project.as_ref().map_or("user".into(), |p| p.display().to_string());
     // Directories missing before this run (both Codex files share one).
     let missing: Vec<PathBuf> =
-        plans.iter().map(|p| shared::fsutil::parent_dir(&p.path)).filter(|d| !d.exists()).collect();
+        plans.iter().map(|p| shared::base::fsutil::parent_dir(&p.path)).filter(|d| !d.exists()).collect();
     for plan in plans {
         let changed = plan.before.as_deref() != Some(plan.after.as_str());
         let status = match (&plan.before, changed) {
@@ -1029,7 +1029,7 @@ pub fn install(paths: &Paths, opts: &InstallOptions) -> Result<Report, Error> {
             (Some(_), true) => FileStatus::Modified,
         };
         if changed && !opts.dry_run {
-            let dir_created = missing.contains(&shared::fsutil::parent_dir(&plan.path));
+            let dir_created = missing.contains(&shared::base::fsutil::parent_dir(&plan.path));
             write_file(&plan.path, &plan.after)?;
             let written = hash(plan.after.as_bytes());
             let before_hash = plan.before.as_deref().map(|b| hash(b.as_bytes()));
@@ -1072,7 +1072,7 @@ pub fn install(paths: &Paths, opts: &InstallOptions) -> Result<Report, Error> {
     }
     if !opts.dry_run {
         let bytes = serde_json::to_vec_pretty(&record).unwrap_or_default();
-        shared::fsutil::atomic_write(&record_file, &bytes).map_err(|e| Error::io(&record_file, e))?;
+        shared::base::fsutil::atomic_write(&record_file, &bytes).map_err(|e| Error::io(&record_file, e))?;
     }
     Ok(report)
 }
@@ -1188,7 +1188,7 @@ pub fn uninstall(paths: &Paths, opts: &InstallOptions) -> Result<Report, Error> 
             let _ = fs::remove_file(&record_file);
         } else {
             let bytes = serde_json::to_vec_pretty(&record).unwrap_or_default();
-            shared::fsutil::atomic_write(&record_file, &bytes).map_err(|e| Error::io(&record_file, e))?;
+            shared::base::fsutil::atomic_write(&record_file, &bytes).map_err(|e| Error::io(&record_file, e))?;
         }
     }
     Ok(report)

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use ingestor::cli::{Cli, Command, HookTarget, run};
 use ingestor::error::ErrorClass;
-use shared::shutdown::Shutdown;
+use shared::base::shutdown::Shutdown;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -25,7 +25,7 @@ fn main() -> ExitCode {
         }
         _ => {}
     }
-    shared::logging::init_stderr("warn");
+    shared::base::logging::init_stderr("warn");
     let shutdown = match Shutdown::install() {
         Ok(s) => s,
         Err(e) => {

@@ -1,22 +1,22 @@
 //! The memory commands of `engram-ingestor memory …`: thin wrappers over
-//! [`shared::memory_ops`] (which the scorer's MCP tools use too) that turn its
+//! [`shared::domain::memory_ops`] (which the scorer's MCP tools use too) that turn its
 //! errors into the ingestor's. Each state change is one event appended through
 //! the journal, after checking that every memory it names exists; texts and
 //! tags are redacted like everything else that reaches a tape.
 
-use shared::config::Config;
-use shared::ids::MemoryId;
-use shared::journal::Journal;
-use shared::knowledge::{self, buffer::StagedRecord};
-use shared::memory_ops::{self as ops, OpError, Origin};
-use shared::store::Store;
-use shared::store::ingest::{MemoryFilter, MemoryRecord};
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::ids::MemoryId;
+use shared::base::time::Ts;
+use shared::domain::knowledge::{self, buffer::StagedRecord};
+use shared::domain::memory_ops::{self as ops, OpError, Origin};
+use shared::storage::journal::Journal;
+use shared::storage::store::Store;
+use shared::storage::store::ingest::{MemoryFilter, MemoryRecord};
 
 use crate::error::Error;
 
-pub use shared::knowledge::ops::{Resolution, Saved};
-pub use shared::memory_ops::{MAX_TEXT, MemoryChange, MemoryDetails, NewMemory, TYPES};
+pub use shared::domain::knowledge::ops::{Resolution, Saved};
+pub use shared::domain::memory_ops::{MAX_TEXT, MemoryChange, MemoryDetails, NewMemory, TYPES};
 
 impl From<OpError> for Error {
     fn from(e: OpError) -> Error {
@@ -94,7 +94,7 @@ pub fn show(store: &Store, id: &str) -> Result<MemoryDetails, Error> {
     Ok(ops::show(store, id)?)
 }
 
-// Seed 004's memory model (`shared::knowledge`).
+// Seed 004's memory model (`shared::domain::knowledge`).
 
 /// Saves a memory (by the user) through conflict detection and the
 /// discovery engine, with `derives_from` edges to `sources`.
@@ -154,7 +154,7 @@ pub fn unlink(journal: &mut Journal, edge_id: &str, now: Ts) -> Result<(), Error
 mod tests {
     use super::*;
     use crate::adapter::WRITER;
-    use shared::paths::Paths;
+    use shared::base::paths::Paths;
 
     fn journal() -> (tempfile::TempDir, Journal) {
         let dir = tempfile::tempdir().expect("tmp");

@@ -11,7 +11,7 @@
 //! before text its whole content (when the harness recorded it).
 
 use serde_json::Value;
-use shared::event::{CodeEdit, LineRange};
+use shared::storage::event::{CodeEdit, LineRange};
 
 use crate::adapter::{content_hash, line_count};
 

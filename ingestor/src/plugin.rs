@@ -12,7 +12,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use shared::paths::Paths;
+use shared::base::paths::Paths;
 
 /// The marketplace's and the plugin's name.
 pub const NAME: &str = "engram";
@@ -197,8 +197,8 @@ pub fn write(dir: &Path) -> std::io::Result<()> {
     }
     for (rel, text) in files() {
         let path = dir.join(rel);
-        fs::create_dir_all(shared::fsutil::parent_dir(&path))?;
-        shared::fsutil::atomic_write(&path, text.as_bytes())?;
+        fs::create_dir_all(shared::base::fsutil::parent_dir(&path))?;
+        shared::base::fsutil::atomic_write(&path, text.as_bytes())?;
     }
     Ok(())
 }

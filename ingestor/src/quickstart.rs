@@ -23,15 +23,15 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use shared::config::Config;
-use shared::event::{Body, Event, FtsHits, trigger};
-use shared::ids::SessionKey;
-use shared::injection::{self, ServeRequest, SessionContext};
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::shutdown::Shutdown;
-use shared::store::ingest::MemoryFilter;
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::ids::SessionKey;
+use shared::base::paths::Paths;
+use shared::base::shutdown::Shutdown;
+use shared::base::time::Ts;
+use shared::domain::injection::{self, ServeRequest, SessionContext};
+use shared::storage::event::{Body, Event, FtsHits, trigger};
+use shared::storage::journal::Journal;
+use shared::storage::store::ingest::MemoryFilter;
 
 use crate::adapter::WRITER;
 use crate::demo::{self, DemoHarness, DemoSession};
@@ -326,11 +326,11 @@ pub fn run(
     ))?;
     o.line("")?;
     o.line("Next")?;
-    let ingestor = shared::hint::command_for(&opts.bin_dir, "engram-ingestor");
-    let scorer = shared::hint::command_for(&opts.bin_dir, "engram-scorer");
+    let ingestor = shared::base::hint::command_for(&opts.bin_dir, "engram-ingestor");
+    let scorer = shared::base::hint::command_for(&opts.bin_dir, "engram-scorer");
     // Looking around the demo needs its data home; installing does not.
     let look = if summary.demo && paths.home() != real.home() {
-        format!("ENGRAM_HOME={} ", shared::hint::shell_word(&paths.home().display().to_string()))
+        format!("ENGRAM_HOME={} ", shared::base::hint::shell_word(&paths.home().display().to_string()))
     } else {
         String::new()
     };
@@ -365,17 +365,17 @@ fn run_tool(exe: &Path, args: &[&str], paths: &Paths) -> Result<String, String> 
 
 fn key(s: &DemoSession) -> SessionKey {
     let h = match s.harness {
-        DemoHarness::Claude => shared::event::harness::CLAUDE,
-        DemoHarness::Codex => shared::event::harness::CODEX,
+        DemoHarness::Claude => shared::storage::event::harness::CLAUDE,
+        DemoHarness::Codex => shared::storage::event::harness::CODEX,
     };
     SessionKey::new(h, &s.id)
 }
 
 /// The project a demo session's folder is to the hooks: its detected key
 /// (which the scan gives its memories) and name (which its query names).
-fn demo_env(cwd: &str) -> shared::event::EnvDetected {
-    let options = shared::env::DetectOptions::from_env(&shared::env::EnvConfig::default(), false);
-    shared::env::detect(Path::new(cwd), &options)
+fn demo_env(cwd: &str) -> shared::storage::event::EnvDetected {
+    let options = shared::domain::env::DetectOptions::from_env(&shared::domain::env::EnvConfig::default(), false);
+    shared::domain::env::detect(Path::new(cwd), &options)
 }
 
 /// Ingests the demo sessions in time order, each preceded by the rankings
@@ -507,7 +507,7 @@ fn pattern_preview(paths: &Paths, config: &Config, sessions: &[DemoSession]) -> 
     ctx.name = Some(env.name.clone());
     let query = ctx.query();
     let tz = injection::time_zone(config);
-    let req = shared::rank::RankRequest {
+    let req = shared::domain::rank::RankRequest {
         query: &query,
         query_embedding: None,
         session: None,
@@ -521,20 +521,21 @@ fn pattern_preview(paths: &Paths, config: &Config, sessions: &[DemoSession]) -> 
         explore_draw: 1.0,
         context_reset_ms: None,
     };
-    let ranking = shared::rank::rank(store, config, Some(model.serving()), &req).context("rank the preview")?;
+    let ranking = shared::domain::rank::rank(store, config, Some(model.serving()), &req).context("rank the preview")?;
     let needed = |text: &str| {
         let lower = text.to_lowercase();
         lessons.iter().any(|w| lower.contains(w))
     };
-    let order = |rank: &dyn Fn(&shared::rank::RankedMemory) -> Option<u32>| -> Vec<&shared::rank::RankedMemory> {
+    let order = |rank: &dyn Fn(&shared::domain::rank::RankedMemory) -> Option<u32>| -> Vec<&shared::domain::rank::RankedMemory> {
         let mut v: Vec<_> = ranking.items.iter().filter(|i| rank(i).is_some()).collect();
         v.sort_by_key(|i| rank(i));
         v
     };
     let before = order(&|i| Some(i.baseline_rank));
     let after = order(&|i| i.predictor_rank);
-    let hits = |v: &[&shared::rank::RankedMemory]| v.iter().take(SHOWN).filter(|i| needed(&i.memory.content)).count();
-    let line = |n: usize, i: &shared::rank::RankedMemory| {
+    let hits =
+        |v: &[&shared::domain::rank::RankedMemory]| v.iter().take(SHOWN).filter(|i| needed(&i.memory.content)).count();
+    let line = |n: usize, i: &shared::domain::rank::RankedMemory| {
         let mark = if needed(&i.memory.content) { "*" } else { " " };
         format!("    {n}. [{mark}] {}", render::short(&i.memory.content, 96))
     };

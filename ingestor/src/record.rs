@@ -22,11 +22,11 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use shared::event::*;
-use shared::ids::{EventId, SessionKey};
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::time::Ts;
+use shared::base::ids::{EventId, SessionKey};
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::storage::event::*;
+use shared::storage::journal::Journal;
 
 use crate::adapter::{WRITER, content_hash, line_count, parse_ts_value};
 use crate::error::{EngramContext, Error};
@@ -65,7 +65,7 @@ impl Builder {
     }
 
     fn push(&mut self, ts: Ts, key: &str, mut body: Body) {
-        shared::redact::redact_body(&mut body);
+        shared::storage::redact::redact_body(&mut body);
         self.events.push(Event {
             v: SCHEMA_VERSION,
             id: EventId::derived(&[self.session.as_str(), "record", key]),
@@ -317,8 +317,8 @@ pub fn record_command(paths: &Paths, command: &[String], cwd: &Path, now: Ts) ->
         }),
     );
     let exit = status.code();
-    shared::redact::cap_tool_output(&mut stdout);
-    shared::redact::cap_tool_output(&mut stderr);
+    shared::storage::redact::cap_tool_output(&mut stdout);
+    shared::storage::redact::cap_tool_output(&mut stderr);
     b.push(
         end,
         "result",
@@ -346,7 +346,7 @@ pub fn record_command(paths: &Paths, command: &[String], cwd: &Path, now: Ts) ->
         .into();
         edit.call_id = Some("command".into());
         for t in [&mut edit.before_text, &mut edit.after_text].into_iter().flatten() {
-            shared::redact::cap_tool_output(t);
+            shared::storage::redact::cap_tool_output(t);
         }
         files_changed += 1;
         b.push(end, &format!("edit:{}", edit.file), Body::CodeEdit(edit));
@@ -377,7 +377,7 @@ pub fn parse_place(text: &str, cwd: &Path) -> Result<(String, Option<LineRange>)
     };
     let p = Path::new(file);
     let abs = if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) };
-    Ok((shared::provenance::index::normalize_path(&abs.to_string_lossy(), None), range))
+    Ok((shared::domain::provenance::index::normalize_path(&abs.to_string_lossy(), None), range))
 }
 
 /// `link FROM TO`: appends an agent's `span.link` (in `session`, or

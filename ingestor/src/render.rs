@@ -4,10 +4,10 @@
 use std::fmt::Write as _;
 
 use serde_json::Value;
-use shared::event::{Body, Event};
-use shared::store::ingest::MemoryRecord;
-use shared::tape::{Lsn, SegmentInfo};
-use shared::time::Ts;
+use shared::base::time::Ts;
+use shared::storage::event::{Body, Event};
+use shared::storage::store::ingest::MemoryRecord;
+use shared::storage::tape::{Lsn, SegmentInfo};
 
 use crate::memories::MemoryDetails;
 use crate::scan::{HarnessSummary, ScanSummary};
@@ -315,7 +315,7 @@ pub fn memory_line(m: &MemoryRecord, project_width: usize) -> String {
     format!(
         "{}  {:<18} {:.2}  {:<project_width$} {:<12} {}",
         m.id,
-        shared::knowledge::type_label(&m.memory_type),
+        shared::domain::knowledge::type_label(&m.memory_type),
         m.importance,
         short_tail(m.project.as_deref().unwrap_or("-"), project_width),
         flags.join(","),
@@ -324,7 +324,7 @@ pub fn memory_line(m: &MemoryRecord, project_width: usize) -> String {
 }
 
 /// One line of `memory staging`.
-pub fn staged_line(s: &shared::knowledge::buffer::StagedRecord) -> String {
+pub fn staged_line(s: &shared::domain::knowledge::buffer::StagedRecord) -> String {
     let against = match (&s.conflict_with, s.similarity) {
         (Some(c), Some(sim)) => format!(" ~{c} {:.0}%", sim * 100.0),
         (Some(c), None) => format!(" ~{c}"),
@@ -339,7 +339,7 @@ pub fn staged_line(s: &shared::knowledge::buffer::StagedRecord) -> String {
 }
 
 /// `memory graph`: the memories by depth, then the edges.
-pub fn graph(g: &shared::knowledge::graph::Graph) -> String {
+pub fn graph(g: &shared::domain::knowledge::graph::Graph) -> String {
     let mut out = String::new();
     for n in &g.nodes {
         let indent = "  ".repeat(n.depth as usize);
@@ -377,7 +377,7 @@ pub fn memory_details(d: &MemoryDetails) -> String {
         "live"
     };
     field("state", state);
-    field("type", &shared::knowledge::type_label(&m.memory_type));
+    field("type", &shared::domain::knowledge::type_label(&m.memory_type));
     field("importance", &format!("{:.2}", m.importance));
     field("pinned", if m.pinned { "yes" } else { "no" });
     field("project", m.project.as_deref().unwrap_or("-"));
@@ -418,8 +418,8 @@ pub fn memory_details(d: &MemoryDetails) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::event::MsgIn;
-    use shared::ids::{EventId, SessionKey};
+    use shared::base::ids::{EventId, SessionKey};
+    use shared::storage::event::MsgIn;
 
     #[test]
     fn short_text_is_one_line_and_cut() {

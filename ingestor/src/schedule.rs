@@ -1,7 +1,7 @@
 //! `install --schedule [cron|systemd]`: run `engram-trainer run --log-file`
 //! on a timer, and `uninstall` takes the timer out again, exactly.
 //!
-//! The hooks already start a run when one is due ([`shared::autotrain`]);
+//! The hooks already start a run when one is due ([`shared::domain::autotrain`]);
 //! a schedule also catches sessions that end with no hook to say so (a
 //! session the harness closed without its end hook, which a later scan ends
 //! for idleness) and serves users who turn the hooks' runs off
@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde::{Deserialize, Serialize};
-use shared::paths::Paths;
+use shared::base::paths::Paths;
 
 use crate::error::Error;
 
@@ -106,7 +106,7 @@ fn store(paths: &Paths, record: &Record) -> Result<(), Error> {
         };
     }
     let bytes = serde_json::to_vec_pretty(record).unwrap_or_default();
-    shared::fsutil::atomic_write(&path, &bytes).map_err(|e| Error::io(&path, e))
+    shared::base::fsutil::atomic_write(&path, &bytes).map_err(|e| Error::io(&path, e))
 }
 
 /// What install or uninstall did to the schedule.
@@ -343,7 +343,7 @@ fn install_systemd(
     let missing: Vec<PathBuf> = dir.ancestors().take_while(|d| !d.exists()).map(Path::to_path_buf).collect();
     fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     for ((_, text), (path, _)) in units.iter().zip(&files) {
-        shared::fsutil::atomic_write(path, text.as_bytes()).map_err(|e| Error::io(path, e))?;
+        shared::base::fsutil::atomic_write(path, text.as_bytes()).map_err(|e| Error::io(path, e))?;
     }
     let enabled =
         systemctl(&["daemon-reload"]).and_then(|()| systemctl(&["enable", "--now", &format!("{UNIT}.timer")]));

@@ -2,11 +2,11 @@
 //! segment's or a session's events, verifying every checksum, rebuilding the
 //! projection (`replay`) and compaction.
 
-use shared::event::Event;
-use shared::ids::SessionKey;
-use shared::journal::{self, CompactReport, Journal, ReplayProgress, ReplayReport, decode};
-use shared::paths::Paths;
-use shared::tape::{Lsn, Problem, RepairReport, SegmentInfo, TapeLog, TapeOptions, VerifyReport};
+use shared::base::ids::SessionKey;
+use shared::base::paths::Paths;
+use shared::storage::event::Event;
+use shared::storage::journal::{self, CompactReport, Journal, ReplayProgress, ReplayReport, decode};
+use shared::storage::tape::{Lsn, Problem, RepairReport, SegmentInfo, TapeLog, TapeOptions, VerifyReport};
 
 use crate::adapter::WRITER;
 use crate::error::{EngramContext, Error};
@@ -109,7 +109,7 @@ pub fn verify(paths: &Paths) -> Result<VerifyReport, Error> {
     // Frames the projection applied were acknowledged: a log that lacks them is damaged.
     match open(paths)?.verify_keeping(journal::projection_position(paths)) {
         Ok(report) => Ok(report),
-        Err(shared::error::Error::Corrupt { file, offset, reason }) => {
+        Err(shared::base::error::Error::Corrupt { file, offset, reason }) => {
             Ok(VerifyReport { problems: vec![Problem { file, offset, what: reason }], ..VerifyReport::default() })
         }
         Err(e) => Err(Error::engram("verify the tape log", e)),
@@ -118,7 +118,7 @@ pub fn verify(paths: &Paths) -> Result<VerifyReport, Error> {
 
 /// Repairs a damaged log: unreadable frames become `tape.lost` events, their
 /// bytes kept in the tape directory's `quarantine/`.
-pub fn repair(paths: &Paths, now: shared::time::Ts) -> Result<RepairReport, Error> {
+pub fn repair(paths: &Paths, now: shared::base::time::Ts) -> Result<RepairReport, Error> {
     journal::repair(paths, WRITER, now).map_err(|e| Error::engram("repair the tape log", e))
 }
 

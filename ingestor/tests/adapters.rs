@@ -14,8 +14,8 @@ use ingestor::discover::SourceKind;
 use ingestor::redact::{EXCLUDED_MARKER, Privacy};
 use proptest::prelude::*;
 use serde_json::Value;
-use shared::event::{Body, Event};
-use shared::time::Ts;
+use shared::base::time::Ts;
+use shared::storage::event::{Body, Event};
 
 const CLAUDE: &str = "claude_session.jsonl";
 const CODEX: &str = "rollout-2026-01-02T05-00-00-33333333-3333-4333-8333-333333333333.jsonl";
@@ -155,7 +155,7 @@ proptest! {
 
 #[test]
 fn resuming_at_every_line_of_a_real_transcript() {
-    let Some(path) = shared::testing::shared_data("fixtures/claude/ccv-1.0.108.jsonl") else {
+    let Some(path) = shared::base::testing::shared_data("fixtures/claude/ccv-1.0.108.jsonl") else {
         return;
     };
     let all = std::fs::read(&path).expect("read");
@@ -406,7 +406,7 @@ fn large_tool_outputs_keep_head_and_tail() {
 
 #[test]
 fn resume_states_stay_small() {
-    let Some(path) = shared::testing::shared_data("fixtures/claude/ccv-1.0.98-sidechains.jsonl") else {
+    let Some(path) = shared::base::testing::shared_data("fixtures/claude/ccv-1.0.98-sidechains.jsonl") else {
         return;
     };
     let all = std::fs::read(&path).expect("read");

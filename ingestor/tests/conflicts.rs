@@ -7,13 +7,13 @@
 use ingestor::extract::{self, Candidate};
 use ingestor::scan::lookup::StoreLookup;
 use proptest::prelude::*;
-use shared::config::Config;
-use shared::event::{Body, Event, MemoryAdded};
-use shared::ids::{EventId, MemoryId, SessionKey};
-use shared::journal::{Journal, replay};
-use shared::paths::Paths;
-use shared::store::{Store, canonical_dump};
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::ids::{EventId, MemoryId, SessionKey};
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::storage::event::{Body, Event, MemoryAdded};
+use shared::storage::journal::{Journal, replay};
+use shared::storage::store::{Store, canonical_dump};
 
 const WEB: &str = "/home/dev/web";
 const API: &str = "/home/dev/api";
@@ -76,7 +76,7 @@ fn a_lesson_alike_to_its_own_projects_memory_is_staged_and_to_another_projects_n
     let mut j = Journal::open(&paths, "test").expect("journal");
     j.append(&[stored(WEB)]).expect("append");
     let config = Config::default();
-    let s = shared::knowledge::similarity::word_overlap(ALIKE, STORED);
+    let s = shared::domain::knowledge::similarity::word_overlap(ALIKE, STORED);
     assert!(s > 0.65 && s <= 0.95, "{s}");
 
     assert_eq!(resolve_kinds(j.store(), &config, ALIKE, WEB), ["knowledge.staged"], "same project: a conflict");
@@ -100,16 +100,16 @@ fn a_lesson_alike_to_its_own_projects_memory_is_staged_and_to_another_projects_n
     let ex = extract::resolve(vec![candidate(ALIKE, WEB, 0)], &lookup);
     drop(lookup);
     j.append(&ex.events).expect("append");
-    let pending = shared::knowledge::buffer::pending_conflicts(j.store(), Some(WEB)).expect("pending");
+    let pending = shared::domain::knowledge::buffer::pending_conflicts(j.store(), Some(WEB)).expect("pending");
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].conflict_with.as_deref(), Some("mem_stored"));
-    assert!(shared::knowledge::buffer::pending_conflicts(j.store(), Some(API)).expect("pending").is_empty());
+    assert!(shared::domain::knowledge::buffer::pending_conflicts(j.store(), Some(API)).expect("pending").is_empty());
     // Extracting the same turn again stages nothing new.
     let lookup = StoreLookup::new(j.store()).with_conflicts(&config);
     let again = extract::resolve(vec![candidate(ALIKE, WEB, 0)], &lookup);
     drop(lookup);
     j.append(&again.events).expect("append");
-    assert_eq!(shared::knowledge::buffer::pending_conflicts(j.store(), Some(WEB)).expect("pending").len(), 1);
+    assert_eq!(shared::domain::knowledge::buffer::pending_conflicts(j.store(), Some(WEB)).expect("pending").len(), 1);
     // Learned again in two other sessions (one batch): still one question.
     let other_session = |n: u32, s: &str| Candidate { session: SessionKey::from(s), ..candidate(ALIKE, WEB, n) };
     let lookup = StoreLookup::new(j.store()).with_conflicts(&config);
@@ -152,7 +152,7 @@ proptest! {
         j.append(&[stored(WEB)]).expect("append");
         let text = words.join(" ");
         let kinds = resolve_kinds(j.store(), &Config::default(), &text, if same { WEB } else { API });
-        let s = shared::knowledge::similarity::word_overlap(&text, STORED);
+        let s = shared::domain::knowledge::similarity::word_overlap(&text, STORED);
         let staged = kinds.iter().any(|k| k == "knowledge.staged");
         prop_assert!(!staged || (same && s > 0.65 && s <= 0.95), "{kinds:?} at {s}");
         if same && s > 0.65 && s <= 0.95 {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use common::Counts;
 use ingestor::adapter::ParseOutput;
 use ingestor::discover::SourceKind;
-use shared::event::Body;
+use shared::storage::event::Body;
 
 struct Case {
     kind: SourceKind,
@@ -126,7 +126,7 @@ fn cases() -> Vec<Case> {
 }
 
 fn fixture(rel: &str) -> Option<PathBuf> {
-    shared::testing::shared_data(&format!("fixtures/{rel}"))
+    shared::base::testing::shared_data(&format!("fixtures/{rel}"))
 }
 
 /// Every record has ≥ 1 event or diagnostic, and the per-line counts add up

@@ -12,8 +12,8 @@ use ingestor::dedup::{ExistingMemory, MemoryLookup};
 use ingestor::discover::SourceKind;
 use ingestor::external::{self, ExtractorRequest};
 use ingestor::extract::{self, Extraction};
-use shared::event::{Body, Event, MemoryAdded};
-use shared::ids::SessionKey;
+use shared::base::ids::SessionKey;
+use shared::storage::event::{Body, Event, MemoryAdded};
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
@@ -61,7 +61,7 @@ fn main_session(kind: SourceKind, name: &str, key: &str) -> Vec<Event> {
 struct NoConflicts(Vec<ExistingMemory>);
 
 impl MemoryLookup for NoConflicts {
-    fn candidates(&self, text: &str, id: &shared::ids::MemoryId) -> Vec<ExistingMemory> {
+    fn candidates(&self, text: &str, id: &shared::base::ids::MemoryId) -> Vec<ExistingMemory> {
         self.0.candidates(text, id)
     }
 
@@ -277,7 +277,7 @@ fn external_extractor_contract() {
 
 #[test]
 fn smoke_over_the_real_fixtures() {
-    let Some(root) = shared::testing::shared_data("fixtures") else {
+    let Some(root) = shared::base::testing::shared_data("fixtures") else {
         return;
     };
     let files = [

@@ -10,13 +10,13 @@ use std::path::{Path, PathBuf};
 
 use ingestor::discover::Roots;
 use ingestor::scan::{self, Limits, ScanOptions, ScanSummary};
-use shared::config::Config;
-use shared::event::{Body, Event};
-use shared::journal::decode;
-use shared::paths::Paths;
-use shared::shutdown::Shutdown;
-use shared::tape::{ACTIVE_HEADER, FrameRead, TapeLog, TapeOptions, decode_frame};
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::paths::Paths;
+use shared::base::shutdown::Shutdown;
+use shared::base::time::Ts;
+use shared::storage::event::{Body, Event};
+use shared::storage::journal::decode;
+use shared::storage::tape::{ACTIVE_HEADER, FrameRead, TapeLog, TapeOptions, decode_frame};
 
 const SESSION: &str = "claude:11111111-1111-4111-8111-111111111111";
 
@@ -400,11 +400,11 @@ fn concurrent_turn_scans_append_each_event_once_and_learn_a_shared_lesson_once()
         assert_eq!(merged, lessons.len() * (WORKERS - 1), "round {round}: each other session is an occurrence");
     }
     let dump = || {
-        let store = shared::store::Store::open(&paths.db()).expect("db");
-        shared::store::canonical_dump(store.conn(), true).expect("dump")
+        let store = shared::storage::store::Store::open(&paths.db()).expect("db");
+        shared::storage::store::canonical_dump(store.conn(), true).expect("dump")
     };
     let live = dump();
-    shared::journal::replay(&paths, &mut |_| {}).expect("replay");
+    shared::storage::journal::replay(&paths, &mut |_| {}).expect("replay");
     let replayed = dump();
     assert_eq!(live, replayed, "replay gives the projection the workers built");
 }

@@ -223,14 +223,14 @@ pub struct CandidateSignals {
     /// reports on their own life or work, in `[0, 1]`.
     pub first_person: f32,
     /// The query names a date (a day, a month, a year) and the memory was
-    /// created then, in `[0, 1]` (see `shared::rank::text::date_fit`).
+    /// created then, in `[0, 1]` (see `shared::domain::rank::text::date_fit`).
     pub date_match: f32,
     /// Best normalised BM25 of a strong hit the memory is linked to in the
     /// knowledge graph, times the edge's strength, in `[0, 1]` (0 when unlinked).
     pub graph_score: f32,
     /// How the memory's tags fit the session's environment: the tag affinity
     /// multiplier minus one, in `[-0.7, 0.7]` (0 when either has no tags; see
-    /// `shared::env::rank`).
+    /// `shared::domain::env::rank`).
     pub tag_affinity: f32,
     /// The memory's tag relevance in the session's environment: the average
     /// EMA score over its tags divided by 3, in `[-1, 1]` (0 without evidence).

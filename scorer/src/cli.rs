@@ -11,12 +11,12 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use shared::config::Config;
-use shared::event::trigger;
-use shared::injection::{self, Preview, ServeRequest};
-use shared::paths::Paths;
-use shared::store::Store;
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::domain::injection::{self, Preview, ServeRequest};
+use shared::storage::event::trigger;
+use shared::storage::store::Store;
 
 use crate::error::{Error, Result};
 use crate::search::{self, SearchParams};
@@ -50,14 +50,14 @@ pub fn search(paths: &Paths, p: SearchParams, json: bool, out: &mut dyn Write) -
         search::search(&store, &config, model.as_ref().map(injection::LoadedModel::serving), &p, Ts::now())?;
     let empty = result.results.is_empty() && store.live_memory_count()? == 0;
     drop(store);
-    if let Err(e) = shared::hook::record(paths, &crate::native::writer_name(), &events, LOCK_WAIT) {
+    if let Err(e) = shared::domain::hook::record(paths, &crate::native::writer_name(), &events, LOCK_WAIT) {
         tracing::warn!(error = %e, "could not record the search");
     }
     if json {
         let text = serde_json::to_string_pretty(&result).unwrap_or_default();
         write_out(out, &format!("{text}\n"))
     } else if empty {
-        write_out(out, &shared::hint::empty_store(paths.home()))
+        write_out(out, &shared::base::hint::empty_store(paths.home()))
     } else {
         write_out(out, &search::render(&result))
     }
@@ -80,7 +80,7 @@ pub fn context(
         None => std::env::current_dir().map_err(|e| Error::io("read the current directory", Path::new("."), e))?,
     };
     let now = Ts::now();
-    let env = shared::env::detect(&cwd, &shared::env::DetectOptions::from_env(&config.env, true));
+    let env = shared::domain::env::detect(&cwd, &shared::domain::env::DetectOptions::from_env(&config.env, true));
     let preview: Preview = match prompt {
         None => injection::preview_session_start(&store, &config, serving, &cwd, now, NEXT_BEST)?,
         Some(prompt) => {
@@ -107,7 +107,7 @@ pub fn context(
         write_out(out, &format!("{text}\n"))
     } else {
         let empty = if store.live_memory_count()? == 0 {
-            format!("\n{}", shared::hint::empty_store(paths.home()))
+            format!("\n{}", shared::base::hint::empty_store(paths.home()))
         } else {
             String::new()
         };
@@ -116,7 +116,7 @@ pub fn context(
 }
 
 /// The detected environment, for people: project, stack, tags.
-fn environment_lines(env: &shared::event::EnvDetected) -> String {
+fn environment_lines(env: &shared::storage::event::EnvDetected) -> String {
     let list = |v: &[String]| if v.is_empty() { "(none)".to_owned() } else { v.join(", ") };
     let mut s =
         format!("project: {} ({})\nstack: {}\ntags: {}\n", env.name, env.project, list(&env.stack), list(&env.tags));

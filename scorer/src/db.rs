@@ -43,7 +43,7 @@ use std::path::Path;
 use predictor::model::{Model, OwnedCandidate, OwnedQuery};
 use predictor::train::Sample;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
-use shared::time::Ts;
+use shared::base::time::Ts;
 
 use crate::error::{Error, Result};
 use crate::signet::{FeatureRow, List, SignetInputs};
@@ -313,7 +313,7 @@ pub fn read_lists(
         let mut texts = Vec::with_capacity(rows.len());
         let mut labels = Vec::with_capacity(rows.len());
         for r in &rows {
-            let vector = r.vector.as_deref().map(shared::rank::pool::blob_to_vector);
+            let vector = r.vector.as_deref().map(shared::domain::rank::pool::blob_to_vector);
             let later: i64 = later_stmt
                 .query_row(params![r.memory_id, start_text], |q| q.get(0))
                 .map_err(err("read access history"))?;

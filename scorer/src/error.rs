@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use shared::rpc::RpcError;
+use shared::base::rpc::RpcError;
 
 /// Everything a scorer method can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -20,7 +20,7 @@ pub enum Error {
     Model(#[from] predictor::Error),
     /// Store, journal, checkpoint file or configuration.
     #[error("{0}")]
-    Shared(#[from] shared::error::Error),
+    Shared(#[from] shared::base::error::Error),
     /// A database given to `train_from_db` could not be read.
     #[error("database {}: {context}: {source}", path.display())]
     Database {
@@ -87,7 +87,7 @@ impl Error {
                 | P::TokenOutOfRange { .. }
                 | P::InvalidSample { .. },
             ) => true,
-            Error::Shared(e) => e.class() == shared::error::ErrorClass::InvalidInput,
+            Error::Shared(e) => e.class() == shared::base::error::ErrorClass::InvalidInput,
             _ => false,
         }
     }

@@ -86,7 +86,7 @@ impl Rng {
 }
 
 fn iso(day: f64) -> String {
-    shared::time::Ts(1_772_000_000_000 + (day * 86_400_000.0) as i64).to_rfc3339()
+    shared::base::time::Ts(1_772_000_000_000 + (day * 86_400_000.0) as i64).to_rfc3339()
 }
 
 /// A random vector near topic `t`'s centre.

@@ -8,21 +8,21 @@
 //! at session start, `ranking.served` always, `fts.hits` at prompts) and print
 //! `{"hookSpecificOutput":{"hookEventName":…,"additionalContext":…}}`, or
 //! nothing when no memory is injected. Before an edit, a "why this code
-//! exists" note may come first ([`shared::provenance::note`]), from the same
+//! exists" note may come first ([`shared::domain::provenance::note`]), from the same
 //! budget. The text is bounded by
 //! `injection.max_chars` and memories already shown in the session are
-//! never repeated (see [`shared::injection`]).
+//! never repeated (see [`shared::domain::injection`]).
 //!
 //! **Recording off the critical path.** A hook never takes the tape lock and
 //! never waits for a disk sync. It reads the projection as it is, writes its
 //! events to the hooks' spool without syncing them
-//! ([`shared::hook::spool_unsynced`]) and starts the recorder,
+//! ([`shared::domain::hook::spool_unsynced`]) and starts the recorder,
 //! `engram-scorer hook record` ([`recorder`]): one detached process at a time
 //! (lock `hooks/record.lock`), which appends everything spooled through the
 //! journal (tape append with fsync, then the projection) and exits when the
 //! spool is empty. A ranking still in the spool is seen by every later hook
-//! ([`shared::hook::pending_rankings`], passed to
-//! [`shared::rank::rank_after`]): its memories count as shown in its session,
+//! ([`shared::domain::hook::pending_rankings`], passed to
+//! [`shared::domain::rank::rank_after`]): its memories count as shown in its session,
 //! so two prompts in quick succession never repeat one. What this trades
 //! (docs/decisions.md, "Durability"): when the hook exits its events are in a
 //! file, not yet synced; a crash of the machine before the recorder's append
@@ -42,14 +42,14 @@
 use std::path::Path;
 use std::time::Instant;
 
-use shared::config::Config;
-use shared::event::{Body, Event, FtsHits, Meta, SessionStarted, context_reset, trigger};
-use shared::hook::{HookEvent, HookInput};
-use shared::injection::{self, ServeRequest, SessionContext};
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::store::Store;
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::domain::hook::{HookEvent, HookInput};
+use shared::domain::injection::{self, ServeRequest, SessionContext};
+use shared::storage::event::{Body, Event, FtsHits, Meta, SessionStarted, context_reset, trigger};
+use shared::storage::journal::Journal;
+use shared::storage::store::Store;
 
 use crate::error::{Error, Result};
 use crate::native::writer_name;
@@ -121,7 +121,7 @@ pub fn run(
     // The project is detected from the working directory at every call (a
     // few system calls): the session may have moved, and the projection may
     // not hold this session's start yet.
-    let env = input.env(&shared::env::DetectOptions::from_env(&config.env, event == HookEvent::SessionStart));
+    let env = input.env(&shared::domain::env::DetectOptions::from_env(&config.env, event == HookEvent::SessionStart));
     let project = env.as_ref().map(|e| e.project.clone());
     // A session start on an emptied context: a compaction, or a clear.
     let restart = event == HookEvent::SessionStart && matches!(input.source.as_deref(), Some("compact" | "clear"));
@@ -142,15 +142,15 @@ pub fn run(
         },
         _ => unreachable!("checked above"),
     };
-    let branch = branch.and_then(shared::hook::git_branch);
+    let branch = branch.and_then(shared::domain::hook::git_branch);
     phases.lap("input");
     // The projection as it is: no tape lock, no catch-up (the recorder
     // catches up when it appends).
     let store = Store::open(&paths.db())?;
-    shared::hook::tune_connection(store.conn());
+    shared::domain::hook::tune_connection(store.conn());
     phases.lap("open");
-    // Read before the ranking's snapshot: see `shared::hook::pending`.
-    let pending = shared::hook::pending(paths)?;
+    // Read before the ranking's snapshot: see `shared::domain::hook::pending`.
+    let pending = shared::domain::hook::pending(paths)?;
     // Just before this hook's own ranking, so that what it injects is in the new context.
     let own_reset = restart.then_some(now.0 - 1);
     let context_reset_ms = pending.reset_of(session.as_ref()).max(own_reset);
@@ -182,12 +182,12 @@ pub fn run(
     });
     let tz = injection::time_zone(&config);
     let status_line = event == HookEvent::SessionStart && {
-        let state = shared::rank::PredictorState::load(&store, &config.predictor)?;
+        let state = shared::domain::rank::PredictorState::load(&store, &config.predictor)?;
         injection::status_is_news(&store, &state, session.as_ref())?
     };
     phases.lap("query+model");
     // Seed 004's memory model: what it adds is counted against the budget.
-    let extra = shared::knowledge::prompt::for_hook(
+    let extra = shared::domain::knowledge::prompt::for_hook(
         &store,
         &config,
         event.name(),
@@ -200,7 +200,7 @@ pub fn run(
     )
     .unwrap_or_else(|e| {
         tracing::warn!(error = %e, "seed 004 additions failed; serving memories only");
-        shared::knowledge::prompt::Notes::default()
+        shared::domain::knowledge::prompt::Notes::default()
     });
     let config = extra.within_budget(config);
     phases.lap("knowledge");
@@ -227,7 +227,7 @@ pub fn run(
     )?;
     phases.lap("rank");
     if let Some(&(_, ms)) = phases.laps.last() {
-        shared::telemetry::latency::note(
+        shared::base::telemetry::latency::note(
             format!("score.{trigger}"),
             std::time::Duration::from_secs_f64(ms / 1e3),
             true,
@@ -291,7 +291,7 @@ pub fn run(
         ));
     }
     if let Some((n, text)) = &note {
-        let body = Body::ProvenanceNoted(shared::event::ProvenanceNoted {
+        let body = Body::ProvenanceNoted(shared::storage::event::ProvenanceNoted {
             source_session: n.source.clone(),
             file: n.file.clone(),
             confidence: n.confidence,
@@ -301,11 +301,11 @@ pub fn run(
     }
     let mut recorder_started = false;
     if !events.is_empty() {
-        shared::hook::spool_unsynced(paths, &events)?;
+        shared::domain::hook::spool_unsynced(paths, &events)?;
         phases.lap("spool");
         if let Some(exe) = exe {
-            let lock = shared::hook::recorder_lock(paths);
-            match shared::hook::start_detached(paths, &lock, exe, &["hook", RECORD]) {
+            let lock = shared::domain::hook::recorder_lock(paths);
+            match shared::domain::hook::start_detached(paths, &lock, exe, &["hook", RECORD]) {
                 Ok(started) => recorder_started = started,
                 Err(e) => tracing::warn!(error = %e, "cannot start the recorder; the events wait in the spool"),
             }
@@ -315,7 +315,7 @@ pub fn run(
     drop(store);
     phases.lap("close");
     tracing::debug!(event = event.name(), injected = served.injected.len(), phases_ms = ?phases.laps, "hook served");
-    let context = shared::knowledge::prompt::join_context(&extra.text, served.context);
+    let context = shared::domain::knowledge::prompt::join_context(&extra.text, served.context);
     let context = match (note.map(|(_, text)| text), context) {
         (Some(n), Some(c)) => Some(format!("{n}\n{c}")),
         (n, c) => n.or(c),
@@ -325,19 +325,19 @@ pub fn run(
 }
 
 /// Before an edit, the "why this code exists" note (provenance, seed 003;
-/// see [`shared::provenance::note`]), framed, with the injection budget
+/// see [`shared::domain::provenance::note`]), framed, with the injection budget
 /// lowered by its size so that note and memories together stay within
 /// `injection.max_chars`. `None` (logged on error) when there is nothing
 /// strong to say or no room.
 fn provenance_note(
     store: &Store,
-    session: Option<&shared::ids::SessionKey>,
+    session: Option<&shared::base::ids::SessionKey>,
     input: &HookInput,
     config: &mut Config,
-) -> Option<(shared::provenance::note::Note, String)> {
-    use shared::event::{INJECTION_CLOSE, INJECTION_OPEN};
+) -> Option<(shared::domain::provenance::note::Note, String)> {
+    use shared::storage::event::{INJECTION_CLOSE, INJECTION_OPEN};
     let tool = input.tool_name.as_deref()?;
-    let note = shared::provenance::note::note(store, session, tool, &input.tool_input, input.cwd.as_deref())
+    let note = shared::domain::provenance::note::note(store, session, tool, &input.tool_input, input.cwd.as_deref())
         .inspect_err(|e| tracing::warn!(error = %e, "no provenance note: explain failed"))
         .ok()??;
     let clean = note.text.replace(INJECTION_CLOSE, "").replace(INJECTION_OPEN, "");
@@ -360,17 +360,17 @@ pub const RECORD: &str = "record";
 /// spooled while it held the lock (their hooks did not start a recorder) are
 /// never stranded. Returns the events appended.
 pub fn recorder(paths: &Paths) -> Result<usize> {
-    let held = shared::hook::inherited_lock();
+    let held = shared::domain::hook::inherited_lock();
     // Default options: this process is off every critical path, so it may
     // seal a full segment, and its connection checkpoints the WAL when it
     // closes as the last one (hooks' connections never do).
     let mut journal = Journal::open(paths, &writer_name())?;
     let mut appended = 0;
     loop {
-        appended += shared::hook::drain_spool(&mut journal)?;
+        appended += shared::domain::hook::drain_spool(&mut journal)?;
         let Some(lock) = &held else { break };
         let _ = lock.unlock();
-        if !shared::hook::spool_pending(paths) || lock.try_lock().is_err() {
+        if !shared::domain::hook::spool_pending(paths) || lock.try_lock().is_err() {
             break;
         }
     }
@@ -397,7 +397,7 @@ pub fn output(event: HookEvent, context: &str) -> String {
 /// The whole `engram-scorer hook EVENT` process: logging to the hooks log,
 /// stdin, [`run`] under `catch_unwind`, stdout. Always exits 0.
 pub fn main_entry(event: HookEvent, harness: Option<&str>) {
-    let done = shared::hook::guarded(event.arg(), MAX_INPUT, |input, paths| {
+    let done = shared::domain::hook::guarded(event.arg(), MAX_INPUT, |input, paths| {
         let exe = std::env::current_exe()
             .inspect_err(|e| tracing::warn!(error = %e, "cannot find this executable to start the recorder"))
             .ok();
@@ -416,12 +416,12 @@ pub fn main_entry(event: HookEvent, harness: Option<&str>) {
 /// fails (errors and panics are logged; what is not appended stays spooled).
 pub fn recorder_entry() {
     let Ok(paths) = Paths::from_env() else { return };
-    shared::logging::init_file(&shared::hook::log_file(&paths), "warn");
+    shared::base::logging::init_file(&shared::domain::hook::log_file(&paths), "warn");
     match std::panic::catch_unwind(|| recorder(&paths)) {
         Ok(Ok(n)) => tracing::debug!(events = n, "spooled hook events recorded"),
         Ok(Err(e)) => tracing::error!(error = %e, "the hook recorder failed; the events stay spooled"),
         Err(panic) => {
-            tracing::error!(panic = %shared::logging::panic_message(panic.as_ref()), "the hook recorder panicked")
+            tracing::error!(panic = %shared::base::logging::panic_message(panic.as_ref()), "the hook recorder panicked")
         }
     }
 }

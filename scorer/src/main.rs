@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use scorer::ServeOptions;
 use scorer::search::SearchParams;
-use shared::hook::HookEvent;
-use shared::paths::Paths;
-use shared::shutdown::Shutdown;
+use shared::base::paths::Paths;
+use shared::base::shutdown::Shutdown;
+use shared::domain::hook::HookEvent;
 
 /// Engram's scorer: the predictor sidecar, the agents' read-side hooks, the
 /// MCP server and memory search.
@@ -96,7 +96,7 @@ enum Command {
         #[arg(long)]
         brief: bool,
         /// Lineage edges below this are not followed (agent links always are).
-        #[arg(long, default_value_t = shared::provenance::explain::MIN_CONFIDENCE)]
+        #[arg(long, default_value_t = shared::domain::provenance::explain::MIN_CONFIDENCE)]
         min_confidence: f32,
         /// Include weak touches, low-confidence and location-only edges.
         #[arg(long)]
@@ -175,7 +175,7 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    shared::logging::init_stderr("warn");
+    shared::base::logging::init_stderr("warn");
     let shutdown = match Shutdown::install() {
         Ok(s) => s,
         Err(e) => return fail(format!("cannot install signal handlers: {e}")),
@@ -197,7 +197,7 @@ fn main() -> ExitCode {
             paths().and_then(|p| {
                 let session = session
                     .as_deref()
-                    .map(shared::memory_ops::parse_session)
+                    .map(shared::domain::memory_ops::parse_session)
                     .transpose()
                     .map_err(|e| scorer::Error::params("--session", e.to_string()))?;
                 let params =
@@ -206,12 +206,12 @@ fn main() -> ExitCode {
             })
         }
         Command::Web { port, bind, allow_remote } => paths().and_then(|p| {
-            shared::logging::init_stderr("info");
+            shared::base::logging::init_stderr("info");
             scorer::web::run(p, scorer::web::WebOptions { bind, port, allow_remote }, shutdown)
         }),
         Command::Explain { target, pretty, before, after, brief, min_confidence, all, expand_until, limit } => paths()
             .and_then(|p| {
-                let opts = shared::provenance::explain::ExplainOptions {
+                let opts = shared::domain::provenance::explain::ExplainOptions {
                     before,
                     after,
                     brief,

@@ -19,7 +19,7 @@
 //!   `isError: true` and a message saying what to fix; an unknown tool is
 //!   JSON-RPC -32602, an unknown method -32601.
 //! * **Writes** go through the journal (tape log, then projection) with the
-//!   memory commands of [`shared::memory_ops`]: the agent's memories are
+//!   memory commands of [`shared::domain::memory_ops`]: the agent's memories are
 //!   `source: mcp`, its feedback `by: agent` within the session it names.
 //!   `memory_search` runs the ranking pipeline (trigger `search`) and records
 //!   it (see [`crate::search`]).
@@ -33,17 +33,17 @@ use rusqlite::OptionalExtension;
 use serde::Deserialize;
 use serde::de::Deserializer;
 use serde_json::{Map, Value, json};
-use shared::config::Config;
-use shared::env::ops as env_ops;
-use shared::ids::SessionKey;
-use shared::injection::{self, LoadedModel};
-use shared::journal::Journal;
-use shared::knowledge::{self, ops::Saved};
-use shared::memory_ops::{self as ops, MemoryDetails, NewMemory, OpError, Origin};
-use shared::paths::Paths;
-use shared::rpc::{Connection, Message, Params, RpcError, encode_error, encode_result};
-use shared::shutdown::Shutdown;
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::ids::SessionKey;
+use shared::base::paths::Paths;
+use shared::base::rpc::{Connection, Message, Params, RpcError, encode_error, encode_result};
+use shared::base::shutdown::Shutdown;
+use shared::base::time::Ts;
+use shared::domain::env::ops as env_ops;
+use shared::domain::injection::{self, LoadedModel};
+use shared::domain::knowledge::{self, ops::Saved};
+use shared::domain::memory_ops::{self as ops, MemoryDetails, NewMemory, OpError, Origin};
+use shared::storage::journal::Journal;
 
 use crate::error::{Error, Result};
 use crate::native::writer_name;
@@ -89,8 +89,8 @@ impl From<Error> for ToolError {
     }
 }
 
-impl From<shared::error::Error> for ToolError {
-    fn from(e: shared::error::Error) -> ToolError {
+impl From<shared::base::error::Error> for ToolError {
+    fn from(e: shared::base::error::Error) -> ToolError {
         ToolError(e.to_string())
     }
 }
@@ -270,7 +270,7 @@ pub fn tools() -> Vec<Value> {
     tools
 }
 
-/// Seed 004's tools (`shared::knowledge`): conflicts, the graph,
+/// Seed 004's tools (`shared::domain::knowledge`): conflicts, the graph,
 /// stash and resume, checkpoints.
 fn knowledge_tools(session: &Value, read_only: &Value) -> Vec<Value> {
     let writes =
@@ -370,7 +370,7 @@ fn knowledge_tools(session: &Value, read_only: &Value) -> Vec<Value> {
     ]
 }
 
-/// The environment model's tools (`shared::env`): categories, and update
+/// The environment model's tools (`shared::domain::env`): categories, and update
 /// with prerequisites (seed 000's engrammar_categorize / _update).
 fn env_tools(types: &[&str], prerequisites: Value) -> Vec<Value> {
     let write =
@@ -556,7 +556,7 @@ impl McpServer {
     /// by default) for a memory just saved, on a thread of its own with its
     /// own journal, so the tool answers at once (seed 004: it "fires
     /// asynchronously").
-    fn discover_in_background(&mut self, id: shared::ids::MemoryId) {
+    fn discover_in_background(&mut self, id: shared::base::ids::MemoryId) {
         if !self.config.knowledge.graph.discovery.enabled() {
             return;
         }
@@ -598,7 +598,7 @@ impl McpServer {
     /// The serving model, reloaded when `models/current` names another one.
     fn refresh_model(&mut self) {
         let Some(paths) = &self.paths else { return };
-        let hash = shared::models::current_hash(paths).ok().flatten();
+        let hash = shared::storage::models::current_hash(paths).ok().flatten();
         if hash.as_deref() == self.model.as_ref().map(|(h, _)| h.as_str()) {
             return;
         }
@@ -865,9 +865,12 @@ impl McpServer {
         let limit = a.count("limit", 20, 1, 200)?;
         let offset = a.count("offset", 0, 0, usize::MAX >> 1)?;
         let store = self.journal()?.store();
-        let project = project.map(|p| shared::env::store::resolve_project(store.conn(), &p));
-        let category =
-            a.str("category")?.map(|c| shared::env::categories::normalize(&c)).transpose().map_err(ToolError)?;
+        let project = project.map(|p| shared::domain::env::store::resolve_project(store.conn(), &p));
+        let category = a
+            .str("category")?
+            .map(|c| shared::domain::env::categories::normalize(&c))
+            .transpose()
+            .map_err(ToolError)?;
         // A knowledge type lists every kind under it (`issue`: gotchas, struggles).
         let (memory_type, others) = match memory_type.as_deref() {
             Some(t) => {
@@ -1024,7 +1027,7 @@ impl McpServer {
                 let category = a.str("category")?;
                 let prerequisites = a.get("prerequisites").map(env_ops::parse_prerequisites).transpose()?;
                 if let Some(c) = &category {
-                    shared::env::categories::normalize(c).map_err(ToolError)?;
+                    shared::domain::env::categories::normalize(c).map_err(ToolError)?;
                 }
                 if change == ops::MemoryChange::default() && category.is_none() && prerequisites.is_none() {
                     return Err(ToolError(
@@ -1042,7 +1045,7 @@ impl McpServer {
                     env_ops::set_prerequisites(self.journal()?, &id, p, now)?;
                 }
                 let store = self.journal()?.store();
-                let categories = shared::env::categories::of(store.conn(), &id).unwrap_or_default();
+                let categories = shared::domain::env::categories::of(store.conn(), &id).unwrap_or_default();
                 Ok(json!({"id": id, "updated": true, "memory": ops::require(store, &id)?, "categories": categories}))
             }
         }
@@ -1058,7 +1061,7 @@ impl McpServer {
         let around = a.date("around")?;
         let now = (self.clock)();
         let store = self.journal()?.store();
-        let project = project.map(|p| shared::env::store::resolve_project(store.conn(), &p));
+        let project = project.map(|p| shared::domain::env::store::resolve_project(store.conn(), &p));
         let entries = match &session {
             Some(s) => session_timeline(store, s, around, limit),
             None => project_timeline(store, project.as_deref(), around.unwrap_or(now), limit),
@@ -1086,8 +1089,8 @@ impl McpServer {
                 })
                 .transpose()
         };
-        let defaults = shared::provenance::explain::ExplainOptions::default();
-        let opts = shared::provenance::explain::ExplainOptions {
+        let defaults = shared::domain::provenance::explain::ExplainOptions::default();
+        let opts = shared::domain::provenance::explain::ExplainOptions {
             before: a.count("before", 3, 0, 50)?,
             after: a.count("after", 3, 0, 50)?,
             brief: a.bool("brief")?.unwrap_or(false),
@@ -1111,9 +1114,9 @@ impl McpServer {
         let config = self.config.clone();
         let paths = self.paths.clone();
         let store = self.journal()?.store();
-        let project = project.map(|p| shared::env::store::resolve_project(store.conn(), &p));
+        let project = project.map(|p| shared::domain::env::store::resolve_project(store.conn(), &p));
         let mut v = stats(store, project.as_deref()).map_err(|e| ToolError(e.to_string()))?;
-        let state = shared::rank::PredictorState::load(store, &config.predictor)?;
+        let state = shared::domain::rank::PredictorState::load(store, &config.predictor)?;
         v["predictor"] = json!({
             "status": state.status_line(),
             "alpha": state.alpha,
@@ -1153,7 +1156,7 @@ impl McpServer {
         let store = self.journal()?.store();
         let filter = knowledge::buffer::StagedFilter {
             status: a.str("status")?,
-            project: project.map(|p| shared::env::store::resolve_project(store.conn(), &p)),
+            project: project.map(|p| shared::domain::env::store::resolve_project(store.conn(), &p)),
             limit: a.count("limit", 20, 1, 200)?,
         };
         let staged = knowledge::buffer::list(store, &filter)?;
@@ -1203,7 +1206,7 @@ impl McpServer {
         let store = self.journal()?.store();
         let filter = knowledge::conversation::StashFilter {
             group: a.str("group")?,
-            project: project.map(|p| shared::env::store::resolve_project(store.conn(), &p)),
+            project: project.map(|p| shared::domain::env::store::resolve_project(store.conn(), &p)),
             include_resumed: false,
             limit: 50,
         };
@@ -1237,7 +1240,10 @@ impl McpServer {
 
 /// The knowledge part of `memory_stats`: memories by seed 004 knowledge
 /// type, edges by relation, the observation buffer, stashes, checkpoints.
-pub(crate) fn knowledge_stats(store: &shared::store::Store, project: Option<&str>) -> shared::error::Result<Value> {
+pub(crate) fn knowledge_stats(
+    store: &shared::storage::store::Store,
+    project: Option<&str>,
+) -> shared::base::error::Result<Value> {
     let mut by_kind: BTreeMap<&'static str, i64> = knowledge::KNOWLEDGE_TYPES.iter().map(|t| (*t, 0)).collect();
     let rows: Vec<(String, i64)> = store
         .conn()
@@ -1245,12 +1251,12 @@ pub(crate) fn knowledge_stats(store: &shared::store::Store, project: Option<&str
             "SELECT type, COUNT(*) FROM memories WHERE is_deleted = 0 AND (?1 IS NULL OR project = ?1) GROUP BY type",
         )
         .and_then(|mut s| s.query_map([project], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
-        .map_err(|e| shared::error::Error::sqlite("count memories by type", e))?;
+        .map_err(|e| shared::base::error::Error::sqlite("count memories by type", e))?;
     for (t, n) in rows {
         *by_kind.entry(knowledge::knowledge_type(&t)).or_default() += n;
     }
-    let one = |sql: &str| -> shared::error::Result<i64> {
-        store.conn().query_row(sql, [project], |r| r.get(0)).map_err(|e| shared::error::Error::sqlite("count", e))
+    let one = |sql: &str| -> shared::base::error::Result<i64> {
+        store.conn().query_row(sql, [project], |r| r.get(0)).map_err(|e| shared::base::error::Error::sqlite("count", e))
     };
     Ok(json!({
         "by_knowledge_type": by_kind,
@@ -1298,7 +1304,7 @@ fn tool_error(name: &str, msg: &str) -> Value {
     json!({"content": [{"type": "text", "text": format!("{name}: {msg}")}], "isError": true})
 }
 
-fn session_context(store: &shared::store::Store, d: &MemoryDetails) -> rusqlite::Result<Value> {
+fn session_context(store: &shared::storage::store::Store, d: &MemoryDetails) -> rusqlite::Result<Value> {
     let mut out = Vec::new();
     for key in &d.sessions {
         let row: Option<Value> = store
@@ -1332,7 +1338,7 @@ fn session_context(store: &shared::store::Store, d: &MemoryDetails) -> rusqlite:
     Ok(json!(out))
 }
 
-fn graph(store: &shared::store::Store, d: &MemoryDetails) -> rusqlite::Result<Value> {
+fn graph(store: &shared::storage::store::Store, d: &MemoryDetails) -> rusqlite::Result<Value> {
     let conn = store.conn();
     let supersedes: Vec<String> = conn
         .prepare("SELECT id FROM memories WHERE superseded_by = ?1")?
@@ -1356,7 +1362,7 @@ fn graph(store: &shared::store::Store, d: &MemoryDetails) -> rusqlite::Result<Va
 }
 
 fn session_timeline(
-    store: &shared::store::Store,
+    store: &shared::storage::store::Store,
     session: &SessionKey,
     around: Option<Ts>,
     limit: usize,
@@ -1377,7 +1383,7 @@ fn session_timeline(
                     "at": Ts(r.get(1)?).to_rfc3339(), "kind": r.get::<_, String>(2)?,
                     "origin": r.get::<_, Option<String>>(3)?, "tool": r.get::<_, Option<String>>(4)?,
                     "file": r.get::<_, Option<String>>(5)?, "error": r.get::<_, bool>(6)?,
-                    "text": shared::store::cap(&text, 300),
+                    "text": shared::storage::store::cap(&text, 300),
                 }),
             ))
         })?
@@ -1416,7 +1422,7 @@ fn session_timeline(
 }
 
 fn project_timeline(
-    store: &shared::store::Store,
+    store: &shared::storage::store::Store,
     project: Option<&str>,
     around: Ts,
     limit: usize,
@@ -1433,7 +1439,7 @@ fn project_timeline(
                 r.get(3)?,
                 json!({
                     "at": Ts(r.get(3)?).to_rfc3339(), "kind": "memory", "id": r.get::<_, String>(0)?,
-                    "type": r.get::<_, String>(1)?, "text": shared::store::cap(&content, 300),
+                    "type": r.get::<_, String>(1)?, "text": shared::storage::store::cap(&content, 300),
                     "project": r.get::<_, Option<String>>(4)?,
                 }),
             ))
@@ -1464,7 +1470,7 @@ fn project_timeline(
     Ok(rows.into_iter().map(|(_, v)| v).collect())
 }
 
-pub(crate) fn stats(store: &shared::store::Store, project: Option<&str>) -> rusqlite::Result<Value> {
+pub(crate) fn stats(store: &shared::storage::store::Store, project: Option<&str>) -> rusqlite::Result<Value> {
     let conn = store.conn();
     let one = |sql: &str| -> rusqlite::Result<i64> { conn.query_row(sql, [project], |r| r.get(0)) };
     let by = |sql: &str| -> rusqlite::Result<BTreeMap<String, i64>> {

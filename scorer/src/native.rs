@@ -10,13 +10,13 @@
 //! every ranking the store is reopened if a replay swapped in a new
 //! projection generation.
 
-use shared::config::Config;
-use shared::event::{Body, trigger};
-use shared::ids::SessionKey;
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::rank::{self, RankRequest, ServingModel, Unapplied};
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::ids::SessionKey;
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::domain::rank::{self, RankRequest, ServingModel, Unapplied};
+use shared::storage::event::{Body, trigger};
+use shared::storage::journal::Journal;
 
 use crate::error::{Error, Result};
 use crate::protocol::{RankParams, RankResult, RankedItem};

@@ -10,7 +10,7 @@
 use serde::de::{DeserializeOwned, Deserializer, IgnoredAny};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use shared::rpc::Params;
+use shared::base::rpc::Params;
 
 /// Number of Signet feature values per candidate.
 pub const SIGNET_FEATURES: usize = 17;
@@ -184,7 +184,7 @@ impl Params for Request {
         })
     }
 
-    fn read_line(line: &[u8]) -> Option<shared::rpc::Message<Request>> {
+    fn read_line(line: &[u8]) -> Option<shared::base::rpc::Message<Request>> {
         crate::score_line::read(line)
     }
 

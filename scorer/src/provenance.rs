@@ -1,15 +1,15 @@
 //! `engram-scorer explain FILE:START-END` and `engram-scorer view SESSION
 //! --at OFFSET`: provenance on the command line (seed 003, "CLI Commands").
 //! JSON on stdout by default (one object), `--pretty` for people. The query
-//! itself is [`shared::provenance::explain`].
+//! itself is [`shared::domain::provenance::explain`].
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use shared::paths::Paths;
-use shared::provenance::explain::{self, ExplainOptions, Explanation, FileSpan, Target, Window};
-use shared::store::Store;
-use shared::tape::{Snapshot, TapeLog, TapeOptions};
+use shared::base::paths::Paths;
+use shared::domain::provenance::explain::{self, ExplainOptions, Explanation, FileSpan, Target, Window};
+use shared::storage::store::Store;
+use shared::storage::tape::{Snapshot, TapeLog, TapeOptions};
 
 use crate::error::{Error, Result};
 
@@ -91,17 +91,17 @@ pub fn resolve_session(store: &Store, given: &str) -> Result<String> {
     let conn = store.conn();
     let exact: bool = conn
         .query_row("SELECT EXISTS (SELECT 1 FROM session_events WHERE session_key = ?1)", [given], |r| r.get(0))
-        .map_err(|e| shared::error::Error::sqlite("look up session", e))?;
+        .map_err(|e| shared::base::error::Error::sqlite("look up session", e))?;
     if exact {
         return Ok(given.to_owned());
     }
     let mut stmt = conn
         .prepare("SELECT session_key FROM sessions WHERE harness_session_id = ?1 OR session_key LIKE ?2 LIMIT 2")
-        .map_err(|e| shared::error::Error::sqlite("look up session", e))?;
+        .map_err(|e| shared::base::error::Error::sqlite("look up session", e))?;
     let found: Vec<String> = stmt
         .query_map(rusqlite::params![given, format!("%:{given}")], |r| r.get(0))
         .and_then(|r| r.collect())
-        .map_err(|e| shared::error::Error::sqlite("look up session", e))?;
+        .map_err(|e| shared::base::error::Error::sqlite("look up session", e))?;
     match found.as_slice() {
         [one] => Ok(one.clone()),
         [] => Err(Error::params("session", format!("no session {given:?}"))),

@@ -37,16 +37,16 @@
 //! must still see its effects (its injected memories are shown in its session,
 //! their access and injection counts rise). The recorder keeps the list of
 //! rankings queued or in flight ([`Recorder::unapplied`]); `rank` passes it to
-//! [`shared::rank::rank_after`], which reproduces those effects exactly.
+//! [`shared::domain::rank::rank_after`], which reproduces those effects exactly.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
-use shared::event::Event;
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::rank::Unapplied;
+use shared::base::paths::Paths;
+use shared::domain::rank::Unapplied;
+use shared::storage::event::Event;
+use shared::storage::journal::Journal;
 
 use crate::training::panic_message;
 
@@ -174,7 +174,12 @@ fn record_loop(rx: &Receiver<Record>, paths: &Paths, writer: &str, pending: &Pen
 }
 
 /// Appends one batch: one lock, one sync, one projection transaction.
-fn commit(journal: &mut Option<Journal>, paths: &Paths, writer: &str, events: &[Event]) -> shared::error::Result<()> {
+fn commit(
+    journal: &mut Option<Journal>,
+    paths: &Paths,
+    writer: &str,
+    events: &[Event],
+) -> shared::base::error::Result<()> {
     let _span = tracing::debug_span!("record rankings", n = events.len()).entered();
     let j = match journal {
         Some(j) => j,

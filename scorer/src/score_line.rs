@@ -1,5 +1,5 @@
 //! A fast reader for `score` request lines, giving exactly the message the
-//! generic reader ([`shared::rpc::parse_message`]) gives.
+//! generic reader ([`shared::base::rpc::parse_message`]) gives.
 //!
 //! A `score` request from Signet's daemon is mostly numbers: 50 candidates of
 //! 768 dimensions are ~38,000 values printed with 17 significant digits
@@ -28,7 +28,7 @@
 //!   (they are small).
 
 use serde::de::IgnoredAny;
-use shared::rpc::{Id, Message};
+use shared::base::rpc::{Id, Message};
 
 use crate::protocol::{Request, ScoreParams};
 
@@ -619,17 +619,17 @@ mod tests {
     #[derive(Debug)]
     struct Generic(Request);
 
-    impl shared::rpc::Params for Generic {
+    impl shared::base::rpc::Params for Generic {
         fn deserialize<'de, D: serde::Deserializer<'de>>(method: &str, d: D) -> Result<Generic, D::Error> {
-            <Request as shared::rpc::Params>::deserialize(method, d).map(Generic)
+            <Request as shared::base::rpc::Params>::deserialize(method, d).map(Generic)
         }
         fn explain(method: &str, params: serde_json::Value) -> Result<Generic, String> {
-            <Request as shared::rpc::Params>::explain(method, params).map(Generic)
+            <Request as shared::base::rpc::Params>::explain(method, params).map(Generic)
         }
     }
 
     fn generic(line: &str) -> String {
-        match shared::rpc::parse_message::<Generic>(line.as_bytes()) {
+        match shared::base::rpc::parse_message::<Generic>(line.as_bytes()) {
             Message::Request { id, method, params } => {
                 format!("{:?}", Message::Request { id, method, params: params.0 })
             }

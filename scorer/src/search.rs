@@ -10,12 +10,12 @@
 use std::collections::BTreeSet;
 
 use serde::Serialize;
-use shared::config::Config;
-use shared::event::{Body, Event, FtsHits, trigger};
-use shared::ids::SessionKey;
-use shared::rank::{self, RankRequest, RankedMemory, ServingModel};
-use shared::store::Store;
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::ids::SessionKey;
+use shared::base::time::Ts;
+use shared::domain::rank::{self, RankRequest, RankedMemory, ServingModel};
+use shared::storage::event::{Body, Event, FtsHits, trigger};
+use shared::storage::store::Store;
 
 use crate::error::{Error, Result};
 use crate::native::writer_name;
@@ -42,7 +42,7 @@ pub struct SearchParams {
     pub limit: usize,
     /// The session searching, if known.
     pub session: Option<SessionKey>,
-    /// Only memories in this category or below it (`shared::env::categories`).
+    /// Only memories in this category or below it (`shared::domain::env::categories`).
     pub category: Option<String>,
 }
 
@@ -103,7 +103,7 @@ fn keep(it: &RankedMemory, p: &SearchParams, in_category: Option<&BTreeSet<Strin
         && !m.superseded
         && !m.content.is_empty()
         && evidence(it)
-        && p.memory_type.as_deref().is_none_or(|t| shared::knowledge::type_matches(t, &m.memory_type))
+        && p.memory_type.as_deref().is_none_or(|t| shared::domain::knowledge::type_matches(t, &m.memory_type))
         && p.project.as_deref().is_none_or(|pr| m.project.as_deref() == Some(pr))
         && p.tags.iter().all(|t| m.tags.iter().any(|mt| mt.eq_ignore_ascii_case(t)))
         && p.from.is_none_or(|f| m.created_ms >= f.0)
@@ -127,8 +127,10 @@ pub fn search(
     let resolved;
     let p = match &p.project {
         Some(given) => {
-            resolved =
-                SearchParams { project: Some(shared::env::store::resolve_project(store.conn(), given)), ..p.clone() };
+            resolved = SearchParams {
+                project: Some(shared::domain::env::store::resolve_project(store.conn(), given)),
+                ..p.clone()
+            };
             &resolved
         }
         None => p,
@@ -152,8 +154,8 @@ pub fn search(
     };
     let in_category = match &p.category {
         Some(c) => Some(
-            shared::env::categories::members(store.conn(), c)
-                .map_err(|e| shared::error::Error::sqlite("read categories", e))?,
+            shared::domain::env::categories::members(store.conn(), c)
+                .map_err(|e| shared::base::error::Error::sqlite("read categories", e))?,
         ),
         None => None,
     };
@@ -181,7 +183,7 @@ pub fn search(
             SearchHit {
                 id: m.id.0.clone(),
                 memory_type: m.memory_type.clone(),
-                knowledge_type: shared::knowledge::knowledge_type(&m.memory_type),
+                knowledge_type: shared::domain::knowledge::knowledge_type(&m.memory_type),
                 text: m.content.clone(),
                 score: it.final_score,
                 rank,
@@ -224,7 +226,7 @@ pub fn search(
 /// The knowledge type, with the kind extraction stored when it differs
 /// (`issue/gotcha`).
 fn type_label(h: &SearchHit) -> String {
-    shared::knowledge::type_label(&h.memory_type)
+    shared::domain::knowledge::type_label(&h.memory_type)
 }
 
 /// The results as text for a terminal.

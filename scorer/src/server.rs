@@ -23,7 +23,7 @@
 //!   finishes, training in progress is cancelled (answered -32000), requests
 //!   still queued are answered -32000, the served rankings still queued are
 //!   committed, output is flushed, exit 0. A second SIGTERM exits at once (see
-//!   [`shared::shutdown`]), losing any ranking not yet committed (see
+//!   [`shared::base::shutdown`]), losing any ranking not yet committed (see
 //!   [`crate::recorder`]).
 
 use std::path::PathBuf;
@@ -33,9 +33,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use shared::paths::Paths;
-use shared::rpc::{self, Connection, Id, Message, RpcError, encode_error, encode_result};
-use shared::shutdown::Shutdown;
+use shared::base::paths::Paths;
+use shared::base::rpc::{self, Connection, Id, Message, RpcError, encode_error, encode_result};
+use shared::base::shutdown::Shutdown;
 
 use crate::error::{Error, Result};
 use crate::native::Native;
@@ -331,7 +331,8 @@ impl Server {
         };
         let probs = match &serving.weights {
             Weights::Engram(model) => {
-                let list = List::build(model, self.opts.native_dim, inputs, shared::time::Ts::now(), self.native.tz())?;
+                let list =
+                    List::build(model, self.opts.native_dim, inputs, shared::base::time::Ts::now(), self.native.tz())?;
                 softmax(&list.logits(model)?)
             }
             Weights::Signet(model) => {
@@ -377,7 +378,7 @@ impl Server {
         // Only a checkpoint is ever replaced: not a database, a symlink, a
         // directory or any other file the client names.
         let magics: [&[u8]; 2] = [&predictor::checkpoint::MAGIC, b"SGPT"];
-        if let Err(why) = shared::fsutil::check_replaceable(std::path::Path::new(&p.path), &magics) {
+        if let Err(why) = shared::base::fsutil::check_replaceable(std::path::Path::new(&p.path), &magics) {
             self.send(encode_error(&id, &Error::params("path", why).to_rpc()));
             return;
         }
@@ -456,7 +457,7 @@ fn initial_weights(
         }
     }
     if let (Some(hash), Some(paths)) = (promoted, paths) {
-        match shared::models::load(&paths, &hash, None) {
+        match shared::storage::models::load(&paths, &hash, None) {
             Ok(l) => return Serving::from_checkpoint(l.checkpoint, Origin::Promoted(l.hash)),
             Err(e) => tracing::error!(error = %e, "the promoted checkpoint cannot be loaded"),
         }

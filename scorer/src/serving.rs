@@ -29,9 +29,9 @@ use predictor::checkpoint::{self, Checkpoint, Flags, TrainingMeta};
 use predictor::model::{Model, ModelConfig};
 use predictor::signet::{SignetModel, decode_sgpt, encode_sgpt};
 use predictor::train::AdamState;
-use shared::models;
-use shared::paths::Paths;
-use shared::time::Ts;
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::storage::models;
 
 use crate::error::{Error, Result};
 
@@ -439,7 +439,7 @@ pub fn save(serving: &Serving, path: &Path, signet_flags: u32) -> Result<Saved> 
             "the file holds another format: kept, and the weights written beside it"
         );
     }
-    shared::fsutil::atomic_write(&target, &bytes).map_err(|e| Error::io("write checkpoint", &target, e))?;
+    shared::base::fsutil::atomic_write(&target, &bytes).map_err(|e| Error::io("write checkpoint", &target, e))?;
     Ok(Saved { path: target, bytes: bytes.len() as u64 })
 }
 

@@ -45,7 +45,7 @@ use predictor::features::{CandidateSignals, SessionSignals};
 use predictor::model::{Candidate, Model, Query};
 use predictor::signet::{SignetCandidate, SignetModel};
 use predictor::tokenizer::{fnv1a64, token_ids};
-use shared::time::Ts;
+use shared::base::time::Ts;
 
 use crate::error::{Error, Result};
 use crate::protocol::SIGNET_FEATURES;

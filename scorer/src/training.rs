@@ -23,7 +23,7 @@
 //! scorer's confidence. Signet's SGPT weights never train here: training
 //! starts from fresh Engram weights and replaces them only through the gates.
 
-pub use shared::logging::panic_message;
+pub use shared::base::logging::panic_message;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,8 +34,8 @@ use std::time::{Duration, Instant};
 use predictor::metrics::ndcg_at_k;
 use predictor::model::Model;
 use predictor::train::{AdamParams, AdamState, Averaging, Sample, TrainConfig, clip_gradients};
-use shared::rpc::{Id, encode_error, encode_result};
-use shared::time::Ts;
+use shared::base::rpc::{Id, encode_error, encode_result};
+use shared::base::time::Ts;
 
 use crate::error::{Error, Result};
 use crate::protocol::{TrainFromDbParams, TrainFromDbResult, TrainParams, TrainResult};

@@ -1,4 +1,4 @@
-//! The environment model's projection (`shared::env::store`, migration
+//! The environment model's projection (`shared::domain::env::store`, migration
 //! 0007): `env.detected` events in, projects, sessions and memories out;
 //! replay equals incremental apply.
 
@@ -7,13 +7,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
-use shared::env::prereq::Prerequisites;
-use shared::event::*;
-use shared::ids::{EventId, MemoryId, SessionKey};
-use shared::journal::{Journal, replay};
-use shared::paths::Paths;
-use shared::store::{Store, canonical_dump};
-use shared::time::Ts;
+use shared::base::ids::{EventId, MemoryId, SessionKey};
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::domain::env::prereq::Prerequisites;
+use shared::storage::event::*;
+use shared::storage::journal::{Journal, replay};
+use shared::storage::store::{Store, canonical_dump};
 
 const SESSIONS: &[&str] = &["claude:s0", "codex:s1", "claude:s2", "claude:s3"];
 /// (key, name, root) of the projects the events detect.
@@ -49,7 +49,7 @@ fn started(i: usize, session: &str, cwd: &str) -> Event {
         Body::SessionStarted(SessionStarted {
             harness: key.harness().into(),
             harness_session_id: key.harness_id().into(),
-            project: shared::hook::project_of(cwd),
+            project: shared::domain::hook::project_of(cwd),
             cwd: Some(cwd.into()),
             ..Default::default()
         }),

@@ -9,14 +9,14 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use shared::event::*;
-use shared::ids::{EventId, MemoryId, SessionKey};
-use shared::journal::{Journal, JournalOptions, replay};
-use shared::knowledge::graph::{Direction, Relation, edge_body, edge_id};
-use shared::paths::Paths;
-use shared::store::{Store, canonical_dump};
-use shared::tape::{TapeLog, TapeOptions};
-use shared::time::Ts;
+use shared::base::ids::{EventId, MemoryId, SessionKey};
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::domain::knowledge::graph::{Direction, Relation, edge_body, edge_id};
+use shared::storage::event::*;
+use shared::storage::journal::{Journal, JournalOptions, replay};
+use shared::storage::store::{Store, canonical_dump};
+use shared::storage::tape::{TapeLog, TapeOptions};
 
 const SESSIONS: &[&str] = &["claude:s0", "codex:s1"];
 const MEMORIES: &[&str] = &["mem_a", "mem_b", "mem_c", "mem_d", "mem_e", "mem_f"];
@@ -286,7 +286,7 @@ proptest! {
         let incremental = canonical_dump(journal.store().conn(), true).unwrap();
         // The traversal never returns a forgotten memory, never repeats one.
         for m in MEMORIES {
-            if let Some(g) = shared::knowledge::graph::traverse(journal.store(), m, 5, Direction::Both).unwrap() {
+            if let Some(g) = shared::domain::knowledge::graph::traverse(journal.store(), m, 5, Direction::Both).unwrap() {
                 let ids: std::collections::BTreeSet<&str> = g.nodes.iter().map(|n| n.id.as_str()).collect();
                 prop_assert_eq!(ids.len(), g.nodes.len());
             }
@@ -320,7 +320,7 @@ fn a_merge_moves_edges_and_supersedes_the_absorbed() {
     let a = store.memory("mem_a").unwrap().unwrap();
     assert_eq!(a.content, "always retry auth on timeout");
     assert_eq!(a.occurrence_count, 2);
-    let edges = shared::knowledge::graph::edges_of(store, "mem_a", Direction::Both, None).unwrap();
+    let edges = shared::domain::knowledge::graph::edges_of(store, "mem_a", Direction::Both, None).unwrap();
     let mut shape: Vec<(String, String, String)> =
         edges.iter().map(|e| (e.from.clone(), e.to.clone(), e.relation.clone())).collect();
     shape.sort();
@@ -375,13 +375,13 @@ fn topic_shift_counters_follow_what_the_user_did() {
 /// text alike to a stored one is staged once, not once per writer.
 #[test]
 fn the_same_memory_saved_at_once_by_several_writers_is_saved_or_staged_once() {
-    use shared::knowledge::ops::{Saved, save};
-    use shared::memory_ops::{NewMemory, Origin};
+    use shared::domain::knowledge::ops::{Saved, save};
+    use shared::domain::memory_ops::{NewMemory, Origin};
     const WRITERS: usize = 6;
     let dir = tempfile::tempdir().unwrap();
     let paths = Paths::at(dir.path().join("engram"));
     drop(Journal::open(&paths, "test").unwrap());
-    let config = shared::config::Config::default();
+    let config = shared::base::config::Config::default();
     for round in 0..6 {
         let text = [
             "The payments service retries webhooks three times, with a 30 second backoff.",

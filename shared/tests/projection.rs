@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use rusqlite::OptionalExtension;
 use serde_json::json;
-use shared::event::*;
-use shared::ids::{EventId, MemoryId, SessionKey};
-use shared::journal::{Journal, replay};
-use shared::paths::Paths;
-use shared::rank::text::{MemoryText, TEXT_VERSION};
-use shared::store::{Store, canonical_dump};
-use shared::tape::{TapeLog, TapeOptions};
-use shared::time::Ts;
+use shared::base::ids::{EventId, MemoryId, SessionKey};
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::domain::rank::text::{MemoryText, TEXT_VERSION};
+use shared::storage::event::*;
+use shared::storage::journal::{Journal, replay};
+use shared::storage::store::{Store, canonical_dump};
+use shared::storage::tape::{TapeLog, TapeOptions};
 
 const SESSIONS: &[&str] = &["claude:s0", "codex:s1", "claude:s2"];
 const MEMORIES: &[&str] = &["mem_a", "mem_b", "mem_c", "mem_d", "mem_e"];
@@ -354,8 +354,8 @@ fn home() -> (tempfile::TempDir, Paths) {
     (dir, paths)
 }
 
-fn small_segments() -> shared::journal::JournalOptions {
-    shared::journal::JournalOptions {
+fn small_segments() -> shared::storage::journal::JournalOptions {
+    shared::storage::journal::JournalOptions {
         tape: TapeOptions { segment_bytes: 3_000, chunk_bytes: 1_000, ..TapeOptions::default() },
     }
 }
@@ -839,7 +839,7 @@ fn a_damaged_frame_the_projection_applied_is_refused_not_cut() {
     bytes[at] ^= 0x20;
     std::fs::write(&active, &bytes).unwrap();
     let err = Journal::open(&paths, "test").unwrap_err();
-    assert_eq!(err.class(), shared::error::ErrorClass::Corrupt, "{err}");
+    assert_eq!(err.class(), shared::base::error::ErrorClass::Corrupt, "{err}");
     assert!(err.to_string().contains("lsn 3"), "{err}");
     assert_eq!(std::fs::read(&active).unwrap(), bytes, "nothing was cut");
     assert!(replay(&paths, &mut |_| {}).is_err());
@@ -904,7 +904,7 @@ fn compact_erases_a_forgotten_text_from_the_session_it_was_learned_from() {
         added(3, "mem_2", "Keep this one"),
     ])
     .unwrap();
-    shared::memory_ops::forget(&mut j, "mem_1", None, Ts(5_000)).unwrap();
+    shared::domain::memory_ops::forget(&mut j, "mem_1", None, Ts(5_000)).unwrap();
     let report = j.compact().unwrap();
     assert_eq!(report.events_scrubbed, 2, "the memory and its source");
     let texts: Vec<String> = {
@@ -924,7 +924,7 @@ fn a_forgotten_text_is_never_written_as_a_memory_again() {
     let (_dir, paths) = home();
     let mut j = Journal::open(&paths, "test").unwrap();
     j.append(&[added(1, "mem_1", "Deploys go through the blue green switch.")]).unwrap();
-    shared::memory_ops::forget(&mut j, "mem_1", Some("wrong".into()), Ts(2_000)).unwrap();
+    shared::domain::memory_ops::forget(&mut j, "mem_1", Some("wrong".into()), Ts(2_000)).unwrap();
     let again = |j: &mut Journal, i: usize| {
         let r = j
             .append(&[
@@ -950,7 +950,7 @@ fn a_forgotten_text_is_never_written_as_a_memory_again() {
     replay(&paths, &mut |_| {}).unwrap();
     let mut j = Journal::open(&paths, "test").unwrap();
     again(&mut j, 30);
-    let new = shared::memory_ops::NewMemory {
+    let new = shared::domain::memory_ops::NewMemory {
         text: "Deploys go through the blue green switch".into(),
         memory_type: "fact".into(),
         importance: 0.5,
@@ -958,5 +958,7 @@ fn a_forgotten_text_is_never_written_as_a_memory_again() {
         tags: vec![],
         pinned: false,
     };
-    assert!(shared::memory_ops::add(&mut j, new, &shared::memory_ops::Origin::user(), Ts(9_000)).is_err());
+    assert!(
+        shared::domain::memory_ops::add(&mut j, new, &shared::domain::memory_ops::Origin::user(), Ts(9_000)).is_err()
+    );
 }

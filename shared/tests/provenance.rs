@@ -6,13 +6,13 @@
 #![allow(clippy::unwrap_used)]
 
 use proptest::prelude::*;
-use shared::event::*;
-use shared::ids::{EventId, SessionKey};
-use shared::journal::{Journal, JournalOptions, replay};
-use shared::paths::Paths;
-use shared::store::{Store, canonical_dump};
-use shared::tape::{TapeLog, TapeOptions};
-use shared::time::Ts;
+use shared::base::ids::{EventId, SessionKey};
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::storage::event::*;
+use shared::storage::journal::{Journal, JournalOptions, replay};
+use shared::storage::store::{Store, canonical_dump};
+use shared::storage::tape::{TapeLog, TapeOptions};
 
 const SESSIONS: &[&str] = &["claude:a", "claude:b", "codex:c"];
 const FILES: &[&str] = &["src/auth.rs", "/work/src/lib.rs", "src/session.rs"];

@@ -3,13 +3,13 @@
 #![allow(clippy::unwrap_used)]
 
 use predictor::model::{Model, ModelConfig};
-use shared::config::Config;
-use shared::event::*;
-use shared::ids::{MemoryId, SessionKey};
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::rank::{self, RankRequest, ServingModel};
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::ids::{MemoryId, SessionKey};
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::domain::rank::{self, RankRequest, ServingModel};
+use shared::storage::event::*;
+use shared::storage::journal::Journal;
 
 const DAY: i64 = 86_400_000;
 const NOW: Ts = Ts(1_780_000_000_000);
@@ -504,13 +504,14 @@ fn a_restart_brings_back_what_the_session_taught_and_nothing_else() {
     let config = Config::default();
     let session = SessionKey::from(here);
     let serve = |restart: bool| {
-        let mut req = shared::injection::ServeRequest::new(trigger::SESSION_START, "edge proxy nginx buffers", NOW);
+        let mut req =
+            shared::domain::injection::ServeRequest::new(trigger::SESSION_START, "edge proxy nginx buffers", NOW);
         req.session = Some(&session);
         req.project = Some("github.com/acme/edge");
         req.restart = restart;
-        shared::injection::serve(j.store(), &config, None, &tz, &req).unwrap()
+        shared::domain::injection::serve(j.store(), &config, None, &tz, &req).unwrap()
     };
-    let ids = |s: &shared::injection::Served| s.injected.iter().map(|m| m.0.clone()).collect::<Vec<_>>();
+    let ids = |s: &shared::domain::injection::Served| s.injected.iter().map(|m| m.0.clone()).collect::<Vec<_>>();
     assert_eq!(ids(&serve(true)), ["mem_taught"], "the session's own lesson comes back; the other session's does not");
     // Forgotten, it does not.
     let mut j = j;
@@ -521,9 +522,9 @@ fn a_restart_brings_back_what_the_session_taught_and_nothing_else() {
         Body::MemoryForgotten(MemoryForgotten { memory_id: "mem_taught".into(), ..Default::default() }),
     )])
     .unwrap();
-    let mut req = shared::injection::ServeRequest::new(trigger::SESSION_START, "edge proxy nginx buffers", NOW);
+    let mut req = shared::domain::injection::ServeRequest::new(trigger::SESSION_START, "edge proxy nginx buffers", NOW);
     req.session = Some(&session);
     req.project = Some("github.com/acme/edge");
     req.restart = true;
-    assert!(shared::injection::serve(j.store(), &config, None, &tz, &req).unwrap().injected.is_empty());
+    assert!(shared::domain::injection::serve(j.store(), &config, None, &tz, &req).unwrap().injected.is_empty());
 }

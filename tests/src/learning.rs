@@ -36,7 +36,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use shared::rank::state::PredictorState;
+use shared::domain::rank::state::PredictorState;
 
 use crate::driver::claude::ToolUse;
 use crate::driver::{Binaries, GitSpec, ProjectSpec, Result, World, err};
@@ -449,14 +449,14 @@ impl Sim<'_> {
     /// have started included (the time between two sessions).
     fn settle(&self, what: &str, timeout: Duration) -> Result<()> {
         let start = Instant::now();
-        let paths = shared::paths::Paths::at(self.world.engram_home());
-        let train_lock = shared::autotrain::lock_file(&paths);
+        let paths = shared::base::paths::Paths::at(self.world.engram_home());
+        let train_lock = shared::domain::autotrain::lock_file(&paths);
         loop {
             let left = timeout.saturating_sub(start.elapsed());
             // The driver's settle may give up on a lock held long (a training
             // run): then the trainer's own lock says whether work remains.
             let settled = self.world.settle(left);
-            let trainer_idle = matches!(shared::fsutil::FileLock::try_exclusive(&train_lock), Ok(Some(_)));
+            let trainer_idle = matches!(shared::base::fsutil::FileLock::try_exclusive(&train_lock), Ok(Some(_)));
             if settled && trainer_idle {
                 return Ok(());
             }
@@ -573,7 +573,7 @@ type CandidateRow = (String, i64, i64, Option<i64>);
 
 /// NDCG@10 of the session-start rankings of `sessions` (id → group).
 fn measure(
-    store: &shared::store::Store,
+    store: &shared::storage::store::Store,
     sessions: &[(String, Group)],
     ids: &BTreeMap<Group, BTreeSet<String>>,
 ) -> Result<Ndcg> {
@@ -674,8 +674,9 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Figures> {
     progress(&day_line(&world, day)?);
 
     // Measure.
-    let store = shared::store::Store::open(&world.engram_home().join("engram.db")).map_err(|e| err!("{e}"))?;
-    let config = shared::config::Config::load(&world.engram_home().join("config.toml")).map_err(|e| err!("{e}"))?;
+    let store = shared::storage::store::Store::open(&world.engram_home().join("engram.db")).map_err(|e| err!("{e}"))?;
+    let config =
+        shared::base::config::Config::load(&world.engram_home().join("config.toml")).map_err(|e| err!("{e}"))?;
     let state = PredictorState::load(&store, &config.predictor).map_err(|e| err!("{e}"))?;
     let conn = store.conn();
     let q = |sql: &str| -> Result<i64> { conn.query_row(sql, [], |r| r.get(0)).map_err(|e| err!("{sql}: {e}")) };
@@ -733,8 +734,9 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str)) -> Result<Figures> {
 
 /// One progress line: the day and the predictor's state.
 fn day_line(world: &World, day: u32) -> Result<String> {
-    let store = shared::store::Store::open(&world.engram_home().join("engram.db")).map_err(|e| err!("{e}"))?;
-    let config = shared::config::Config::load(&world.engram_home().join("config.toml")).map_err(|e| err!("{e}"))?;
+    let store = shared::storage::store::Store::open(&world.engram_home().join("engram.db")).map_err(|e| err!("{e}"))?;
+    let config =
+        shared::base::config::Config::load(&world.engram_home().join("config.toml")).map_err(|e| err!("{e}"))?;
     let state = PredictorState::load(&store, &config.predictor).map_err(|e| err!("{e}"))?;
     Ok(format!("day {day}: {}", state.status_line()))
 }

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use common::World;
 use rand::{RngExt, SeedableRng};
-use shared::journal::Journal;
-use shared::paths::Paths;
+use shared::base::paths::Paths;
+use shared::storage::journal::Journal;
 
 fn rounds() -> usize {
     match std::env::var("ENGRAM_KILLS").ok().and_then(|v| v.parse().ok()) {

@@ -12,11 +12,11 @@ use std::process::Output;
 
 use common::World;
 use serde_json::{Value, json};
-use shared::event::{Body, Event, MemoryAdded, SessionStarted};
-use shared::ids::{MemoryId, SessionKey};
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::time::Ts;
+use shared::base::ids::{MemoryId, SessionKey};
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::storage::event::{Body, Event, MemoryAdded, SessionStarted};
+use shared::storage::journal::Journal;
 
 /// The correction the extractor turns into memories.
 const LESSON: &str = "No, don't use npm here. We use pnpm in this repo, always run pnpm install first.";
@@ -272,10 +272,10 @@ fn what_an_older_version_recorded_gets_its_project_on_the_next_scan_and_on_repla
 
     // Replay rebuilds the same from the tapes alone, whatever the folders
     // have become since.
-    let before = shared::store::canonical_dump(w.store().conn(), true).unwrap();
+    let before = shared::storage::store::canonical_dump(w.store().conn(), true).unwrap();
     fs::remove_dir_all(&demo).unwrap();
     w.ok(&["replay"]);
-    assert_eq!(shared::store::canonical_dump(w.store().conn(), true).unwrap(), before);
+    assert_eq!(shared::storage::store::canonical_dump(w.store().conn(), true).unwrap(), before);
 
     // A session in the (restored) repository gets the old lessons, not the
     // one of the unknown project.
@@ -485,10 +485,10 @@ fn categories_and_prerequisites_through_the_cli_the_mcp_tools_and_replay() {
 
     // Everything above is in the tape log: replay gives the same projection.
     w.wait_for_recorder();
-    let before = shared::store::canonical_dump(w.store().conn(), true).unwrap();
+    let before = shared::storage::store::canonical_dump(w.store().conn(), true).unwrap();
     assert!(before.contains("development/frontend") && before.contains("repos"), "categories and prerequisites dumped");
     w.ok(&["replay"]);
-    assert_eq!(shared::store::canonical_dump(w.store().conn(), true).unwrap(), before);
+    assert_eq!(shared::storage::store::canonical_dump(w.store().conn(), true).unwrap(), before);
 
     let r = mcp_calls(&w, &[("memory_deprecate", json!({"id": id, "reason": "moved to CI"}))]);
     assert_eq!(r[0]["deprecated"], true, "{r:?}");

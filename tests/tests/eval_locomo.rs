@@ -18,7 +18,7 @@ fn metric(table: &Value, ranking: &str, name: &str) -> f64 {
 
 #[test]
 fn one_conversation_is_evaluated_and_learning_is_not_below_bm25() {
-    let Some(dataset) = shared::testing::shared_data("bench/locomo/locomo-dev.json") else { return };
+    let Some(dataset) = shared::base::testing::shared_data("bench/locomo/locomo-dev.json") else { return };
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let json = dir.path().join("out.json");

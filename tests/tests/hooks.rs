@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 
 use common::World;
 use serde_json::{Value, json};
-use shared::event::{Body, Event, MemoryAdded};
-use shared::fsutil::FileLock;
-use shared::ids::MemoryId;
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::time::Ts;
+use shared::base::fsutil::FileLock;
+use shared::base::ids::MemoryId;
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::storage::event::{Body, Event, MemoryAdded};
+use shared::storage::journal::Journal;
 
 const READ_SIDE: [&str; 3] = ["session-start", "user-prompt-submit", "pre-tool-use"];
 const WRITE_SIDE: [&str; 4] = ["post-tool-use", "stop", "session-end", "pre-compact"];
@@ -93,7 +93,7 @@ fn claude_input(event: &str, session: &str, extra: Value) -> Value {
 }
 
 /// The project keys of `/home/me/web` and `/home/me/api` (folders that do not
-/// exist: each is its own root, keyed by its path; see `shared::env`).
+/// exist: each is its own root, keyed by its path; see `shared::domain::env`).
 const WEB: &str = "/home/me/web";
 const API: &str = "/home/me/api";
 

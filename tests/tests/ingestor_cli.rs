@@ -74,7 +74,7 @@ const KINDS: [&str; 7] = ["session.started", "msg.in", "msg.out", "tool.call", "
 
 #[test]
 fn a_scan_of_the_fixtures_matches_conformance_and_a_second_appends_nothing() {
-    let Some(fixtures) = shared::testing::shared_data("fixtures") else {
+    let Some(fixtures) = shared::base::testing::shared_data("fixtures") else {
         return;
     };
     let w = World::new();

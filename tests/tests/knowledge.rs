@@ -21,7 +21,7 @@ use std::process::Output;
 
 use common::{World, mcp_calls};
 use serde_json::{Value, json};
-use shared::time::Ts;
+use shared::base::time::Ts;
 
 const CWD: &str = "/home/me/web";
 
@@ -225,7 +225,7 @@ fn the_external_discovery_command_adds_a_discovery_with_its_sources() {
         .query_row("SELECT id, tags FROM memories WHERE type = 'discovery'", [], |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap();
     assert_eq!(tags, r#"["auto-discovered"]"#);
-    let chain = shared::knowledge::graph::derivation_chain(&store, &id, 5).unwrap();
+    let chain = shared::domain::knowledge::graph::derivation_chain(&store, &id, 5).unwrap();
     let mut sources: Vec<&str> = chain.steps.iter().map(|s| s.id.as_str()).collect();
     sources.sort_unstable();
     let mut want = vec![a.as_str(), b.as_str()];

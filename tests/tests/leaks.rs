@@ -1,5 +1,5 @@
 //! No secret reaches a file (issue 21, items 4 to 6): a sample for every
-//! redaction rule (`shared::testing::planted_secrets`, one per gitleaks rule
+//! redaction rule (`shared::storage::redact::samples::planted_secrets`, one per gitleaks rule
 //! and per hand-written pattern) is planted in every harness format and
 //! every live path (read-side hooks, MCP, the JSON-RPC sidecar, the CLI),
 //! and then every file of the data home is searched for each secret: the
@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use common::World;
 use serde_json::{Value, json};
-use shared::testing::{Planted, planted_secrets};
+use shared::storage::redact::samples::{Planted, planted_secrets};
 
 /// The planted lines joined into texts of at most `max` characters (a
 /// recorded query keeps its first 2,000).

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use common::World;
 use serde_json::{Value, json};
-use shared::time::Ts;
+use shared::base::time::Ts;
 
 /// `engram-scorer explain TARGET ARGS…` as JSON.
 fn explain(w: &World, target: &str, args: &[&str]) -> Value {
@@ -103,7 +103,7 @@ fn fixture_edit(fixture: &Path) -> (String, String) {
 
 #[test]
 fn a_claude_edit_is_explained_by_its_session_after_shift_move_and_small_edit() {
-    let Some(fixtures) = shared::testing::shared_data("fixtures/claude") else { return };
+    let Some(fixtures) = shared::base::testing::shared_data("fixtures/claude") else { return };
     let w = World::new();
     let src = fixtures.join("ccv-1.0.98-sidechains.jsonl");
     w.copy(&src, &w.claude_projects().join("-path-to-Demo/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"));
@@ -152,7 +152,7 @@ fn a_claude_edit_is_explained_by_its_session_after_shift_move_and_small_edit() {
 
 #[test]
 fn a_real_rewrite_leaves_a_tombstone_and_its_location_only_edge_is_not_followed() {
-    let Some(fixtures) = shared::testing::shared_data("fixtures/claude") else { return };
+    let Some(fixtures) = shared::base::testing::shared_data("fixtures/claude") else { return };
     let w = World::new();
     let src = fixtures.join("ccv-1.0.98-sidechains.jsonl");
     w.copy(&src, &w.claude_projects().join("-path-to-Demo/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"));

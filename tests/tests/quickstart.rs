@@ -11,7 +11,7 @@ use common::World;
 
 /// A count in the demo's own data home.
 fn demo_count(w: &World, sql: &str) -> i64 {
-    let store = shared::store::Store::open(&w.home().join("demo-home/engram.db")).unwrap();
+    let store = shared::storage::store::Store::open(&w.home().join("demo-home/engram.db")).unwrap();
     store.conn().query_row(sql, [], |r| r.get(0)).unwrap()
 }
 

@@ -14,11 +14,11 @@ use predictor::checkpoint::{self, Checkpoint, Flags, TrainingMeta};
 use predictor::model::{Model, ModelConfig};
 use predictor::signet::{SignetCandidate, SignetConfig, SignetModel, encode_sgpt};
 use serde_json::{Value, json};
-use shared::event::{Body, MemoryAdded};
-use shared::ids::{MemoryId, SessionKey};
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::time::Ts;
+use shared::base::ids::{MemoryId, SessionKey};
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::storage::event::{Body, MemoryAdded};
+use shared::storage::journal::Journal;
 
 /// The `engram-scorer` binary of this test profile, built once.
 fn scorer_bin() -> &'static Path {
@@ -453,8 +453,8 @@ fn promote(home: &Path, version: u64, native_dim: usize, seed: u64) -> String {
             ..TrainingMeta::default()
         },
     });
-    let hash = shared::models::write_checkpoint(&paths, &bytes).unwrap();
-    shared::models::promote(&paths, &hash).unwrap();
+    let hash = shared::storage::models::write_checkpoint(&paths, &bytes).unwrap();
+    shared::storage::models::promote(&paths, &hash).unwrap();
     hash
 }
 
@@ -497,7 +497,7 @@ fn a_promotion_while_serving_changes_scores_without_restart() {
     // A half-written or damaged promotion never replaces the serving weights.
     let paths = Paths::at(home.path().join("engram"));
     std::fs::write(paths.models().join(format!("{}.ckpt", "f".repeat(64))), b"ENGRMPRD truncated").unwrap();
-    shared::fsutil::atomic_write(&paths.current_model(), format!("{}\n", "f".repeat(64)).as_bytes()).unwrap();
+    shared::base::fsutil::atomic_write(&paths.current_model(), format!("{}\n", "f".repeat(64)).as_bytes()).unwrap();
     s.send(&daemon_score("s3", 20));
     assert_eq!(check_scores(&s.recv_within(Duration::from_secs(60)), 20), promoted);
     assert!(s.close_and_wait().success());
@@ -541,7 +541,7 @@ fn two_scorers_rank_and_record_into_one_store_and_survive_kill_and_replay() {
     // Kill one mid-life; rebuild the projection from the tapes while the other serves.
     b.signal("-KILL");
     drop(b);
-    shared::journal::replay(&paths, &mut |_| {}).unwrap();
+    shared::storage::journal::replay(&paths, &mut |_| {}).unwrap();
     let r = rank(&mut a, "after-replay", "claude:z", "tokio runtime");
     assert!(r["recorded"].as_bool().unwrap());
     let mut c = Sidecar::spawn(home.path(), &["serve"]);
@@ -554,12 +554,13 @@ fn two_scorers_rank_and_record_into_one_store_and_survive_kill_and_replay() {
 
 /// Every `ranking.served` in the tape log (not the projection), by ranking id.
 fn rankings_in_tape(paths: &Paths) -> Vec<String> {
-    let log = shared::tape::TapeLog::open(&paths.tapes(), shared::tape::TapeOptions::default()).unwrap();
+    let log =
+        shared::storage::tape::TapeLog::open(&paths.tapes(), shared::storage::tape::TapeOptions::default()).unwrap();
     let snapshot = log.snapshot().unwrap();
     let mut ids = Vec::new();
     for frame in snapshot.frames_after(0) {
         let frame = frame.unwrap();
-        if let Body::RankingServed(r) = shared::journal::decode(frame.lsn, &frame.payload).body {
+        if let Body::RankingServed(r) = shared::storage::journal::decode(frame.lsn, &frame.payload).body {
             ids.push(r.ranking_id);
         }
     }

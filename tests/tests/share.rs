@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use common::{World, ingestor_data};
-use shared::journal::Journal;
-use shared::paths::Paths;
+use shared::base::paths::Paths;
+use shared::storage::journal::Journal;
 
 fn git(repo: &Path, args: &[&str]) -> String {
     let out = tests::isolated("git", repo)
@@ -56,7 +56,7 @@ fn sessions(w: &World) -> BTreeSet<String> {
 
 fn dump(w: &World) -> String {
     let j = Journal::open(&Paths::at(w.home()), "check").unwrap();
-    shared::store::canonical_dump(j.store().conn(), true).unwrap()
+    shared::storage::store::canonical_dump(j.store().conn(), true).unwrap()
 }
 
 #[test]

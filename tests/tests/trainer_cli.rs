@@ -8,7 +8,7 @@ mod trainer_world;
 
 use std::time::{Duration, Instant};
 
-use shared::fsutil::FileLock;
+use shared::base::fsutil::FileLock;
 use trainer_world::{HOUR, World, small_config};
 
 const CONFIG: &str = "[predictor]\ntrain_interval_sessions = 5\nmin_training_sessions = 10\nmax_training_seconds = 120\n\
@@ -55,17 +55,22 @@ fn a_second_run_exits_at_once_and_nothing_new_is_one_line() {
         "{line}"
     );
     // Sessions that ended with nothing served cannot be labelled: the run says so.
-    let key = shared::ids::SessionKey::new("claude", "unserved");
+    let key = shared::base::ids::SessionKey::new("claude", "unserved");
     let at = w.now();
     w.journal
         .append(&[
-            shared::event::Event::new(
+            shared::storage::event::Event::new(
                 at,
                 "sim",
                 Some(key.clone()),
-                shared::event::Body::SessionStarted(Default::default()),
+                shared::storage::event::Body::SessionStarted(Default::default()),
             ),
-            shared::event::Event::new(at, "sim", Some(key), shared::event::Body::SessionEnded(Default::default())),
+            shared::storage::event::Event::new(
+                at,
+                "sim",
+                Some(key),
+                shared::storage::event::Body::SessionEnded(Default::default()),
+            ),
         ])
         .unwrap();
     let line = w.run_trainer(&[]);
@@ -184,7 +189,7 @@ fn alpha_and_cold_start_survive_a_rebuild_from_the_tapes() {
             .join(" ")
     };
     let counts = dump(&mut w);
-    shared::journal::replay(&w.paths, &mut |_| {}).unwrap();
+    shared::storage::journal::replay(&w.paths, &mut |_| {}).unwrap();
     w.journal.reopen_if_replaced().unwrap();
     assert_eq!(dump(&mut w), counts);
     assert_eq!(w.state(), before, "derived from events alone");

@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use predictor::model::ModelConfig;
-use shared::event::{Body, Event, SessionScored};
-use shared::ids::MemoryId;
-use shared::time::Ts;
+use shared::base::ids::MemoryId;
+use shared::base::time::Ts;
+use shared::storage::event::{Body, Event, SessionScored};
 use trainer_world::{HOUR, Rng, World, small_config};
 
 const CONFIG: &str = "[predictor]\ntrain_interval_sessions = 5\nmin_training_sessions = 10\nmax_training_seconds = 120\n\
@@ -38,10 +38,10 @@ fn trained_world(config: &str, model: ModelConfig) -> World {
 /// labels are inverted: relevant → 0, and the first `promote` irrelevant
 /// ones (by id) → 1. A few promoted memories make a sharp wrong target for
 /// training; promoting all of them turns every ranking upside down.
-fn corrupt_labels(w: &mut World, promote: usize, which: impl Fn(&shared::ids::SessionKey) -> bool) -> usize {
+fn corrupt_labels(w: &mut World, promote: usize, which: impl Fn(&shared::base::ids::SessionKey) -> bool) -> usize {
     w.journal.catch_up().unwrap();
     let store = w.journal.store();
-    let sessions = shared::train_data::scored_sessions(store, 0.0).unwrap();
+    let sessions = shared::domain::train_data::scored_sessions(store, 0.0).unwrap();
     let mut events = Vec::new();
     for s in sessions.iter().filter(|s| which(&s.session_key)) {
         let rows: Vec<(String, Option<f64>)> = store
@@ -144,9 +144,9 @@ fn temp_files(dir: &std::path::Path) -> usize {
 }
 
 fn assert_current_is_readable(w: &World, context: &str) {
-    let hash = shared::models::current_hash(&w.paths).unwrap_or_else(|e| panic!("{context}: {e}"));
+    let hash = shared::storage::models::current_hash(&w.paths).unwrap_or_else(|e| panic!("{context}: {e}"));
     let hash = hash.unwrap_or_else(|| panic!("{context}: models/current vanished"));
-    shared::models::load(&w.paths, &hash, None).unwrap_or_else(|e| panic!("{context}: {e}"));
+    shared::storage::models::load(&w.paths, &hash, None).unwrap_or_else(|e| panic!("{context}: {e}"));
 }
 
 #[test]

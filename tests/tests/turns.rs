@@ -93,7 +93,7 @@ fn settle(w: &World) {
                 busy = true;
             }
             if name.starts_with("ingest") && name.ends_with(".lock") {
-                busy |= shared::fsutil::FileLock::try_exclusive(&e.path()).unwrap().is_none();
+                busy |= shared::base::fsutil::FileLock::try_exclusive(&e.path()).unwrap().is_none();
             }
         }
         if !busy {
@@ -238,9 +238,9 @@ fn two_stops_on_a_growing_transcript_extract_each_turn_once_from_its_new_bytes()
     assert!(audit["repo"].as_str().is_some(), "{audit}");
 
     // Replay rebuilds the same projection.
-    let before = shared::store::canonical_dump(w.store().conn(), true).unwrap();
+    let before = shared::storage::store::canonical_dump(w.store().conn(), true).unwrap();
     w.ok(&["replay"]);
-    let after = shared::store::canonical_dump(w.store().conn(), true).unwrap();
+    let after = shared::storage::store::canonical_dump(w.store().conn(), true).unwrap();
     assert!(before == after, "replay changed the projection");
 }
 

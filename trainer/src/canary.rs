@@ -13,7 +13,7 @@
 //! While fewer than 5 qualify that way (a new installation's first week), the
 //! sessions scored before `t` are used instead. Each ranking of a set session
 //! is one list: its recorded query and candidates, rebuilt with
-//! [`shared::train_data::build_list`], labelled with the session's outcome.
+//! [`shared::domain::train_data::build_list`], labelled with the session's outcome.
 //!
 //! A dataset file can replace the set (the hook for the LoCoMo evaluation):
 //! JSON lines of `{"query": "…", "memory_ids": ["mem_…"], "labels": [1, 0],
@@ -26,12 +26,12 @@ use predictor::fusion::order_by_score;
 use predictor::metrics::ndcg_at_k;
 use predictor::model::{Model, ModelConfig, OwnedCandidate};
 use serde::Deserialize;
-use shared::event::CanaryMetrics;
-use shared::ids::{MemoryId, SessionKey};
-use shared::rank::state::MIN_SCORER_CONFIDENCE;
-use shared::store::Store;
-use shared::time::Ts;
-use shared::train_data::{self, BuiltList, ListOptions, ListSpec, ScoredSession};
+use shared::base::ids::{MemoryId, SessionKey};
+use shared::base::time::Ts;
+use shared::domain::rank::state::MIN_SCORER_CONFIDENCE;
+use shared::domain::train_data::{self, BuiltList, ListOptions, ListSpec, ScoredSession};
+use shared::storage::event::CanaryMetrics;
+use shared::storage::store::Store;
 
 use crate::continuity::SUPERSEDED_LABEL;
 use crate::error::{Error, Result};

@@ -13,8 +13,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use predictor::metrics::ndcg_at_k;
-use shared::ids::MemoryId;
-use shared::train_data::{RecordedCandidate, RecordedRanking};
+use shared::base::ids::MemoryId;
+use shared::domain::train_data::{RecordedCandidate, RecordedRanking};
 
 use crate::continuity::POOL_TOP;
 

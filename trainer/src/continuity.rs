@@ -72,9 +72,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
-use shared::event::{Body, Event, origin};
-use shared::ids::{MemoryId, SessionKey};
-use shared::train_data::RecordedRanking;
+use shared::base::ids::{MemoryId, SessionKey};
+use shared::domain::train_data::RecordedRanking;
+use shared::storage::event::{Body, Event, origin};
 
 use crate::terms::{Kind, Term, TextIndex, memory_terms};
 
@@ -149,8 +149,8 @@ impl Corpus {
     pub fn idf_norm(&self, term: &str) -> f32 {
         let df = self.df.get(term).copied().unwrap_or(0).max(1);
         let n = self.live_memories.max(df).max(1);
-        let top = shared::rank::text::idf(1, n);
-        if top <= 0.0 { 1.0 } else { (shared::rank::text::idf(df, n) / top).clamp(0.0, 1.0) }
+        let top = shared::domain::rank::text::idf(1, n);
+        if top <= 0.0 { 1.0 } else { (shared::domain::rank::text::idf(df, n) / top).clamp(0.0, 1.0) }
     }
 }
 
@@ -318,7 +318,7 @@ fn classify(event: &Event, edit_calls: &HashSet<&str>) -> (Channel, String) {
 }
 
 fn cut(text: &str) -> &str {
-    shared::store::cap(text, MAX_EVENT_TEXT)
+    shared::storage::store::cap(text, MAX_EVENT_TEXT)
 }
 
 struct Tracked {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 pub enum Error {
     /// The tape log, the projection, model files or configuration (shared crate).
     #[error(transparent)]
-    Shared(#[from] shared::error::Error),
+    Shared(#[from] shared::base::error::Error),
     /// A SQLite query of the trainer failed.
     #[error("database: {context}: {source}")]
     Sqlite {

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use predictor::checkpoint;
 use predictor::model::Model;
 use serde::Serialize;
-use shared::config::Config;
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::time::Ts;
-use shared::train_data::BuiltList;
+use shared::base::config::Config;
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::domain::train_data::BuiltList;
+use shared::storage::journal::Journal;
 
 use crate::canary;
 use crate::error::{Error, Result};
@@ -102,7 +102,7 @@ impl CanaryReport {
             let _ = writeln!(
                 out,
                 "{:<28} {:>8} {:>10} {:>8} {:>8}",
-                shared::store::cap(&name, 28),
+                shared::storage::store::cap(&name, 28),
                 n(m.ndcg),
                 m.score_variance.map_or("-".to_owned(), |v| format!("{v:.2e}")),
                 n(m.top5_overlap),

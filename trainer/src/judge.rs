@@ -29,9 +29,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use shared::config::CommandConfig;
-use shared::event::{Body, origin};
-use shared::ids::MemoryId;
+use shared::base::config::CommandConfig;
+use shared::base::ids::MemoryId;
+use shared::storage::event::{Body, origin};
 
 use crate::continuity::{JudgeVerdict, SessionRecord};
 
@@ -48,7 +48,7 @@ const MAX_MEMORY_BYTES: usize = 1_000;
 const MAX_ANSWER_BYTES: usize = 1 << 20;
 
 fn cap(text: &str, max: usize) -> String {
-    shared::store::cap(text, max).to_owned()
+    shared::storage::store::cap(text, max).to_owned()
 }
 
 /// The request sent to the judge for a session.

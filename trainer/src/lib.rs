@@ -31,7 +31,7 @@
 //!   comparison" that serving reads is well defined.
 //! * **No leak.** Training lists use the rankings' recorded queries, outcome
 //!   labels, and signals as of the moment each ranking was served
-//!   ([`shared::train_data`]).
+//!   ([`shared::domain::train_data`]).
 //! * **Canary** sessions are one in six by a hash of the session key, never
 //!   trained on; the evaluated set is frozen per week ([`canary`]).
 //! * **Gates and promotion**: [`training`]. **α, cold start, drift**: [`tracker`].
@@ -41,7 +41,7 @@
 //!   reset that has not been followed by a retrain.
 //!
 //! **Architecture Invariant:** the trainer changes state only by appending
-//! events through [`shared::journal::Journal`] and by writing model files
+//! events through [`shared::storage::journal::Journal`] and by writing model files
 //! under `models/` (checkpoints first, then events, then the `current`
 //! pointer), all under the trainer lock.
 

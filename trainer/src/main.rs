@@ -6,10 +6,10 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use shared::config::Config;
-use shared::paths::Paths;
-use shared::shutdown::Shutdown;
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::paths::Paths;
+use shared::base::shutdown::Shutdown;
+use shared::base::time::Ts;
 use trainer::evaluate::{self, CanaryOptions};
 use trainer::run::{self, RunOptions, RunOutcome};
 
@@ -105,7 +105,7 @@ fn main() -> ExitCode {
     match real_main(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("engram-trainer: {}", shared::hint::error_chain(e.as_ref()));
+            eprintln!("engram-trainer: {}", shared::base::hint::error_chain(e.as_ref()));
             ExitCode::FAILURE
         }
     }
@@ -126,8 +126,10 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
         None => Paths::from_env()?,
     };
     match &cli.command {
-        Command::Run { log_file: true, .. } => shared::logging::init_file(&paths.logs().join("trainer.log"), "info"),
-        _ => shared::logging::init_stderr("warn"),
+        Command::Run { log_file: true, .. } => {
+            shared::base::logging::init_file(&paths.logs().join("trainer.log"), "info")
+        }
+        _ => shared::base::logging::init_stderr("warn"),
     }
     let shutdown = Shutdown::install().context("install signal handlers")?;
     let config = Config::load(&paths.config())?;

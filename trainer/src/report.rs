@@ -9,12 +9,12 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use shared::config::Config;
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::rank::state::PredictorState;
-use shared::store::Store;
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::domain::rank::state::PredictorState;
+use shared::storage::journal::Journal;
+use shared::storage::store::Store;
 
 use crate::error::{Result, Sql};
 use crate::run::WRITER;
@@ -73,7 +73,7 @@ pub struct ComparisonRow {
 /// The memories of one of seed 004's knowledge types.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TypeRow {
-    /// `fact`, `decision`, … (see [`shared::knowledge::KNOWLEDGE_TYPES`]).
+    /// `fact`, `decision`, … (see [`shared::domain::knowledge::KNOWLEDGE_TYPES`]).
     pub knowledge_type: &'static str,
     /// Memories not forgotten.
     pub memories: u64,
@@ -188,9 +188,9 @@ pub fn load(store: &Store, config: &Config, generated: Ts) -> Result<ReportData>
 }
 
 /// Live memories and their injections by knowledge type (stored types are
-/// folded into seed 004's seven by [`shared::knowledge::knowledge_type`]).
+/// folded into seed 004's seven by [`shared::domain::knowledge::knowledge_type`]).
 pub fn by_type(store: &Store) -> Result<Vec<TypeRow>> {
-    use shared::knowledge::{KNOWLEDGE_TYPES, knowledge_type};
+    use shared::domain::knowledge::{KNOWLEDGE_TYPES, knowledge_type};
     let mut rows: Vec<TypeRow> =
         KNOWLEDGE_TYPES.iter().map(|t| TypeRow { knowledge_type: t, ..TypeRow::default() }).collect();
     let row = |stored: &str| {
@@ -257,7 +257,8 @@ pub fn write(paths: &Paths, config: &Config, out: &std::path::Path, generated: T
     let mut data = load(journal.store(), config, generated)?;
     data.benchmark = crate::eval::read_latest(paths);
     let html = render(&data);
-    shared::fsutil::atomic_write(out, html.as_bytes()).map_err(|e| crate::error::Error::io("write report", out, e))
+    shared::base::fsutil::atomic_write(out, html.as_bytes())
+        .map_err(|e| crate::error::Error::io("write report", out, e))
 }
 
 fn esc(text: &str) -> String {
@@ -590,7 +591,7 @@ fn project_chart(d: &ReportData) -> String {
             out,
             r##"<text x="0" y="{:.1}" class="bar-label">{}</text><rect x="180" y="{y:.1}" width="420" height="18" fill="#eef"/><rect class="project" data-project="{}" data-ema="{ema:.4}" data-win-rate="{rate:.4}" data-compared="{compared}" x="180" y="{y:.1}" width="{bw:.1}" height="18" fill="#3a6fb0"><title>{}: EMA {ema:.2}, win rate {rate:.2} over {compared} of {n} sessions</title></rect><text x="610" y="{:.1}" class="tick">{ema:.2} ({compared}/{n})</text>"##,
             y + 14.0,
-            esc(shared::store::cap(name, 28)),
+            esc(shared::storage::store::cap(name, 28)),
             esc(name),
             esc(name),
             y + 14.0
@@ -893,7 +894,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut j = Journal::open(&Paths::at(dir.path()), "test").unwrap();
         let mut add = |text: &str, t: &str| {
-            let new = shared::memory_ops::NewMemory {
+            let new = shared::domain::memory_ops::NewMemory {
                 text: text.into(),
                 memory_type: t.into(),
                 importance: 0.5,
@@ -901,13 +902,14 @@ mod tests {
                 tags: vec![],
                 pinned: false,
             };
-            shared::memory_ops::add(&mut j, new, &shared::memory_ops::Origin::user(), Ts(1_000)).unwrap()
+            shared::domain::memory_ops::add(&mut j, new, &shared::domain::memory_ops::Origin::user(), Ts(1_000))
+                .unwrap()
         };
         add("Redis must run before the integration tests", "gotcha");
         add("Always run cargo fmt before committing", "correction");
         let gone = add("The staging box is called zebra", "fact");
         add("We ship with cargo dist", "decision");
-        shared::memory_ops::forget(&mut j, gone.as_str(), None, Ts(2_000)).unwrap();
+        shared::domain::memory_ops::forget(&mut j, gone.as_str(), None, Ts(2_000)).unwrap();
         let rows = by_type(j.store()).unwrap();
         let n: Vec<(&str, u64)> = rows.iter().map(|r| (r.knowledge_type, r.memories)).collect();
         assert_eq!(

@@ -15,16 +15,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use rusqlite::OptionalExtension;
-use shared::config::Config;
-use shared::event::{Body, ComparisonRecorded, DriftReset, Event, SessionScored};
-use shared::fsutil::FileLock;
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::rank::state::MIN_SCORER_CONFIDENCE;
-use shared::shutdown::Shutdown;
-use shared::store::Store;
-use shared::time::Ts;
-use shared::train_data;
+use shared::base::config::Config;
+use shared::base::fsutil::FileLock;
+use shared::base::paths::Paths;
+use shared::base::shutdown::Shutdown;
+use shared::base::time::Ts;
+use shared::domain::rank::state::MIN_SCORER_CONFIDENCE;
+use shared::domain::train_data;
+use shared::storage::event::{Body, ComparisonRecorded, DriftReset, Event, SessionScored};
+use shared::storage::journal::Journal;
+use shared::storage::store::Store;
 
 use crate::canary::is_canary;
 use crate::compare::{self, Comparison};
@@ -425,7 +425,7 @@ pub fn run(paths: &Paths, config: &Config, opts: &RunOptions, shutdown: &Shutdow
                 compared_at,
                 session.clone(),
                 Body::ComparisonRecorded(comparison_event(
-                    shared::ids::generate_with_prefix("cmp", compared_at),
+                    shared::base::ids::generate_with_prefix("cmp", compared_at),
                     &comparison,
                     &assessment,
                     &step,
@@ -485,7 +485,7 @@ pub fn run(paths: &Paths, config: &Config, opts: &RunOptions, shutdown: &Shutdow
     }
     summary.interrupted |= shutdown.requested();
     summary.tracker = tracker;
-    let state = shared::rank::state::PredictorState::load(journal.store(), &config.predictor)?;
+    let state = shared::domain::rank::state::PredictorState::load(journal.store(), &config.predictor)?;
     summary.alpha = state.alpha;
     let total: i64 = journal
         .store()

@@ -5,11 +5,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use rusqlite::OptionalExtension;
-use shared::ids::{MemoryId, SessionKey};
-use shared::journal::Journal;
-use shared::store::Store;
-use shared::time::Ts;
-use shared::train_data;
+use shared::base::ids::{MemoryId, SessionKey};
+use shared::base::time::Ts;
+use shared::domain::train_data;
+use shared::storage::journal::Journal;
+use shared::storage::store::Store;
 
 use crate::continuity::{Corpus, FeedbackRecord, FtsHitRecord, MemoryFacts, SessionRecord};
 use crate::error::{Result, Sql};

@@ -13,7 +13,7 @@
 //!   0.5 alone never lets a model out.
 //! * **α** = 1 in cold start, else `max(floor, 1 − success rate)` with the
 //!   floors of the early-active ramp (0.8 for sessions 1–10 after the exit,
-//!   0.6 for 11–20): [`shared::rank::state::alpha_for`].
+//!   0.6 for 11–20): [`shared::domain::rank::state::alpha_for`].
 //! * **Drift**: after `drift_reset_window` consecutive EMA-updating
 //!   comparisons with a success rate below 0.3 (only once a model exists),
 //!   the step carries a drift reset: α returns to 1 (cold start is re-entered
@@ -23,7 +23,7 @@
 
 use std::collections::VecDeque;
 
-use shared::rank::state::{COLD_START_SUCCESS, MIN_SCORER_CONFIDENCE, alpha_for};
+use shared::domain::rank::state::{COLD_START_SUCCESS, MIN_SCORER_CONFIDENCE, alpha_for};
 
 /// EMA factor of the success rate (seed 002 `emaAlpha`).
 pub const EMA: f32 = 0.1;

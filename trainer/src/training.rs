@@ -3,7 +3,7 @@
 //! weights atomically only when every gate passes.
 //!
 //! **Data.** Every session scored with confidence ≥ 0.6 that is not a canary
-//! session gives one list per served ranking (see [`shared::train_data`]),
+//! session gives one list per served ranking (see [`shared::domain::train_data`]),
 //! weighted by the scorer's confidence. About one trainable session in ten
 //! (a fixed hash rule) is held out for early stopping once there are 20. A
 //! normal run takes the newest 400 sessions plus, when older ones exist, a
@@ -41,16 +41,16 @@ use predictor::checkpoint::{self, Checkpoint, Flags, TrainingMeta};
 use predictor::model::{Model, ModelConfig};
 use predictor::train::{self, AdamState, Averaging, StopReason, TrainConfig, TrainReport};
 use rusqlite::OptionalExtension;
-use shared::config::Config;
-use shared::event::{Body, CanaryMetrics, ModelPromoted, TrainingRun};
-use shared::journal::Journal;
-use shared::models;
-use shared::paths::Paths;
-use shared::rank::state::MIN_SCORER_CONFIDENCE;
-use shared::shutdown::Shutdown;
-use shared::store::Store;
-use shared::time::Ts;
-use shared::train_data::{self, BuiltList, ScoredSession};
+use shared::base::config::Config;
+use shared::base::paths::Paths;
+use shared::base::shutdown::Shutdown;
+use shared::base::time::Ts;
+use shared::domain::rank::state::MIN_SCORER_CONFIDENCE;
+use shared::domain::train_data::{self, BuiltList, ScoredSession};
+use shared::storage::event::{Body, CanaryMetrics, ModelPromoted, TrainingRun};
+use shared::storage::journal::Journal;
+use shared::storage::models;
+use shared::storage::store::Store;
 
 use crate::canary::{self, is_canary};
 use crate::error::{Error, Result, Sql};
@@ -305,7 +305,7 @@ pub fn train_and_gate(journal: &mut Journal, config: &Config, req: &TrainRequest
     let tz = config.time.zone();
     let serving = serving(&paths, journal.store())?;
     let version = latest_version(journal.store())?.max(serving.as_ref().map(|s| s.version)).unwrap_or(0) + 1;
-    let run_id = shared::ids::generate_with_prefix("tr", req.now);
+    let run_id = shared::base::ids::generate_with_prefix("tr", req.now);
 
     // Where training starts.
     let (mut model, mut opt, mut flags, prior) = match (&serving, req.drift, req.base_weights) {
@@ -570,7 +570,7 @@ pub fn prune(paths: &Paths, store: &Store) -> Result<()> {
 mod tests {
     use super::*;
     use predictor::train::EpochStats;
-    use shared::ids::SessionKey;
+    use shared::base::ids::SessionKey;
 
     fn report(loss: f32, steps: u64) -> TrainReport {
         TrainReport {

@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 
 use serde_json::json;
-use shared::event::*;
-use shared::ids::{MemoryId, SessionKey};
-use shared::time::Ts;
-use shared::train_data::{RecordedCandidate, RecordedRanking};
+use shared::base::ids::{MemoryId, SessionKey};
+use shared::base::time::Ts;
+use shared::domain::train_data::{RecordedCandidate, RecordedRanking};
+use shared::storage::event::*;
 use trainer::continuity::{
     self, Assessment, Corpus, FeedbackRecord, FtsHitRecord, JudgeVerdict, MemoryFacts, SessionRecord,
 };

@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use shared::config::CommandConfig;
-use shared::ids::MemoryId;
+use shared::base::config::CommandConfig;
+use shared::base::ids::MemoryId;
 use trainer::continuity::{MemoryFacts, SessionRecord};
 use trainer::judge;
 

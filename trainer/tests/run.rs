@@ -5,14 +5,14 @@
 
 use predictor::checkpoint::{self, Checkpoint, Flags, TrainingMeta};
 use predictor::model::{Model, ModelConfig};
-use shared::config::Config;
-use shared::event::{Body, Event, ModelPromoted, SessionEnded, SessionStarted};
-use shared::ids::SessionKey;
-use shared::journal::Journal;
-use shared::models;
-use shared::paths::Paths;
-use shared::shutdown::Shutdown;
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::ids::SessionKey;
+use shared::base::paths::Paths;
+use shared::base::shutdown::Shutdown;
+use shared::base::time::Ts;
+use shared::storage::event::{Body, Event, ModelPromoted, SessionEnded, SessionStarted};
+use shared::storage::journal::Journal;
+use shared::storage::models;
 use trainer::run::{RunOptions, RunOutcome, run};
 use trainer::training;
 

@@ -40,11 +40,11 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use shared::event::{
+use shared::base::ids::SessionKey;
+use shared::base::time::Ts;
+use shared::storage::event::{
     Body, CodeRead, INJECTION_OPEN, Meta, MsgIn, MsgOut, SessionStarted, ToolCall, ToolResult, harness, origin,
 };
-use shared::ids::SessionKey;
-use shared::time::Ts;
 
 use crate::adapter::{
     Clock, DiagnosticKind, Emitter, JsonlAdapter, ParseContext, complete_lines, content_hash, project_of, str_of,

@@ -21,11 +21,11 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use shared::event::{
+use shared::base::ids::SessionKey;
+use shared::base::time::Ts;
+use shared::storage::event::{
     Body, CodeRead, INJECTION_OPEN, Meta, MsgIn, MsgOut, SessionStarted, ToolCall, ToolResult, harness, origin,
 };
-use shared::ids::SessionKey;
-use shared::time::Ts;
 
 use crate::adapter::{
     Clock, DiagnosticKind, Emitter, JsonlAdapter, ParseContext, ParseOutput, complete_lines, project_of, str_of,
@@ -119,7 +119,7 @@ impl JsonlAdapter for Gemini {
 }
 
 /// Keeps only the last event of each id, in the position of that last event.
-fn last_write_wins(events: &mut Vec<shared::event::Event>) -> u64 {
+fn last_write_wins(events: &mut Vec<shared::storage::event::Event>) -> u64 {
     let mut seen = HashSet::new();
     let before = events.len();
     let mut kept: Vec<_> = events.drain(..).rev().filter(|e| seen.insert(e.id.clone())).collect();

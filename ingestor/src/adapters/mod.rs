@@ -14,7 +14,7 @@ pub mod opencode;
 use std::path::Path;
 
 use serde_json::Value;
-use shared::event::harness;
+use shared::storage::event::harness;
 
 use crate::adapter::{self, ParseContext, ParseOutput};
 use crate::discover::SourceKind;

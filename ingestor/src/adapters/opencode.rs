@@ -24,11 +24,11 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
-use shared::event::{
+use shared::base::ids::SessionKey;
+use shared::base::time::Ts;
+use shared::storage::event::{
     Body, CodeRead, INJECTION_OPEN, Meta, MsgIn, MsgOut, SessionStarted, ToolCall, ToolResult, harness, origin,
 };
-use shared::ids::SessionKey;
-use shared::time::Ts;
 
 use crate::adapter::{DiagnosticKind, Emitter, ParseContext, ParseOutput, parse_ts_value, project_of, str_of, text_of};
 use crate::error::Error;

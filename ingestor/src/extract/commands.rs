@@ -22,8 +22,8 @@
 use std::collections::HashSet;
 
 use serde_json::Value;
-use shared::event::{Body, Event};
-pub use shared::shell::{goal, is_read_only, main_segment, program, writes_file};
+pub use shared::base::shell::{goal, is_read_only, main_segment, program, writes_file};
+use shared::storage::event::{Body, Event};
 
 /// How a tool call ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

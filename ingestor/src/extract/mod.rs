@@ -43,9 +43,11 @@ pub mod prose;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde_json::Value;
-use shared::event::{Body, Event, INJECTION_OPEN, MemoryAdded, MemoryUpdated, SCHEMA_VERSION, memory_type, origin};
-use shared::ids::{EventId, MemoryId, SessionKey};
-use shared::time::Ts;
+use shared::base::ids::{EventId, MemoryId, SessionKey};
+use shared::base::time::Ts;
+use shared::storage::event::{
+    Body, Event, INJECTION_OPEN, MemoryAdded, MemoryUpdated, SCHEMA_VERSION, memory_type, origin,
+};
 
 use crate::adapter::{WRITER, project_of};
 use crate::dedup::{self, MemoryLookup};
@@ -368,7 +370,7 @@ pub fn candidates_in(events: &[Event], known: Option<&str>) -> Vec<Candidate> {
     let Some(session) = events.iter().find_map(|e| e.session.clone()) else {
         return Vec::new();
     };
-    // The detected project (shared::env) when the events hold one; else the
+    // The detected project (shared::domain::env) when the events hold one; else the
     // one the projection knows for the session; else the folder name, which
     // the projection maps to the session's detected project.
     let project = events

@@ -1,4 +1,4 @@
-//! Environment detection for what a scan reads (`shared::env`).
+//! Environment detection for what a scan reads (`shared::domain::env`).
 //!
 //! Adapters parse logs and touch nothing else, so the `session.started` they
 //! emit names the working directory's folder. The scan, which runs where the
@@ -16,12 +16,12 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use shared::env::{DetectOptions, Detector, store as env_store};
-use shared::event::{Body, EnvDetected, Event, MemoryUpdated, SCHEMA_VERSION};
-use shared::ids::{EventId, SessionKey};
-use shared::journal::Journal;
-use shared::store::Store;
-use shared::time::Ts;
+use shared::base::ids::{EventId, SessionKey};
+use shared::base::time::Ts;
+use shared::domain::env::{DetectOptions, Detector, store as env_store};
+use shared::storage::event::{Body, EnvDetected, Event, MemoryUpdated, SCHEMA_VERSION};
+use shared::storage::journal::Journal;
+use shared::storage::store::Store;
 
 use crate::adapter::WRITER;
 use crate::error::{EngramContext, Error};
@@ -36,7 +36,7 @@ pub struct Enricher {
 
 impl Enricher {
     /// An enricher with the configuration's pattern tables.
-    pub fn new(config: &shared::config::Config) -> Enricher {
+    pub fn new(config: &shared::base::config::Config) -> Enricher {
         Enricher { detector: Detector::new(DetectOptions::from_env(&config.env, true)), current: HashMap::new() }
     }
 
@@ -118,7 +118,7 @@ fn detected_event(session: &SessionKey, ts: Ts, env: EnvDetected) -> Event {
 /// --project web`) moves to the project of that name, when exactly one
 /// known project has it (a `memory.updated`); an ambiguous name is left alone.
 pub fn backfill(journal: &mut Journal, enricher: &mut Enricher, now: Ts) -> Result<u64, Error> {
-    let read = |e| shared::error::Error::sqlite("find what predates project detection", e);
+    let read = |e| shared::base::error::Error::sqlite("find what predates project detection", e);
     let todo = env_store::sessions_without_env(journal.store().conn()).map_err(read).context("read the projection")?;
     let mut events = Vec::with_capacity(todo.len());
     for u in todo {

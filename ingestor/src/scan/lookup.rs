@@ -9,10 +9,10 @@
 
 use std::cell::RefCell;
 
-use shared::event::{Body, Event};
-use shared::ids::{MemoryId, SessionKey};
-use shared::store::Store;
-use shared::store::ingest::MemoryRecord;
+use shared::base::ids::{MemoryId, SessionKey};
+use shared::storage::event::{Body, Event};
+use shared::storage::store::Store;
+use shared::storage::store::ingest::MemoryRecord;
 
 use crate::dedup::{ExistingMemory, MemoryLookup, words};
 
@@ -43,7 +43,7 @@ impl<'s> StoreLookup<'s> {
     }
 
     /// With the configured conflict detection (`None` when it is off).
-    pub fn with_conflicts(self, config: &shared::config::Config) -> StoreLookup<'s> {
+    pub fn with_conflicts(self, config: &shared::base::config::Config) -> StoreLookup<'s> {
         let c = &config.knowledge.conflicts;
         StoreLookup { conflicts: c.enabled.then_some(c.similarity_threshold), ..self }
     }
@@ -59,7 +59,7 @@ impl<'s> StoreLookup<'s> {
                     text: m.content.clone(),
                     embedding: None,
                     sessions: m.source_session.iter().cloned().collect(),
-                    project: shared::env::store::memory_project(
+                    project: shared::domain::env::store::memory_project(
                         self.store.conn(),
                         m.project.as_deref(),
                         m.source_session.as_ref(),
@@ -128,7 +128,7 @@ impl MemoryLookup for StoreLookup<'_> {
     /// folder name becomes its session's detected project key.
     fn already_staged(&self, text: &str, with: &MemoryId) -> bool {
         self.staged.borrow().iter().any(|(t, w)| t == text && w == with)
-            || shared::knowledge::buffer::pending_same(self.store, text, with)
+            || shared::domain::knowledge::buffer::pending_same(self.store, text, with)
                 .unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "cannot look up staged memories");
                     None
@@ -137,7 +137,7 @@ impl MemoryLookup for StoreLookup<'_> {
     }
 
     fn same_project(&self, project: Option<&str>, session: &SessionKey, existing: Option<&str>) -> bool {
-        let mine = shared::env::store::memory_project(self.store.conn(), project, Some(session))
+        let mine = shared::domain::env::store::memory_project(self.store.conn(), project, Some(session))
             .unwrap_or_else(|_| project.map(str::to_owned));
         mine.as_deref() == existing
     }

@@ -48,16 +48,16 @@ use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::Value;
-use shared::config::Config;
-use shared::event::{Body, Event, SCHEMA_VERSION, SessionEnded, SourceCursor};
-use shared::fsutil::FileLock;
-use shared::ids::{EventId, SessionKey};
-use shared::journal::{Encoded, Journal, decode};
-use shared::paths::Paths;
-use shared::shutdown::Shutdown;
-use shared::store::ingest::IngestCursor;
-use shared::tape::{Lsn, Snapshot};
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::fsutil::FileLock;
+use shared::base::ids::{EventId, SessionKey};
+use shared::base::paths::Paths;
+use shared::base::shutdown::Shutdown;
+use shared::base::time::Ts;
+use shared::storage::event::{Body, Event, SCHEMA_VERSION, SessionEnded, SourceCursor};
+use shared::storage::journal::{Encoded, Journal, decode};
+use shared::storage::store::ingest::IngestCursor;
+use shared::storage::tape::{Lsn, Snapshot};
 
 use crate::adapter::{Diagnostic, DiagnosticKind, HEAD_BYTES, ParseContext, ParseOutput, WRITER};
 use crate::adapters::{self, Harness};
@@ -382,7 +382,8 @@ pub fn run(
         scanner.end_idle(&harnesses)?;
         scanner.summary.timings.idle_ms = ms(t);
         // Summaries of the sessions that ended (seed 004): a failure costs only them.
-        match shared::knowledge::summary::summarize_ended(&mut scanner.journal, config, opts.external_summaries) {
+        match shared::domain::knowledge::summary::summarize_ended(&mut scanner.journal, config, opts.external_summaries)
+        {
             Ok(n) => scanner.summary.sessions_summarized = n as u64,
             Err(e) => tracing::warn!(error = %e, "cannot summarise the ended sessions"),
         }

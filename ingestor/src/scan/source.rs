@@ -16,10 +16,10 @@ use std::fs::{File, Metadata};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 
-use shared::event::Event;
-use shared::ids::EventId;
-use shared::store::ingest::IngestCursor;
-use shared::time::Ts;
+use shared::base::ids::EventId;
+use shared::base::time::Ts;
+use shared::storage::event::Event;
+use shared::storage::store::ingest::IngestCursor;
 
 use crate::error::Error;
 
@@ -243,8 +243,8 @@ pub fn version_ids(events: &mut [Event]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::event::{Body, MsgOut};
-    use shared::ids::SessionKey;
+    use shared::base::ids::SessionKey;
+    use shared::storage::event::{Body, MsgOut};
 
     fn ident(dev: u64, ino: u64, len: u64, hash: &str) -> FileIdent {
         FileIdent { dev, ino, head_len: len, head_hash: hash.into() }

@@ -14,7 +14,7 @@
 //!   [`MAX_NEW_BYTES`] (10 KB, the most recent turns kept). The deterministic
 //!   extraction runs on every turn: it costs nothing.
 
-use shared::event::{Body, Event};
+use shared::storage::event::{Body, Event};
 
 /// Characters of prior text the extraction of a turn sees (seed: ~2,000).
 pub const CONTEXT_CHARS: usize = 2_000;
@@ -81,8 +81,8 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use proptest::prelude::*;
-    use shared::event::MsgOut;
-    use shared::time::Ts;
+    use shared::base::time::Ts;
+    use shared::storage::event::MsgOut;
 
     fn said(text: &str) -> Event {
         Event::new(Ts(1), "test", None, Body::MsgOut(MsgOut { text: text.into(), ..MsgOut::default() }))

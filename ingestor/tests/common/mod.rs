@@ -10,8 +10,8 @@ use ingestor::adapter::{ParseContext, ParseOutput};
 use ingestor::adapters;
 use ingestor::discover::SourceKind;
 use ingestor::redact::Privacy;
-use shared::event::{Body, Event};
-use shared::time::Ts;
+use shared::base::time::Ts;
+use shared::storage::event::{Body, Event};
 
 /// Reads a sidecar `.meta.json` next to an `agent-*.jsonl`, if any.
 pub fn sidecar_of(path: &Path) -> Option<serde_json::Value> {

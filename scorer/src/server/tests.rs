@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use shared::rpc::{Connection, MemoryClient};
-use shared::shutdown::Shutdown;
+use shared::base::rpc::{Connection, MemoryClient};
+use shared::base::shutdown::Shutdown;
 
 use super::*;
 
@@ -243,8 +243,8 @@ fn a_promoted_checkpoint_is_picked_up_without_restart() {
     model.version = 42;
     model.trained = true;
     let bytes = model.encode(0);
-    let hash = shared::models::write_checkpoint(&paths, &bytes).unwrap();
-    shared::models::promote(&paths, &hash).unwrap();
+    let hash = shared::storage::models::write_checkpoint(&paths, &bytes).unwrap();
+    shared::storage::models::promote(&paths, &hash).unwrap();
     let s = h.call(2, "status", json!({}))["result"].clone();
     assert_eq!(
         (s["model_version"].clone(), s["weights"].clone(), s["checkpoint"].clone()),

@@ -15,8 +15,8 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use shared::memory_ops::{self as ops, MemoryChange, NewMemory, OpError, Origin};
-use shared::time::Ts;
+use shared::base::time::Ts;
+use shared::domain::memory_ops::{self as ops, MemoryChange, NewMemory, OpError, Origin};
 
 use super::{App, assets, guard, knowledge, predictor, queries, settings};
 use crate::search::{self, SearchParams};
@@ -87,10 +87,10 @@ impl From<OpError> for ApiError {
     }
 }
 
-impl From<shared::error::Error> for ApiError {
-    fn from(e: shared::error::Error) -> ApiError {
+impl From<shared::base::error::Error> for ApiError {
+    fn from(e: shared::base::error::Error) -> ApiError {
         match e.class() {
-            shared::error::ErrorClass::InvalidInput => ApiError::bad_request(e.to_string()),
+            shared::base::error::ErrorClass::InvalidInput => ApiError::bad_request(e.to_string()),
             _ => ApiError::internal(e.to_string()),
         }
     }

@@ -26,8 +26,8 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use shared::config::WebConfig;
-use shared::paths::Paths;
+use shared::base::config::WebConfig;
+use shared::base::paths::Paths;
 
 use super::App;
 use super::api::ApiError;

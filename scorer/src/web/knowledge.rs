@@ -1,8 +1,8 @@
 //! The knowledge routes (seed 004 "REST API"): typed memories, the graph
 //! around a memory with its reasoning chain, stashed conversations, and the
 //! observation buffer with the resolution of a staged conflict. Every answer
-//! comes from [`shared::knowledge`]'s own functions; resolving runs
-//! [`shared::knowledge::ops::resolve`], the operation behind the MCP tool
+//! comes from [`shared::domain::knowledge`]'s own functions; resolving runs
+//! [`shared::domain::knowledge::ops::resolve`], the operation behind the MCP tool
 //! `memory_resolve`, so it lands on the tapes as the same events.
 
 use axum::body::Bytes;
@@ -11,8 +11,8 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use shared::knowledge::{self, buffer, conversation, graph};
-use shared::memory_ops as ops;
+use shared::domain::knowledge::{self, buffer, conversation, graph};
+use shared::domain::memory_ops as ops;
 
 use super::App;
 use super::api::{ApiError, ApiResult, Params, body, read};
@@ -36,7 +36,7 @@ fn stored_types(knowledge_type: &str) -> ApiResult<Vec<String>> {
 
 /// A project's name means its key once the project is known (as the MCP tools).
 fn project(ctx: &Ctx<'_>, p: &Params) -> Option<String> {
-    p.str("project").map(|name| shared::env::store::resolve_project(ctx.store.conn(), &name))
+    p.str("project").map(|name| shared::domain::env::store::resolve_project(ctx.store.conn(), &name))
 }
 
 /// `GET /api/knowledge`: memories as cards under seed 004's seven knowledge
@@ -130,7 +130,7 @@ pub(super) async fn conversations_route(State(app): State<App>, p: Params) -> Re
             .iter()
             .map(|c| {
                 let mut v = to_json(c)?;
-                let key = shared::ids::SessionKey::from(c.session.as_str());
+                let key = shared::base::ids::SessionKey::from(c.session.as_str());
                 v["resume_command"] = json!(conversation::resume_command(key.harness(), key.harness_id()));
                 Ok(v)
             })

@@ -1,17 +1,17 @@
 //! The predictor's page and `/api/predictor/*` (seed 002 §4.6, §4.8), and the
 //! diagnostics of §4.1–4.3: the health domain with its score, latency
 //! percentiles and histograms of hooks and scoring (from
-//! [`shared::telemetry::latency`]) and the last errors (the logs'
+//! [`shared::base::telemetry::latency`]) and the last errors (the logs'
 //! warnings and errors, projection apply errors, failed training runs).
 
 use std::collections::BTreeMap;
 
 use rusqlite::{OptionalExtension, Row, params};
 use serde_json::{Value, json};
-use shared::rank::PredictorState;
-use shared::store::cap;
-use shared::telemetry::{errors as log_errors, latency};
-use shared::time::Ts;
+use shared::base::telemetry::{errors as log_errors, latency};
+use shared::base::time::Ts;
+use shared::domain::rank::PredictorState;
+use shared::storage::store::cap;
 
 use super::api::{ApiError, ApiResult};
 use super::queries::{HELPED, round3};
@@ -266,10 +266,11 @@ fn detail(ctx: &Ctx<'_>, mut v: Value) -> ApiResult<Value> {
         )
         .optional()?
         .unwrap_or(Value::Null);
-    let confident = v["confidence"].as_f64().unwrap_or(0.0) >= f64::from(shared::rank::state::MIN_SCORER_CONFIDENCE);
+    let confident =
+        v["confidence"].as_f64().unwrap_or(0.0) >= f64::from(shared::domain::rank::state::MIN_SCORER_CONFIDENCE);
     v["confidence_gate"] = json!({
         "passed": confident,
-        "min_confidence": shared::rank::state::MIN_SCORER_CONFIDENCE,
+        "min_confidence": shared::domain::rank::state::MIN_SCORER_CONFIDENCE,
         "why_not": if confident { Value::Null } else { json!("the continuity scorer's confidence is below the gate") },
     });
     Ok(v)

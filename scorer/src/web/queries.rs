@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 
 use rusqlite::{OptionalExtension, Row, params};
 use serde_json::{Value, json};
-use shared::event::{Body, MemoryForgotten};
-use shared::ids::MemoryId;
-use shared::memory_ops as ops;
-use shared::store::cap;
-use shared::time::Ts;
+use shared::base::ids::MemoryId;
+use shared::base::time::Ts;
+use shared::domain::memory_ops as ops;
+use shared::storage::event::{Body, MemoryForgotten};
+use shared::storage::store::cap;
 
 use super::api::{ApiError, ApiResult};
 use super::state::{Ctx, WriteCtx};
@@ -63,7 +63,7 @@ pub fn stats(ctx: &Ctx<'_>, project: Option<&str>) -> ApiResult<Value> {
         &[&project],
     )?;
     let apply_errors = one("SELECT COUNT(*) FROM apply_errors", &[])?;
-    let staging = shared::knowledge::buffer::counts(ctx.store)?;
+    let staging = shared::domain::knowledge::buffer::counts(ctx.store)?;
     let staged = |s: &str| staging.get(s).copied().unwrap_or(0);
     v["pending"] = json!({
         "unscored_sessions": unscored, "apply_errors": apply_errors,
@@ -79,7 +79,7 @@ pub fn stats(ctx: &Ctx<'_>, project: Option<&str>) -> ApiResult<Value> {
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )?;
     v["injections"] = json!({"injected": injected, "judged": judged, "helped": helped});
-    let state = shared::rank::PredictorState::load(ctx.store, &ctx.config.predictor)?;
+    let state = shared::domain::rank::PredictorState::load(ctx.store, &ctx.config.predictor)?;
     v["predictor"] = json!({
         "status_line": state.status_line(),
         "alpha": state.alpha,
@@ -422,7 +422,7 @@ pub fn timeline(
     project: Option<&str>,
     limit: usize,
 ) -> ApiResult<Value> {
-    let tz = shared::injection::time_zone(ctx.config);
+    let tz = shared::domain::injection::time_zone(ctx.config);
     let mut windows: Vec<Value> = Vec::new();
     let mut cursor = before.unwrap_or(ctx.now.plus_millis(1));
     let mut scanned = 0;
@@ -518,7 +518,7 @@ fn card(r: &Row<'_>) -> rusqlite::Result<Value> {
         "sessions_injected": r.get::<_, Option<i64>>(14)?.unwrap_or(0),
         "useful": r.get::<_, Option<f64>>(15)?.unwrap_or(0.0),
         "occurrences": r.get::<_, i64>(16)?,
-        "knowledge_type": shared::knowledge::knowledge_type(&r.get::<_, String>(2)?),
+        "knowledge_type": shared::domain::knowledge::knowledge_type(&r.get::<_, String>(2)?),
         "edges": r.get::<_, i64>(17)?,
     }))
 }
@@ -668,7 +668,7 @@ fn rows_as_json(ctx: &Ctx<'_>, sql: &str) -> ApiResult<Vec<Value>> {
 /// Everything a user may take away, as JSON: memories (live), their feedback,
 /// sessions, scores, comparisons, training runs and models.
 pub fn export(ctx: &Ctx<'_>) -> ApiResult<Value> {
-    let memories = ctx.store.memories(&shared::store::ingest::MemoryFilter::default())?;
+    let memories = ctx.store.memories(&shared::storage::store::ingest::MemoryFilter::default())?;
     Ok(json!({
         "format": "engram-export",
         "version": 1,

@@ -12,8 +12,8 @@
 //! value of the wrong type or out of range is a 400 and the file is untouched.
 
 use serde_json::{Map, Value, json};
-use shared::config::Config;
-use shared::paths::Paths;
+use shared::base::config::Config;
+use shared::base::paths::Paths;
 
 use super::api::{ApiError, ApiResult};
 
@@ -323,7 +323,7 @@ pub fn update(paths: &Paths, changes: &Value) -> ApiResult<Value> {
     }
     let new_text = doc.to_string();
     Config::parse(&new_text).map_err(|e| ApiError::bad_request(format!("the settings are not valid: {e}")))?;
-    shared::fsutil::atomic_write(&file, new_text.as_bytes())
+    shared::base::fsutil::atomic_write(&file, new_text.as_bytes())
         .map_err(|e| ApiError::internal(format!("write {}: {e}", file.display())))?;
     tracing::info!(keys = ?changes.keys().collect::<Vec<_>>(), "settings changed from the web UI");
     describe(paths)

@@ -8,12 +8,12 @@ use std::sync::{Arc, Mutex};
 
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use shared::config::{Config, WebConfig};
-use shared::injection::{self, LoadedModel};
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::store::Store;
-use shared::time::Ts;
+use shared::base::config::{Config, WebConfig};
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::domain::injection::{self, LoadedModel};
+use shared::storage::journal::Journal;
+use shared::storage::store::Store;
 
 use super::api::{ApiError, ApiResult};
 use super::{BLOCKING_THREADS, assets, guard};
@@ -101,7 +101,7 @@ impl App {
     }
 
     fn model(&self) -> Option<Arc<LoadedModel>> {
-        let hash = match shared::models::current_hash(&self.0.paths) {
+        let hash = match shared::storage::models::current_hash(&self.0.paths) {
             Ok(Some(h)) => h,
             Ok(None) => return None,
             Err(e) => {
@@ -201,7 +201,7 @@ where
         Ok(Err(e)) => e.into_response(),
         Err(join) => {
             let why = if join.is_panic() {
-                shared::logging::panic_message(join.into_panic().as_ref())
+                shared::base::logging::panic_message(join.into_panic().as_ref())
             } else {
                 "cancelled".to_owned()
             };

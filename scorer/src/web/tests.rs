@@ -6,10 +6,10 @@
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use serde_json::{Value, json};
-use shared::journal::Journal;
-use shared::memory_ops::{self as ops, NewMemory, Origin};
-use shared::paths::Paths;
-use shared::time::Ts;
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::domain::memory_ops::{self as ops, NewMemory, Origin};
+use shared::storage::journal::Journal;
 use tower::ServiceExt as _;
 
 use super::{App, api};
@@ -77,7 +77,7 @@ fn tape_kinds(paths: &Paths) -> Vec<String> {
         .snapshot()
         .unwrap()
         .visit_after(0, &mut |lsn, bytes| {
-            kinds.push(shared::journal::decode(lsn, bytes).kind().to_owned());
+            kinds.push(shared::storage::journal::decode(lsn, bytes).kind().to_owned());
             Ok(())
         })
         .unwrap();
@@ -235,7 +235,7 @@ fn knowledge_lists_stored_types_under_seed_004_types_and_resolving_writes_the_ta
     let w = world();
     let existing = {
         let mut j = Journal::open(&w.paths, "test").unwrap();
-        let config = shared::config::Config::default();
+        let config = shared::base::config::Config::default();
         let save = |j: &mut Journal, text: &str| {
             let new = NewMemory {
                 text: text.into(),
@@ -245,15 +245,15 @@ fn knowledge_lists_stored_types_under_seed_004_types_and_resolving_writes_the_ta
                 tags: vec![],
                 pinned: false,
             };
-            shared::knowledge::ops::save(j, &config, new, &Origin::user(), &[], Ts(2_000)).unwrap()
+            shared::domain::knowledge::ops::save(j, &config, new, &Origin::user(), &[], Ts(2_000)).unwrap()
         };
-        let shared::knowledge::ops::Saved::Added { id, .. } =
+        let shared::domain::knowledge::ops::Saved::Added { id, .. } =
             save(&mut j, "The quokka cache holds 512 entries per shard")
         else {
             panic!("not added")
         };
         let staged = save(&mut j, "The quokka cache holds 1024 entries per shard");
-        assert!(matches!(staged, shared::knowledge::ops::Saved::Staged { .. }), "{staged:?}");
+        assert!(matches!(staged, shared::domain::knowledge::ops::Saved::Staged { .. }), "{staged:?}");
         id
     };
     rt().block_on(async {
@@ -301,9 +301,9 @@ fn save(w: &World, text: &str, memory_type: &str, sources: &[String]) -> String 
         tags: vec![],
         pinned: false,
     };
-    let config = shared::config::Config::default();
-    match shared::knowledge::ops::save(&mut j, &config, new, &Origin::user(), sources, Ts(2_000)).unwrap() {
-        shared::knowledge::ops::Saved::Added { id, .. } => id.as_str().to_owned(),
+    let config = shared::base::config::Config::default();
+    match shared::domain::knowledge::ops::save(&mut j, &config, new, &Origin::user(), sources, Ts(2_000)).unwrap() {
+        shared::domain::knowledge::ops::Saved::Added { id, .. } => id.as_str().to_owned(),
         other => panic!("not added: {other:?}"),
     }
 }
@@ -365,9 +365,9 @@ fn a_write_the_state_forbids_is_409_and_a_malformed_one_400() {
         tags: vec![],
         pinned: false,
     };
-    let config = shared::config::Config::default();
-    let staged = shared::knowledge::ops::save(&mut j, &config, new, &Origin::user(), &[], Ts(2_000)).unwrap();
-    assert!(matches!(staged, shared::knowledge::ops::Saved::Staged { .. }), "{staged:?}");
+    let config = shared::base::config::Config::default();
+    let staged = shared::domain::knowledge::ops::save(&mut j, &config, new, &Origin::user(), &[], Ts(2_000)).unwrap();
+    assert!(matches!(staged, shared::domain::knowledge::ops::Saved::Staged { .. }), "{staged:?}");
     let forgotten = save(&w, "The old deploy script lives in tools/deploy.sh", "fact", &[]);
     ops::forget(&mut j, &forgotten, None, Ts(3_000)).unwrap();
     drop(j);

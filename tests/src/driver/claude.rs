@@ -23,7 +23,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use shared::time::Ts;
+use shared::base::time::Ts;
 
 use super::hooks::{self, HookCall};
 use super::{Result, World, err};

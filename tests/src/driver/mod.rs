@@ -237,10 +237,10 @@ impl World {
     }
 
     /// The time the transcripts record and every Engram process reads (its
-    /// commands get it as `ENGRAM_NOW`, see [`shared::time::Ts::now`]): the
+    /// commands get it as `ENGRAM_NOW`, see [`shared::base::time::Ts::now`]): the
     /// wall clock plus what [`World::advance`] added.
-    pub fn now(&self) -> shared::time::Ts {
-        shared::time::Ts::now().plus_millis(self.clock_offset.load(Ordering::Relaxed))
+    pub fn now(&self) -> shared::base::time::Ts {
+        shared::base::time::Ts::now().plus_millis(self.clock_offset.load(Ordering::Relaxed))
     }
 
     /// Moves the transcripts' clock forward (a day between two sessions,
@@ -301,7 +301,7 @@ impl World {
             ("XDG_STATE_HOME", root.join("xdg/state").into()),
             ("TZ", "UTC".into()),
             // The world's clock: hooks, and the workers and trainer runs they start.
-            (shared::time::CLOCK_ENV, self.now().millis().to_string().into()),
+            (shared::base::time::CLOCK_ENV, self.now().millis().to_string().into()),
             ("LANG", "C.UTF-8".into()),
             ("GIT_CONFIG_NOSYSTEM", "1".into()),
         ]
@@ -466,7 +466,7 @@ fn busy(hooks: &Path) -> Busy {
     }
     // Only probe the locks once no queue is pending: a worker that releases
     // its lock exits when its queue is empty.
-    if locks.iter().all(|l| matches!(shared::fsutil::FileLock::try_exclusive(l), Ok(Some(_)))) {
+    if locks.iter().all(|l| matches!(shared::base::fsutil::FileLock::try_exclusive(l), Ok(Some(_)))) {
         Busy::No
     } else {
         Busy::Locked

@@ -189,12 +189,12 @@ impl World {
     /// Waits until the read-side hooks' recorder has appended everything
     /// they spooled (no spool file left, its lock free).
     pub fn wait_for_recorder(&self) {
-        let paths = shared::paths::Paths::at(self.home());
-        let lock = shared::hook::recorder_lock(&paths);
+        let paths = shared::base::paths::Paths::at(self.home());
+        let lock = shared::domain::hook::recorder_lock(&paths);
         let start = std::time::Instant::now();
         loop {
-            let idle = shared::fsutil::FileLock::try_exclusive(&lock).map_or(true, |l| l.is_some());
-            if idle && !shared::hook::spool_pending(&paths) {
+            let idle = shared::base::fsutil::FileLock::try_exclusive(&lock).map_or(true, |l| l.is_some());
+            if idle && !shared::domain::hook::spool_pending(&paths) {
                 return;
             }
             assert!(start.elapsed() < std::time::Duration::from_secs(60), "the hooks' recorder did not finish");
@@ -203,8 +203,8 @@ impl World {
     }
 
     /// The projection, opened for queries.
-    pub fn store(&self) -> shared::store::Store {
-        shared::store::Store::open(&self.home().join("engram.db")).unwrap()
+    pub fn store(&self) -> shared::storage::store::Store {
+        shared::storage::store::Store::open(&self.home().join("engram.db")).unwrap()
     }
 
     /// One integer from the projection.

@@ -19,14 +19,14 @@ use std::sync::OnceLock;
 use predictor::checkpoint::{self, Checkpoint, Flags, TrainingMeta};
 use predictor::model::{Model, ModelConfig};
 use serde_json::json;
-use shared::config::Config;
-use shared::event::*;
-use shared::ids::{MemoryId, SessionKey};
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::rank::state::PredictorState;
-use shared::rank::{self, RankRequest, Ranking, ServingModel};
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::ids::{MemoryId, SessionKey};
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::domain::rank::state::PredictorState;
+use shared::domain::rank::{self, RankRequest, Ranking, ServingModel};
+use shared::storage::event::*;
+use shared::storage::journal::Journal;
 
 /// The `engram-trainer` binary of this test profile, built once per process.
 pub fn trainer_bin() -> &'static Path {
@@ -294,7 +294,7 @@ impl World {
     }
 
     fn serving_model(&self) -> Option<(Model, u64)> {
-        let loaded = shared::models::load_current(&self.paths, None).unwrap()?;
+        let loaded = shared::storage::models::load_current(&self.paths, None).unwrap()?;
         let version = loaded.checkpoint.meta.model_version;
         Some((loaded.checkpoint.model, version))
     }
@@ -552,6 +552,6 @@ impl World {
 
     /// The hash `models/current` names.
     pub fn current(&self) -> Option<String> {
-        shared::models::current_hash(&self.paths).unwrap()
+        shared::storage::models::current_hash(&self.paths).unwrap()
     }
 }

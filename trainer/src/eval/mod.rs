@@ -10,7 +10,7 @@ pub mod protocol;
 
 use std::path::{Path, PathBuf};
 
-use shared::paths::Paths;
+use shared::base::paths::Paths;
 
 use crate::error::{Error, Result};
 
@@ -27,7 +27,7 @@ pub fn write_json(path: &Path, report: &protocol::Report) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, e))?;
     }
-    shared::fsutil::atomic_write(path, text.as_bytes()).map_err(|e| Error::io("write", path, e))
+    shared::base::fsutil::atomic_write(path, text.as_bytes()).map_err(|e| Error::io("write", path, e))
 }
 
 /// Reads the latest LoCoMo results of a data home, if any (a damaged file reads as none, logged).

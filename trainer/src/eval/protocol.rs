@@ -54,14 +54,14 @@ use predictor::fusion::{order_by_score, ranks_from_scores, rrf};
 use predictor::model::{Model, ModelConfig, OwnedCandidate, OwnedQuery};
 use predictor::train::{AdamState, Sample};
 use serde::Serialize;
-use shared::config::Config;
-use shared::event::{Body, Event, MemoryAdded};
-use shared::ids::{MemoryId, SessionKey};
-use shared::journal::Journal;
-use shared::paths::Paths;
-use shared::rank::state::{COLD_START_SUCCESS, alpha_for};
-use shared::rank::{self, PoolLimits, PoolQuery};
-use shared::time::Ts;
+use shared::base::config::Config;
+use shared::base::ids::{MemoryId, SessionKey};
+use shared::base::paths::Paths;
+use shared::base::time::Ts;
+use shared::domain::rank::state::{COLD_START_SUCCESS, alpha_for};
+use shared::domain::rank::{self, PoolLimits, PoolQuery};
+use shared::storage::event::{Body, Event, MemoryAdded};
+use shared::storage::journal::Journal;
 
 use super::locomo::{Conversation, Dataset, Notes, category_name};
 use super::metrics::{RANKINGS, Table, TableMeans, query_metrics};
@@ -371,7 +371,7 @@ pub fn conversation_lists(
         })
         .collect();
     let last = events.last().map_or(Ts(0), |e| e.ts);
-    shared::knowledge::discovery::link(&mut journal, config, &ids, last)?;
+    shared::domain::knowledge::discovery::link(&mut journal, config, &ids, last)?;
     let store = journal.store();
     let now = conv.query_time();
     let tz = jiff::tz::TimeZone::UTC;

@@ -1,0 +1,13 @@
+//! The domain: what the events mean. The environment and tags, memories,
+//! the knowledge graph, provenance, ranking, injection, hooks and training
+//! data. Uses [`crate::base`] and [`crate::storage`].
+
+pub mod autotrain;
+pub mod env;
+pub mod hook;
+pub mod injection;
+pub mod knowledge;
+pub mod memory_ops;
+pub mod provenance;
+pub mod rank;
+pub mod train_data;
