@@ -890,7 +890,7 @@ fn scan(args: ScanArgs, env: &mut Env<'_>, shutdown: &Shutdown) -> Result<u8, Er
     Ok(if summary.interrupted { 130 } else { 0 })
 }
 
-fn parse_prerequisites(json: &str) -> Result<shared::domain::env::prereq::Prerequisites, Error> {
+fn parse_prerequisites(json: &str) -> Result<shared::storage::event::Prerequisites, Error> {
     let v: serde_json::Value =
         serde_json::from_str(json).map_err(|e| Error::InvalidArgument(format!("--prerequisites is not JSON: {e}")))?;
     Ok(env_ops::parse_prerequisites(&v)?)

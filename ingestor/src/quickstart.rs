@@ -374,7 +374,7 @@ fn key(s: &DemoSession) -> SessionKey {
 /// The project a demo session's folder is to the hooks: its detected key
 /// (which the scan gives its memories) and name (which its query names).
 fn demo_env(cwd: &str) -> shared::storage::event::EnvDetected {
-    let options = shared::domain::env::DetectOptions::from_env(&shared::domain::env::EnvConfig::default(), false);
+    let options = shared::domain::env::DetectOptions::from_env(&shared::base::config::EnvConfig::default(), false);
     shared::domain::env::detect(Path::new(cwd), &options)
 }
 

@@ -4,7 +4,7 @@
 //! [`Error::Extractor`] or [`Error::ExtractorResponse`]; the scanner logs it
 //! and carries on.
 
-use shared::base::config::CommandConfig;
+use shared::base::command::CommandConfig;
 
 use crate::error::Error;
 use crate::external::{ExtractorRequest, validate_response};

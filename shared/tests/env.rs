@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use shared::base::ids::{EventId, MemoryId, SessionKey};
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
-use shared::domain::env::prereq::Prerequisites;
+use shared::storage::event::Prerequisites;
 use shared::storage::event::*;
 use shared::storage::journal::{Journal, replay};
 use shared::storage::store::{Store, canonical_dump};

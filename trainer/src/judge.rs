@@ -29,7 +29,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use shared::base::config::CommandConfig;
+use shared::base::command::CommandConfig;
 use shared::base::ids::MemoryId;
 use shared::storage::event::{Body, origin};
 

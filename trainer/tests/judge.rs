@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use shared::base::config::CommandConfig;
+use shared::base::command::CommandConfig;
 use shared::base::ids::MemoryId;
 use trainer::continuity::{MemoryFacts, SessionRecord};
 use trainer::judge;

@@ -11,12 +11,35 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::base::config::CommandConfig;
+use serde::{Deserialize, Serialize};
 
 /// Most bytes read from the command's stdout; more is a broken contract.
 pub const MAX_OUTPUT: usize = 4 << 20;
 /// Bytes of the command's stderr quoted in an error.
 const STDERR_TAIL: usize = 2048;
+
+/// An optional external command (JSON on stdin, JSON on stdout).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CommandConfig {
+    /// Program and arguments; empty means off.
+    pub command: Vec<String>,
+    /// Kill the command after this long.
+    pub timeout_ms: u64,
+}
+
+impl Default for CommandConfig {
+    fn default() -> Self {
+        CommandConfig { command: Vec::new(), timeout_ms: 20_000 }
+    }
+}
+
+impl CommandConfig {
+    /// Whether a command is configured.
+    pub fn enabled(&self) -> bool {
+        !self.command.is_empty()
+    }
+}
 
 /// Why a command gave no usable output.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -30,7 +53,7 @@ pub struct CommandError {
 
 /// Runs the configured command with `request` as JSON on stdin and returns
 /// what it wrote on stdout.
-pub fn run_json<T: serde::Serialize>(config: &CommandConfig, request: &T) -> Result<Vec<u8>, CommandError> {
+pub fn run_json<T: Serialize>(config: &CommandConfig, request: &T) -> Result<Vec<u8>, CommandError> {
     let input = serde_json::to_vec(request).map_err(|e| CommandError {
         command: config.command.first().cloned().unwrap_or_default(),
         reason: format!("cannot encode the request: {e}"),

@@ -42,7 +42,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::storage::event::EnvDetected;
-pub use patterns::{EnvConfig, Patterns};
+pub use patterns::Patterns;
+
+use crate::base::config::EnvConfig;
 pub use project::{ProjectIdentity, identify, is_key};
 
 /// What detection reads besides the working directory.

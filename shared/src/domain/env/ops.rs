@@ -6,10 +6,10 @@
 use serde_json::Value;
 
 use super::categories;
-use super::prereq::Prerequisites;
 use crate::base::ids::MemoryId;
 use crate::base::time::Ts;
 use crate::domain::memory_ops::{OpError, OpResult, check_tags, require_live};
+use crate::storage::event::Prerequisites;
 use crate::storage::event::{Body, MemoryCategorized, MemoryPrerequisitesSet};
 use crate::storage::journal::Journal;
 use crate::storage::redact;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use crate::base::config::EnvConfig;
 
 /// File names and what they say about a project (seed 001 source C).
 const FILE_MARKERS: &[(&str, &[&str])] = &[
@@ -248,58 +248,6 @@ pub fn clean_tags(tags: &[String]) -> Vec<String> {
     tags.iter().map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty()).collect()
 }
 
-/// The `[env]` section of `config.toml`: the pattern tables (each added to
-/// the built-in one) and the tools before which nothing is injected.
-///
-/// ```toml
-/// [env]
-/// skip_tools = ["Glob"]
-///
-/// [env.path_patterns]           # the working directory contains it (`*` matches anything, `~/` is $HOME)
-/// "~/work/acme/" = ["acme"]
-///
-/// [env.git_remotes]             # the normalised remote (`host/path`) contains it
-/// "github.com/acme/" = ["acme"]
-///
-/// [env.file_markers]            # a file of this name in the working directory or up to the root
-/// "Tiltfile" = ["tilt", "kubernetes"]
-///
-/// [env.dependencies]            # a declared dependency of this name
-/// "@acme/picasso" = ["acme", "picasso", "react", "frontend"]
-///
-/// [env.directories]             # a directory of this relative path
-/// "engines/" = ["monorepo", "rails-engines"]
-/// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct EnvConfig {
-    /// Tools before which nothing is injected (PreToolUse), besides Engram's
-    /// own and the bookkeeping ones.
-    pub skip_tools: Vec<String>,
-    /// Working-directory patterns → tags.
-    pub path_patterns: BTreeMap<String, Vec<String>>,
-    /// Remote patterns → tags.
-    pub git_remotes: BTreeMap<String, Vec<String>>,
-    /// File name → tags.
-    pub file_markers: BTreeMap<String, Vec<String>>,
-    /// Dependency name → tags.
-    pub dependencies: BTreeMap<String, Vec<String>>,
-    /// Relative directory → tags.
-    pub directories: BTreeMap<String, Vec<String>>,
-}
-
-impl EnvConfig {
-    /// Whether `skip_tools` names the tool (seed 000 "PreToolUse"): a name
-    /// matches itself, ignoring case; one ending in `*` matches every tool
-    /// it begins (`mcp__github__*`).
-    pub fn skips_tool(&self, tool: &str) -> bool {
-        self.skip_tools.iter().map(|s| s.trim()).any(|s| match s.strip_suffix('*') {
-            Some(prefix) => tool.get(..prefix.len()).is_some_and(|head| head.eq_ignore_ascii_case(prefix)),
-            None => s.eq_ignore_ascii_case(tool),
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,5 +259,13 @@ mod tests {
         assert!(c.skips_tool("mcp__github__create_issue"));
         assert!(!c.skips_tool("Grep") && !c.skips_tool("mcp__git") && !c.skips_tool("é"));
         assert!(!EnvConfig::default().skips_tool("Glob"));
+    }
+
+    #[test]
+    fn configured_tables_extend_the_builtin_ones() {
+        let c = crate::base::config::Config::parse("[env.file_markers]\nTiltfile = ['tilt']\n").unwrap();
+        let p = Patterns::with(&c.env);
+        assert_eq!(p.file_markers["Tiltfile"], ["tilt"]);
+        assert_eq!(p.file_markers["Cargo.toml"], ["rust"]);
     }
 }

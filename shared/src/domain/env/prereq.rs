@@ -15,62 +15,9 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
-use crate::storage::event::EnvDetected;
-
-/// A memory's prerequisites.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Prerequisites {
-    /// Tags (soft).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tags: Vec<String>,
-    /// Project keys or names (any).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub repos: Vec<String>,
-    /// Operating systems (any): `linux`, `darwin`, `windows`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub os: Vec<String>,
-    /// Directories the working directory must be in (any).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub paths: Vec<String>,
-    /// MCP servers that must all be configured.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub mcp_servers: Vec<String>,
-}
+use crate::storage::event::{EnvDetected, Prerequisites};
 
 impl Prerequisites {
-    /// Reads the stored JSON (anything unreadable: none).
-    pub fn parse(json: Option<&str>) -> Prerequisites {
-        json.and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default()
-    }
-
-    /// Whether nothing is required.
-    pub fn is_empty(&self) -> bool {
-        *self == Prerequisites::default()
-    }
-
-    /// The stored JSON, `None` when empty.
-    pub fn to_json(&self) -> Option<String> {
-        (!self.is_empty()).then(|| serde_json::to_string(self).unwrap_or_default())
-    }
-
-    /// Adds every requirement of `more` (each list stays sorted and unique).
-    pub fn extend(&mut self, more: &Prerequisites) {
-        for (mine, theirs) in [
-            (&mut self.tags, &more.tags),
-            (&mut self.repos, &more.repos),
-            (&mut self.os, &more.os),
-            (&mut self.paths, &more.paths),
-            (&mut self.mcp_servers, &more.mcp_servers),
-        ] {
-            mine.extend(theirs.iter().cloned());
-            mine.sort();
-            mine.dedup();
-        }
-    }
-
     /// Whether `env` meets the structural prerequisites (see the module docs).
     pub fn structural_ok(&self, env: &EnvDetected, home: Option<&Path>) -> bool {
         let os_ok = self.os.is_empty() || env.os.as_deref().is_some_and(|o| self.os.iter().any(|w| same_os(w, o)));

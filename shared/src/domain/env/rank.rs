@@ -35,12 +35,12 @@
 use rusqlite::{Connection, params};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::prereq::Prerequisites;
 use super::stats::relevance_in;
 use super::store::parse_tags;
 use crate::base::error::{Result, SqlContext};
 use crate::domain::rank::Pool;
 use crate::storage::event::EnvDetected;
+use crate::storage::event::Prerequisites;
 
 /// Tag relevance: evaluations needed before filtering (seed 000).
 pub const MIN_EVALS_FOR_FILTER: i64 = 3;

@@ -25,11 +25,11 @@ use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 use crate::base::config::Config;
+pub use crate::base::config::knowledge::DUPLICATE_SIMILARITY;
 use crate::base::error::{Result, SqlContext};
 use crate::base::ids::MemoryId;
 use crate::base::time::Ts;
 use crate::domain::knowledge::apply::status;
-pub use crate::domain::knowledge::config::DUPLICATE_SIMILARITY;
 use crate::domain::knowledge::similarity::{Scored, similar_memories};
 use crate::storage::event::{Body, MemoryAdded, MemoryStaged};
 use crate::storage::store::Store;

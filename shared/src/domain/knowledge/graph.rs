@@ -29,7 +29,7 @@ use crate::storage::event::{Body, EdgeAdded};
 use crate::storage::store::Store;
 
 /// Deepest traversal allowed, whatever is asked.
-pub const HARD_MAX_DEPTH: u32 = 10;
+pub use crate::base::config::knowledge::HARD_MAX_DEPTH;
 /// Seed 004's default depth.
 pub const DEFAULT_DEPTH: u32 = 5;
 /// Most memories one traversal returns.

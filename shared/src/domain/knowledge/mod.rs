@@ -26,7 +26,6 @@
 pub mod apply;
 pub mod buffer;
 pub mod checkpoint;
-pub mod config;
 pub mod conversation;
 pub mod discovery;
 pub mod graph;

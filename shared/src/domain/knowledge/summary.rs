@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
-use crate::base::config::{CommandConfig, Config};
+use crate::base::command::CommandConfig;
+use crate::base::config::Config;
 use crate::base::error::{Result, SqlContext};
 use crate::base::ids::SessionKey;
 use crate::base::time::Ts;

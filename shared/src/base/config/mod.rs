@@ -20,7 +20,14 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::command::CommandConfig;
 use crate::base::error::{Error, Result};
+
+pub mod env;
+pub mod knowledge;
+
+pub use env::EnvConfig;
+pub use knowledge::KnowledgeConfig;
 
 /// All configuration.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -41,9 +48,9 @@ pub struct Config {
     /// Time zone for session-level signals.
     pub time: TimeConfig,
     /// The environment model: tag pattern tables, tools to skip.
-    pub env: crate::domain::env::EnvConfig,
+    pub env: EnvConfig,
     /// Seed 004's memory model: graph, conflicts, checkpoints, topic shifts, dedup.
-    pub knowledge: crate::domain::knowledge::config::KnowledgeConfig,
+    pub knowledge: KnowledgeConfig,
     /// The local web UI and REST API (`engram-scorer web`).
     pub web: WebConfig,
 }
@@ -201,29 +208,6 @@ impl Default for ScanConfig {
     }
 }
 
-/// An optional external command (JSON on stdin, JSON on stdout).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct CommandConfig {
-    /// Program and arguments; empty means off.
-    pub command: Vec<String>,
-    /// Kill the command after this long.
-    pub timeout_ms: u64,
-}
-
-impl Default for CommandConfig {
-    fn default() -> Self {
-        CommandConfig { command: Vec::new(), timeout_ms: 20_000 }
-    }
-}
-
-impl CommandConfig {
-    /// Whether a command is configured.
-    pub fn enabled(&self) -> bool {
-        !self.command.is_empty()
-    }
-}
-
 /// Time settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -359,12 +343,10 @@ mod tests {
     }
 
     #[test]
-    fn env_tables_extend_the_builtin_ones() {
+    fn env_tables_parse_and_typos_are_named() {
         let c = Config::parse("[env]\nskip_tools = ['Glob']\n[env.file_markers]\nTiltfile = ['tilt']\n").unwrap();
         assert_eq!(c.env.skip_tools, ["Glob"]);
-        let p = crate::domain::env::Patterns::with(&c.env);
-        assert_eq!(p.file_markers["Tiltfile"], ["tilt"]);
-        assert_eq!(p.file_markers["Cargo.toml"], ["rust"]);
+        assert_eq!(c.env.file_markers["Tiltfile"], ["tilt"]);
         let err = Config::parse("[env]\nskip_tool = ['x']\n").unwrap_err();
         assert!(err.contains("skip_tool"), "{err}");
     }

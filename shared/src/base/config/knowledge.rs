@@ -16,7 +16,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::config::CommandConfig;
+use crate::base::command::CommandConfig;
+
+/// The deepest a graph traversal may go, whatever the configuration says.
+pub const HARD_MAX_DEPTH: u32 = 10;
 
 /// All of seed 004's memory-model settings.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -208,11 +211,10 @@ impl KnowledgeConfig {
         unit("topic.trust_threshold", self.topic.trust_threshold)?;
         unit("dedup.min_similarity", self.dedup.min_similarity)?;
         unit("dedup.merge_similarity", self.dedup.merge_similarity)?;
-        if self.graph.max_depth == 0 || self.graph.max_depth > crate::domain::knowledge::graph::HARD_MAX_DEPTH {
+        if self.graph.max_depth == 0 || self.graph.max_depth > HARD_MAX_DEPTH {
             return Err(format!(
                 "knowledge.graph.max_depth must be from 1 to {}, not {}",
-                crate::domain::knowledge::graph::HARD_MAX_DEPTH,
-                self.graph.max_depth
+                HARD_MAX_DEPTH, self.graph.max_depth
             ));
         }
         if self.topic.ask_threshold > self.topic.trust_threshold {

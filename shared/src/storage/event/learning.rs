@@ -1,0 +1,148 @@
+//! Learning bodies: outcomes of finished sessions, comparisons with the
+//! baseline, training runs, promotions and drift resets.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::base::ids::MemoryId;
+
+/// `session.scored`: the outcome of a finished session.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionScored {
+    /// Overall continuity score, 0..=1.
+    pub score: f32,
+    /// How sure the scorer is, 0..=1.
+    pub confidence: f32,
+    /// Memories that were injected.
+    pub memories_recalled: u32,
+    /// Injected memories judged used.
+    pub memories_used: u32,
+    /// Times the user had to re-explain something memory should have covered.
+    pub novel_context_count: u32,
+    /// Per-memory relevance judged from the transcript.
+    pub relevance: BTreeMap<MemoryId, f32>,
+    /// Final training labels (relevance combined with behavioural signals).
+    pub labels: BTreeMap<MemoryId, f32>,
+    /// The scorer's explanation.
+    pub reasoning: String,
+    /// Which scorer produced it (`continuity-v1`, `continuity-v1+judge`).
+    pub scorer: String,
+}
+
+/// `comparison.recorded`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ComparisonRecorded {
+    /// Id of the comparison row.
+    pub comparison_id: String,
+    /// NDCG@10 of the predictor's ranking over the labelled pool.
+    pub predictor_ndcg: f32,
+    /// NDCG@10 of the baseline's ranking.
+    pub baseline_ndcg: f32,
+    /// `None` when the session was excluded (low confidence, no predictor).
+    pub predictor_won: Option<bool>,
+    /// predictor − baseline.
+    pub margin: f32,
+    /// Continuity scorer confidence.
+    pub scorer_confidence: f32,
+    /// Whether this session updated the success-rate EMA.
+    pub ema_updated: bool,
+    /// Success rate after this session.
+    pub success_rate: f32,
+    /// α after this session.
+    pub alpha: f32,
+    /// Predictor top-10 ids, in order.
+    pub predictor_top_ids: Vec<MemoryId>,
+    /// Baseline top-10 ids, in order.
+    pub baseline_top_ids: Vec<MemoryId>,
+    /// Labels used.
+    pub relevance_scores: BTreeMap<MemoryId, f32>,
+    /// Share of injected memories later matched by FTS.
+    pub fts_overlap_score: Option<f32>,
+    /// Project of the session.
+    pub project: Option<String>,
+    /// Candidates in the labelled pool.
+    pub candidate_count: u32,
+    /// Sessions since cold-start exit, counting this one (0 while in cold start).
+    pub sessions_after_cold_start: u32,
+    /// Whether cold start has been exited as of this session.
+    pub cold_start_exited: bool,
+}
+
+/// Canary metrics of a training run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CanaryMetrics {
+    /// NDCG@10 of the candidate model on the canary set.
+    pub ndcg: Option<f32>,
+    /// Candidate minus serving model.
+    pub ndcg_delta: Option<f32>,
+    /// NDCG@10 of the serving model.
+    pub serving_ndcg: Option<f32>,
+    /// NDCG@10 of the baseline.
+    pub baseline_ndcg: Option<f32>,
+    /// Variance of candidate scores on the canary set.
+    pub score_variance: Option<f32>,
+    /// Share of canary lists whose top-5 changed from the serving model.
+    pub topk_churn: Option<f32>,
+    /// Mean top-5 overlap with the serving model.
+    pub top5_overlap: Option<f32>,
+    /// Lists in the canary set.
+    pub sessions: u32,
+}
+
+/// `training.run`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TrainingRun {
+    /// Id of the run.
+    pub run_id: String,
+    /// Version the weights would get if promoted.
+    pub model_version: u64,
+    /// Final training loss.
+    pub loss: f32,
+    /// Final validation loss.
+    pub valid_loss: Option<f32>,
+    /// Training lists used.
+    pub sample_count: u32,
+    /// Epochs completed.
+    pub epochs: u32,
+    /// Steps taken.
+    pub steps: u64,
+    /// Wall time.
+    pub duration_ms: u64,
+    /// Canary evaluation.
+    pub canary: CanaryMetrics,
+    /// All validation gates passed.
+    pub gates_passed: bool,
+    /// Why a gate failed.
+    pub failure: Option<String>,
+    /// blake3 of the checkpoint written (when gates passed).
+    pub checkpoint: Option<String>,
+    /// The run was a drift-recovery retrain.
+    pub drift_retrain: bool,
+}
+
+/// `model.promoted`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ModelPromoted {
+    /// New serving version.
+    pub model_version: u64,
+    /// blake3 of the checkpoint file (its name under `models/`).
+    pub checkpoint: String,
+    /// The training run.
+    pub run_id: String,
+}
+
+/// `drift.reset`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DriftReset {
+    /// Success rate that triggered it.
+    pub success_rate: f32,
+    /// Consecutive low sessions.
+    pub window: u32,
+}
