@@ -31,7 +31,6 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 use shared::base::paths::Paths;
-use shared::storage::journal::Journal;
 
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
@@ -60,7 +59,7 @@ impl World {
     fn new(n: usize) -> World {
         let dir = tempfile::tempdir().unwrap();
         let t = Instant::now();
-        let mut journal = Journal::open(&Paths::at(dir.path().join("engram")), "bench").unwrap();
+        let mut journal = shared::projection::open(&Paths::at(dir.path().join("engram")), "bench").unwrap();
         for chunk in memory_events(n, 11).chunks(10_000) {
             journal.append(chunk).unwrap();
         }

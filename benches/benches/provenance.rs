@@ -94,7 +94,7 @@ fn main() {
     eprintln!("rescan with nothing new: median {:.1} ms of {rescans:.1?}", median(&mut rescans));
 
     let (t, c0) = (Instant::now(), cpu());
-    let report = shared::storage::journal::replay(&paths, &mut |_| {}).unwrap();
+    let report = shared::projection::replay(&paths, &mut |_| {}).unwrap();
     let (secs, cpu_s) = (t.elapsed().as_secs_f64(), cpu() - c0);
     eprintln!(
         "replay: {} events in {secs:.2} s wall ({:.0} events/s), {cpu_s:.2} s CPU ({:.0} events/s); database {:.1} MB",

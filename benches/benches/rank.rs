@@ -22,7 +22,7 @@ struct Store {
 
 fn build(n: usize) -> Store {
     let dir = tempfile::tempdir().unwrap();
-    let mut journal = Journal::open(&Paths::at(dir.path()), "bench").unwrap();
+    let mut journal = shared::projection::open(&Paths::at(dir.path()), "bench").unwrap();
     for chunk in memory_events(n, 11).chunks(10_000) {
         journal.append(chunk).unwrap();
     }

@@ -31,7 +31,6 @@ use serde_json::{Value, json};
 use shared::base::paths::Paths;
 use shared::base::rpc::{Connection, MemoryClient, parse_message};
 use shared::base::shutdown::Shutdown;
-use shared::storage::journal::Journal;
 
 const WAIT: Duration = Duration::from_secs(120);
 
@@ -144,7 +143,7 @@ fn parse_score_request(bencher: Bencher, n: usize) {
 fn store(n: usize) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let paths = Paths::at(dir.path());
-    let mut journal = Journal::open(&paths, "bench").unwrap();
+    let mut journal = shared::projection::open(&paths, "bench").unwrap();
     for chunk in memory_events(n, 11).chunks(10_000) {
         journal.append(chunk).unwrap();
     }

@@ -13,8 +13,8 @@ use std::sync::LazyLock;
 
 use benches::session_events;
 use shared::base::paths::Paths;
+use shared::projection::replay;
 use shared::storage::event::Event;
-use shared::storage::journal::{Journal, replay};
 use shared::storage::tape::{TapeLog, TapeOptions};
 use tempfile::TempDir;
 
@@ -139,7 +139,7 @@ fn journal_append_batched(bencher: divan::Bencher) {
         .counter(divan::counter::ItemsCount::new(EVENTS.len()))
         .with_inputs(|| tempfile::tempdir().unwrap())
         .bench_local_values(|dir| {
-            let mut j = Journal::open(&Paths::at(dir.path()), "bench").unwrap();
+            let mut j = shared::projection::open(&Paths::at(dir.path()), "bench").unwrap();
             for batch in EVENTS.chunks(1_000) {
                 j.append(batch).unwrap();
             }

@@ -19,7 +19,7 @@ use rand::{RngExt, SeedableRng};
 use shared::base::ids::{MemoryId, SessionKey};
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
-use shared::domain::train_data::{self, BuiltList, ScoredSession};
+use shared::domain::training::data::{self, BuiltList, ScoredSession};
 use shared::storage::event::*;
 use shared::storage::journal::Journal;
 
@@ -35,7 +35,7 @@ struct World {
 
 fn build() -> World {
     let dir = tempfile::tempdir().unwrap();
-    let mut journal = Journal::open(&Paths::at(dir.path()), "bench").unwrap();
+    let mut journal = shared::projection::open(&Paths::at(dir.path()), "bench").unwrap();
     journal.append(&memory_events(MEMORIES, 21)).unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(22);
     let mut events = Vec::new();
@@ -90,7 +90,7 @@ fn build() -> World {
         ));
     }
     journal.append(&events).unwrap();
-    let sessions = train_data::scored_sessions(journal.store(), 0.6).unwrap();
+    let sessions = data::scored_sessions(journal.store(), 0.6).unwrap();
     assert_eq!(sessions.len(), SESSIONS);
     World { _dir: dir, journal, sessions }
 }

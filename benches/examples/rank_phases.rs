@@ -34,7 +34,7 @@ fn main() {
     let dir = std::path::PathBuf::from(args.get(1).map_or("/tmp/rank-phases", String::as_str));
     let n: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let fresh = !dir.exists();
-    let mut j = Journal::open(&Paths::at(&dir), "bench").unwrap();
+    let mut j = shared::projection::open(&Paths::at(&dir), "bench").unwrap();
     if fresh {
         for chunk in benches::memory_events(n, 11).chunks(10_000) {
             j.append(chunk).unwrap();

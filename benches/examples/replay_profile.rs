@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use shared::base::paths::Paths;
+use shared::projection::replay;
 use shared::storage::event::Event;
-use shared::storage::journal::replay;
 use shared::storage::tape::{TapeLog, TapeOptions};
 
 fn main() {

@@ -7,7 +7,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use shared::base::paths::Paths;
-use shared::storage::journal::Journal;
 
 /// Memories in the data home.
 pub const MEMORIES: usize = 10_000;
@@ -21,7 +20,7 @@ pub const SESSION_EVENTS: usize = 20_000;
 pub fn build_home(home: &Path) {
     let paths = Paths::at(home);
     let t = Instant::now();
-    let mut j = Journal::open(&paths, "engram-bench").expect("open the journal");
+    let mut j = shared::projection::open(&paths, "engram-bench").expect("open the journal");
     for chunk in crate::session_events(SESSION_EVENTS, 7).chunks(5000) {
         j.append(chunk).expect("append session events");
     }

@@ -12,7 +12,7 @@ use shared::base::config::Config;
 use shared::base::paths::Paths;
 use shared::base::shutdown::Shutdown;
 use shared::base::time::Ts;
-use shared::storage::store::ingest::MemoryFilter;
+use shared::domain::memory::queries::MemoryFilter;
 
 use crate::adapter::WRITER;
 use crate::adapters::Harness;
@@ -644,8 +644,7 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
             }
             Some(TapesCommand::Export { dir }) => {
                 std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-                let mut journal =
-                    shared::storage::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
+                let mut journal = shared::projection::open(&env.paths, WRITER).context("open the journal")?;
                 let r = shared::storage::share::export(&mut journal, &dir).context("export the tapes")?;
                 env.line(&format!(
                     "{}: {} segment(s), {} copied, {} removed; commit it with git",
@@ -657,8 +656,7 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
                 Ok(0)
             }
             Some(TapesCommand::Import { dir }) => {
-                let mut journal =
-                    shared::storage::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
+                let mut journal = shared::projection::open(&env.paths, WRITER).context("open the journal")?;
                 let reports = shared::storage::share::import(&mut journal, &dir).context("import the tapes")?;
                 shared_report(env, &reports, "imported")
             }
@@ -751,8 +749,7 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
         }
         Command::Dedup { dry_run, max_passes, json } => {
             let config = Config::load(&env.paths.config()).context("read the configuration")?;
-            let mut journal =
-                shared::storage::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
+            let mut journal = shared::projection::open(&env.paths, WRITER).context("open the journal")?;
             let opts = crate::dedup_run::DedupOptions { dry_run, max_passes };
             let report = crate::dedup_run::run(&mut journal, &config, &opts, env.now)?;
             if json {
@@ -822,7 +819,7 @@ fn install(args: InstallArgs, env: &mut Env<'_>, add: bool) -> Result<u8, Error>
     let owner = crate::install::install_name(opts.target, opts.project.as_deref());
     report.schedule = match (add, args.schedule.as_deref()) {
         (true, Some(kind)) => {
-            let trainer = opts.bin_dir.join(shared::domain::autotrain::TRAINER_BIN);
+            let trainer = opts.bin_dir.join(shared::domain::training::auto::TRAINER_BIN);
             let kind = crate::schedule::Kind::parse(kind)?;
             Some(crate::schedule::install(&env.paths, kind, &owner, &trainer, opts.dry_run)?)
         }
@@ -899,7 +896,8 @@ fn parse_prerequisites(json: &str) -> Result<shared::storage::event::Prerequisit
 fn session_arg(session: Option<String>) -> Result<Option<shared::base::ids::SessionKey>, Error> {
     session
         .map(|s| {
-            shared::domain::memory_ops::parse_session(&s).map_err(|e| Error::InvalidArgument(format!("--session: {e}")))
+            shared::domain::memory::ops::parse_session(&s)
+                .map_err(|e| Error::InvalidArgument(format!("--session: {e}")))
         })
         .transpose()
 }
@@ -952,7 +950,7 @@ fn project_here(
 
 fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
     let now = env.now;
-    let mut journal = shared::storage::journal::Journal::open(&env.paths, WRITER).context("open the journal")?;
+    let mut journal = shared::projection::open(&env.paths, WRITER).context("open the journal")?;
     let j = &mut journal;
     match command {
         MemoryCommand::Add { text, memory_type, importance, project, tags, pin, sources, no_check } => {
@@ -1044,7 +1042,7 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
                 })?),
                 None => None,
             };
-            let memory_type = memory_type.as_deref().map(shared::domain::memory_ops::check_type).transpose()?;
+            let memory_type = memory_type.as_deref().map(shared::domain::memory::ops::check_type).transpose()?;
             let all = if in_category.is_some() { 0 } else { limit };
             let filter = MemoryFilter { project, memory_type, limit: all, include_forgotten: false };
             let mut list = memories::list(j.store(), &filter)?;

@@ -40,7 +40,7 @@ use shared::base::config::Config;
 use shared::base::ids::MemoryId;
 use shared::base::time::Ts;
 use shared::domain::knowledge::similarity::similar_memories;
-use shared::domain::memory_ops::MAX_TEXT;
+use shared::domain::memory::ops::MAX_TEXT;
 use shared::storage::event::{Body, DedupChecked, INJECTION_OPEN, MemoriesMerged};
 use shared::storage::journal::Journal;
 
@@ -531,7 +531,7 @@ mod tests {
 
     fn journal_with(texts: &[&str]) -> (tempfile::TempDir, Journal) {
         let dir = tempfile::tempdir().expect("tmp");
-        let mut j = Journal::open(&Paths::at(dir.path()), "test").expect("journal");
+        let mut j = shared::projection::open(&Paths::at(dir.path()), "test").expect("journal");
         let events: Vec<Event> = texts
             .iter()
             .enumerate()

@@ -56,7 +56,7 @@ pub struct Removal {
 /// Finds the demo data in `paths`' data home and, unless `dry_run`, forgets
 /// its memories and deletes the legacy corpus folder.
 pub fn remove(paths: &Paths, now: Ts, dry_run: bool) -> Result<Removal, Error> {
-    let mut journal = Journal::open(paths, crate::adapter::WRITER).context("open the journal")?;
+    let mut journal = shared::projection::open(paths, crate::adapter::WRITER).context("open the journal")?;
     let corpus = legacy_corpus(paths);
     let sessions = demo_sessions(&journal, &corpus)?;
     let memories = only_from(&journal, &sessions)?;

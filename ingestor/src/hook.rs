@@ -33,7 +33,7 @@
 //! **Unattended learning.** Each time the worker has drained the queue, so
 //! right after the transcript of a session that ended is ingested, it starts
 //! one detached, lock-coalesced `engram-trainer run` (the binary next to this
-//! one) when one is due: see [`shared::domain::autotrain`].
+//! one) when one is due: see [`shared::domain::training::auto`].
 //!
 //! A hook never breaks the agent: errors and panics are logged to
 //! `logs/hooks.log`, nothing is printed, the exit status is 0.
@@ -155,7 +155,7 @@ pub fn run(
     let input = HookInput::parse(input).map_err(Error::InvalidArgument)?;
     let harness_name = input.harness(harness_arg);
     let events = events_for(event, &input, harness_name, now);
-    let recorded = shared::domain::hook::record(paths, WRITER, &events, LOCK_WAIT)
+    let recorded = shared::domain::hook::record(paths, WRITER, &events, LOCK_WAIT, shared::projection::apply)
         .map_err(|e| Error::engram("record the hook's events", e))?;
     let entry = match input.transcript_path.as_deref() {
         Some(p) if Path::new(p).is_file() => p.to_owned(),
@@ -240,8 +240,7 @@ fn remove_idle_lanes(paths: &Paths) {
 /// queued harnesses' recent logs.
 fn ingest(paths: &Paths, entries: &[String], shutdown: &Shutdown) -> Result<(), Error> {
     {
-        let mut journal =
-            shared::storage::journal::Journal::open(paths, WRITER).map_err(|e| Error::engram("open", e))?;
+        let mut journal = shared::projection::open(paths, WRITER).map_err(|e| Error::engram("open", e))?;
         let n = shared::domain::hook::drain_spool(&mut journal).map_err(|e| Error::engram("drain the spool", e))?;
         if n > 0 {
             tracing::info!(events = n, "appended spooled hook events");
@@ -326,22 +325,24 @@ fn maybe_train(paths: &Paths) {
         return;
     }
     let trainer = match std::env::current_exe() {
-        Ok(exe) => shared::base::fsutil::parent_dir(&exe).join(shared::domain::autotrain::TRAINER_BIN),
+        Ok(exe) => shared::base::fsutil::parent_dir(&exe).join(shared::domain::training::auto::TRAINER_BIN),
         Err(e) => {
             tracing::warn!(error = %e, "cannot find this executable, nor engram-trainer next to it");
             return;
         }
     };
-    match shared::domain::autotrain::maybe_start(paths, &config.predictor, &trainer, Ts::now()) {
-        Ok(shared::domain::autotrain::Started::Started { pending }) => {
+    match shared::domain::training::auto::maybe_start(paths, &config.predictor, &trainer, Ts::now()) {
+        Ok(shared::domain::training::auto::Started::Started { pending }) => {
             tracing::info!(pending, trainer = %trainer.display(), "started engram-trainer run")
         }
-        Ok(shared::domain::autotrain::Started::Running) => tracing::debug!("an engram-trainer run is already running"),
-        Ok(shared::domain::autotrain::Started::NoTrainer) => tracing::warn!(
+        Ok(shared::domain::training::auto::Started::Running) => {
+            tracing::debug!("an engram-trainer run is already running")
+        }
+        Ok(shared::domain::training::auto::Started::NoTrainer) => tracing::warn!(
             trainer = %trainer.display(),
             "a training run is due, but engram-trainer is not installed next to engram-ingestor"
         ),
-        Ok(shared::domain::autotrain::Started::NotDue(why)) => tracing::debug!(%why, "no training run yet"),
+        Ok(shared::domain::training::auto::Started::NotDue(why)) => tracing::debug!(%why, "no training run yet"),
         Err(e) => tracing::error!(error = %e, "cannot start engram-trainer run"),
     }
 }

@@ -1,5 +1,5 @@
 //! The memory commands of `engram-ingestor memory …`: thin wrappers over
-//! [`shared::domain::memory_ops`] (which the scorer's MCP tools use too) that turn its
+//! [`shared::domain::memory::ops`] (which the scorer's MCP tools use too) that turn its
 //! errors into the ingestor's. Each state change is one event appended through
 //! the journal, after checking that every memory it names exists; texts and
 //! tags are redacted like everything else that reaches a tape.
@@ -8,15 +8,15 @@ use shared::base::config::Config;
 use shared::base::ids::MemoryId;
 use shared::base::time::Ts;
 use shared::domain::knowledge::{self, buffer::StagedRecord};
-use shared::domain::memory_ops::{self as ops, OpError, Origin};
+use shared::domain::memory::ops::{self as ops, OpError, Origin};
+use shared::domain::memory::queries::{MemoryFilter, MemoryRecord};
 use shared::storage::journal::Journal;
 use shared::storage::store::Store;
-use shared::storage::store::ingest::{MemoryFilter, MemoryRecord};
 
 use crate::error::Error;
 
 pub use shared::domain::knowledge::ops::{Resolution, Saved};
-pub use shared::domain::memory_ops::{MAX_TEXT, MemoryChange, MemoryDetails, NewMemory, TYPES};
+pub use shared::domain::memory::ops::{MAX_TEXT, MemoryChange, MemoryDetails, NewMemory, TYPES};
 
 impl From<OpError> for Error {
     fn from(e: OpError) -> Error {
@@ -158,7 +158,7 @@ mod tests {
 
     fn journal() -> (tempfile::TempDir, Journal) {
         let dir = tempfile::tempdir().expect("tmp");
-        let j = Journal::open(&Paths::at(dir.path()), WRITER).expect("journal");
+        let j = shared::projection::open(&Paths::at(dir.path()), WRITER).expect("journal");
         (dir, j)
     }
 

@@ -29,9 +29,9 @@ use shared::base::paths::Paths;
 use shared::base::shutdown::Shutdown;
 use shared::base::time::Ts;
 use shared::domain::injection::{self, ServeRequest, SessionContext};
+use shared::domain::memory::queries::MemoryFilter;
 use shared::storage::event::{Body, Event, FtsHits, trigger};
 use shared::storage::journal::Journal;
-use shared::storage::store::ingest::MemoryFilter;
 
 use crate::adapter::WRITER;
 use crate::demo::{self, DemoHarness, DemoSession};
@@ -186,7 +186,7 @@ pub fn run(
     o.block(&render::scan_summary(&scan_summary), "   ")?;
     o.line("")?;
 
-    let journal = Journal::open(paths, WRITER).context("open the journal")?;
+    let journal = shared::projection::open(paths, WRITER).context("open the journal")?;
     summary.sessions = count(&journal, "SELECT COUNT(*) FROM sessions");
     summary.memories = count(&journal, "SELECT COUNT(*) FROM memories WHERE is_deleted = 0");
     o.line(&format!("3. Memories learned: {}", summary.memories))?;
@@ -255,7 +255,7 @@ pub fn run(
     o.line("5. Training the predictor")?;
     let trainer = opts.bin_dir.join("engram-trainer");
     let served_sessions = {
-        let j = Journal::open(paths, WRITER).context("open the journal")?;
+        let j = shared::projection::open(paths, WRITER).context("open the journal")?;
         count(
             &j,
             "SELECT COUNT(DISTINCT r.session_key) FROM rankings r JOIN sessions s ON s.session_key = r.session_key
@@ -393,7 +393,7 @@ fn ingest_demo(
     for s in sessions {
         let session = key(s);
         {
-            let mut journal = Journal::open(paths, WRITER).context("open the journal")?;
+            let mut journal = shared::projection::open(paths, WRITER).context("open the journal")?;
             let already: i64 = journal
                 .store()
                 .conn()
@@ -490,7 +490,7 @@ fn pattern_preview(paths: &Paths, config: &Config, sessions: &[DemoSession]) -> 
     let Some(last) = sessions.iter().filter(|s| s.project == "webapp").max_by_key(|s| s.start) else {
         return Ok(None);
     };
-    let journal = Journal::open(paths, WRITER).context("open the journal")?;
+    let journal = shared::projection::open(paths, WRITER).context("open the journal")?;
     let store = journal.store();
     let (routine, hour) = demo::ROUTINE_HOURS[0];
     let lessons = demo::ROUTINE_LESSONS.iter().find(|(k, _)| *k == routine).map_or(&[][..], |(_, w)| *w);

@@ -26,7 +26,6 @@ use shared::base::ids::{EventId, SessionKey};
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
 use shared::storage::event::*;
-use shared::storage::journal::Journal;
 
 use crate::adapter::{WRITER, content_hash, line_count, parse_ts_value};
 use crate::error::{EngramContext, Error};
@@ -97,7 +96,7 @@ impl Builder {
     }
 
     fn append(self, paths: &Paths) -> Result<usize, Error> {
-        let mut journal = Journal::open(paths, WRITER).context("open the journal")?;
+        let mut journal = shared::projection::open(paths, WRITER).context("open the journal")?;
         let known = journal
             .store()
             .known_event_ids(self.events.iter().map(|e| e.id.as_str()))

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 use shared::base::time::Ts;
+use shared::domain::memory::queries::MemoryRecord;
 use shared::storage::event::{Body, Event};
-use shared::storage::store::ingest::MemoryRecord;
 use shared::storage::tape::{Lsn, SegmentInfo};
 
 use crate::memories::MemoryDetails;

@@ -1,7 +1,7 @@
 //! `install --schedule [cron|systemd]`: run `engram-trainer run --log-file`
 //! on a timer, and `uninstall` takes the timer out again, exactly.
 //!
-//! The hooks already start a run when one is due ([`shared::domain::autotrain`]);
+//! The hooks already start a run when one is due ([`shared::domain::training::auto`]);
 //! a schedule also catches sessions that end with no hook to say so (a
 //! session the harness closed without its end hook, which a later scan ends
 //! for idleness) and serves users who turn the hooks' runs off

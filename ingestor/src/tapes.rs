@@ -5,7 +5,7 @@
 use shared::base::ids::SessionKey;
 use shared::base::paths::Paths;
 use shared::storage::event::Event;
-use shared::storage::journal::{self, CompactReport, Journal, ReplayProgress, ReplayReport, decode};
+use shared::storage::journal::{self, CompactReport, ReplayProgress, ReplayReport, decode};
 use shared::storage::tape::{Lsn, Problem, RepairReport, SegmentInfo, TapeLog, TapeOptions, VerifyReport};
 
 use crate::adapter::WRITER;
@@ -125,7 +125,7 @@ pub fn repair(paths: &Paths, now: shared::base::time::Ts) -> Result<RepairReport
 /// Rebuilds the projection from the tapes; a damaged log is refused and
 /// nothing changes.
 pub fn replay(paths: &Paths, progress: &mut dyn FnMut(ReplayProgress)) -> Result<ReplayReport, Error> {
-    journal::replay(paths, progress).map_err(|e| {
+    shared::projection::replay(paths, progress).map_err(|e| {
         Error::engram("replay refused; the database was not changed (see `engram-ingestor tapes verify`)", e)
     })
 }
@@ -133,7 +133,7 @@ pub fn replay(paths: &Paths, progress: &mut dyn FnMut(ReplayProgress)) -> Result
 /// Seals the active segment, removes forgotten memories' text from the
 /// tapes and rebuilds the projection.
 pub fn compact(paths: &Paths) -> Result<CompactReport, Error> {
-    let mut journal = Journal::open(paths, WRITER).context("open the journal")?;
+    let mut journal = shared::projection::open(paths, WRITER).context("open the journal")?;
     journal.seal().context("seal the active segment")?;
     journal.compact().context("compact the tape log")
 }

@@ -11,8 +11,8 @@ use shared::base::config::Config;
 use shared::base::ids::{EventId, MemoryId, SessionKey};
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
+use shared::projection::replay;
 use shared::storage::event::{Body, Event, MemoryAdded};
-use shared::storage::journal::{Journal, replay};
 use shared::storage::store::{Store, canonical_dump};
 
 const WEB: &str = "/home/dev/web";
@@ -73,7 +73,7 @@ const ALIKE: &str = "In this repo we use pnpm, never npm, and run pnpm install f
 #[test]
 fn a_lesson_alike_to_its_own_projects_memory_is_staged_and_to_another_projects_never() {
     let (_d, paths) = home();
-    let mut j = Journal::open(&paths, "test").expect("journal");
+    let mut j = shared::projection::open(&paths, "test").expect("journal");
     j.append(&[stored(WEB)]).expect("append");
     let config = Config::default();
     let s = shared::domain::knowledge::similarity::word_overlap(ALIKE, STORED);
@@ -119,7 +119,7 @@ fn a_lesson_alike_to_its_own_projects_memory_is_staged_and_to_another_projects_n
     drop(lookup);
     assert!(third.events.is_empty() && fourth.events.is_empty(), "{:?} {:?}", third.events, fourth.events);
     let (_d2, paths2) = home();
-    let mut j2 = Journal::open(&paths2, "test").expect("journal");
+    let mut j2 = shared::projection::open(&paths2, "test").expect("journal");
     j2.append(&[stored(WEB)]).expect("append");
     let lookup = StoreLookup::new(j2.store()).with_conflicts(&config);
     let a = extract::resolve(vec![other_session(1, "claude:third")], &lookup);
@@ -148,7 +148,7 @@ proptest! {
         same in any::<bool>(),
     ) {
         let (_d, paths) = home();
-        let mut j = Journal::open(&paths, "test").expect("journal");
+        let mut j = shared::projection::open(&paths, "test").expect("journal");
         j.append(&[stored(WEB)]).expect("append");
         let text = words.join(" ");
         let kinds = resolve_kinds(j.store(), &Config::default(), &text, if same { WEB } else { API });

@@ -404,7 +404,7 @@ fn concurrent_turn_scans_append_each_event_once_and_learn_a_shared_lesson_once()
         shared::storage::store::canonical_dump(store.conn(), true).expect("dump")
     };
     let live = dump();
-    shared::storage::journal::replay(&paths, &mut |_| {}).expect("replay");
+    shared::projection::replay(&paths, &mut |_| {}).expect("replay");
     let replayed = dump();
     assert_eq!(live, replayed, "replay gives the projection the workers built");
 }

@@ -223,7 +223,7 @@ pub struct CandidateSignals {
     /// reports on their own life or work, in `[0, 1]`.
     pub first_person: f32,
     /// The query names a date (a day, a month, a year) and the memory was
-    /// created then, in `[0, 1]` (see `shared::domain::rank::text::date_fit`).
+    /// created then, in `[0, 1]` (see `shared::base::text::date_fit`).
     pub date_match: f32,
     /// Best normalised BM25 of a strong hit the memory is linked to in the
     /// knowledge graph, times the edge's strength, in `[0, 1]` (0 when unlinked).

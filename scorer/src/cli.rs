@@ -50,7 +50,13 @@ pub fn search(paths: &Paths, p: SearchParams, json: bool, out: &mut dyn Write) -
         search::search(&store, &config, model.as_ref().map(injection::LoadedModel::serving), &p, Ts::now())?;
     let empty = result.results.is_empty() && store.live_memory_count()? == 0;
     drop(store);
-    if let Err(e) = shared::domain::hook::record(paths, &crate::native::writer_name(), &events, LOCK_WAIT) {
+    if let Err(e) = shared::domain::hook::record(
+        paths,
+        &crate::native::writer_name(),
+        &events,
+        LOCK_WAIT,
+        shared::projection::apply,
+    ) {
         tracing::warn!(error = %e, "could not record the search");
     }
     if json {

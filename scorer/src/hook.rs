@@ -48,7 +48,6 @@ use shared::base::time::Ts;
 use shared::domain::hook::{HookEvent, HookInput};
 use shared::domain::injection::{self, ServeRequest, SessionContext};
 use shared::storage::event::{Body, Event, FtsHits, Meta, SessionStarted, context_reset, trigger};
-use shared::storage::journal::Journal;
 use shared::storage::store::Store;
 
 use crate::error::{Error, Result};
@@ -364,7 +363,7 @@ pub fn recorder(paths: &Paths) -> Result<usize> {
     // Default options: this process is off every critical path, so it may
     // seal a full segment, and its connection checkpoints the WAL when it
     // closes as the last one (hooks' connections never do).
-    let mut journal = Journal::open(paths, &writer_name())?;
+    let mut journal = shared::projection::open(paths, &writer_name())?;
     let mut appended = 0;
     loop {
         appended += shared::domain::hook::drain_spool(&mut journal)?;

@@ -197,7 +197,7 @@ fn main() -> ExitCode {
             paths().and_then(|p| {
                 let session = session
                     .as_deref()
-                    .map(shared::domain::memory_ops::parse_session)
+                    .map(shared::domain::memory::ops::parse_session)
                     .transpose()
                     .map_err(|e| scorer::Error::params("--session", e.to_string()))?;
                 let params =

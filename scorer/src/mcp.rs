@@ -19,7 +19,7 @@
 //!   `isError: true` and a message saying what to fix; an unknown tool is
 //!   JSON-RPC -32602, an unknown method -32601.
 //! * **Writes** go through the journal (tape log, then projection) with the
-//!   memory commands of [`shared::domain::memory_ops`]: the agent's memories are
+//!   memory commands of [`shared::domain::memory::ops`]: the agent's memories are
 //!   `source: mcp`, its feedback `by: agent` within the session it names.
 //!   `memory_search` runs the ranking pipeline (trigger `search`) and records
 //!   it (see [`crate::search`]).
@@ -42,7 +42,7 @@ use shared::base::time::Ts;
 use shared::domain::env::ops as env_ops;
 use shared::domain::injection::{self, LoadedModel};
 use shared::domain::knowledge::{self, ops::Saved};
-use shared::domain::memory_ops::{self as ops, MemoryDetails, NewMemory, OpError, Origin};
+use shared::domain::memory::ops::{self as ops, MemoryDetails, NewMemory, OpError, Origin};
 use shared::storage::journal::Journal;
 
 use crate::error::{Error, Result};
@@ -565,7 +565,7 @@ impl McpServer {
         let clock = self.clock;
         self.background.retain(|h| !h.is_finished());
         self.background.push(std::thread::spawn(move || {
-            let outcome = Journal::open(&paths, &writer_name())
+            let outcome = shared::projection::open(&paths, &writer_name())
                 .map_err(|e| e.to_string())
                 .and_then(|mut j| knowledge::discovery::external(&mut j, &config, &id, clock()));
             match outcome {
@@ -588,7 +588,7 @@ impl McpServer {
             let Some(paths) = &self.paths else {
                 return Err(ToolError("no data home: set ENGRAM_HOME (or HOME)".into()));
             };
-            self.journal = Some(Journal::open(paths, &writer_name())?);
+            self.journal = Some(shared::projection::open(paths, &writer_name())?);
         }
         let Some(j) = self.journal.as_mut() else { unreachable!("opened above") };
         j.reopen_if_replaced()?;

@@ -116,7 +116,7 @@ impl Native {
                 return Err(Error::params("rank", "no data home: set ENGRAM_HOME (or HOME)"));
             };
             let span = tracing::info_span!("open journal", home = %paths.home().display()).entered();
-            self.journal = Some(Journal::open(paths, &writer_name())?);
+            self.journal = Some(shared::projection::open(paths, &writer_name())?);
             drop(span);
         }
         match self.journal.as_mut() {

@@ -183,7 +183,7 @@ fn commit(
     let _span = tracing::debug_span!("record rankings", n = events.len()).entered();
     let j = match journal {
         Some(j) => j,
-        None => journal.insert(Journal::open(paths, writer)?),
+        None => journal.insert(shared::projection::open(paths, writer)?),
     };
     let receipt = j.append(events)?;
     tracing::debug!(first_lsn = receipt.first_lsn, last_lsn = receipt.last_lsn, "rankings recorded");

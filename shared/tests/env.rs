@@ -10,9 +10,10 @@ use proptest::prelude::*;
 use shared::base::ids::{EventId, MemoryId, SessionKey};
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
+use shared::projection::replay;
 use shared::storage::event::Prerequisites;
 use shared::storage::event::*;
-use shared::storage::journal::{Journal, replay};
+use shared::storage::journal::Journal;
 use shared::storage::store::{Store, canonical_dump};
 
 const SESSIONS: &[&str] = &["claude:s0", "codex:s1", "claude:s2", "claude:s3"];
@@ -156,7 +157,7 @@ fn one<T: rusqlite::types::FromSql>(store: &Store, sql: &str, p: &str) -> T {
 #[test]
 fn a_session_recorded_before_detection_gets_its_repository_on_detection() {
     let (_d, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     // What an older version recorded: the folder the session had changed into.
     j.append(&[
         started(1, "claude:s0", "/work/Demo/todo-app/types"),
@@ -198,7 +199,7 @@ fn a_session_recorded_before_detection_gets_its_repository_on_detection() {
 #[test]
 fn two_repositories_with_one_folder_name_stay_apart() {
     let (_d, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     j.append(&[
         started(1, "claude:s0", "/src/api"),
         detected(2, Some("claude:s0"), 1, "/src/api", &["go"]),
@@ -219,7 +220,7 @@ fn two_repositories_with_one_folder_name_stay_apart() {
 #[test]
 fn a_session_moving_project_moves_its_tags_and_counts() {
     let (_d, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     j.append(&[
         detected(1, Some("claude:s0"), 0, "/work/Demo", &["nodejs", "react"]),
         detected(2, Some("claude:s1"), 0, "/work/Demo", &["nodejs", "npm"]),
@@ -241,7 +242,7 @@ fn a_session_moving_project_moves_its_tags_and_counts() {
 #[test]
 fn a_memory_seen_in_two_projects_keeps_the_tags_they_share() {
     let (_d, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     j.append(&[
         detected(1, Some("claude:s0"), 0, "/work/Demo", &["frontend", "nodejs", "npm", "react", "vite"]),
         added(2, "claude:s0", "mem_x", Some("/work/Demo")),
@@ -286,7 +287,7 @@ fn scored_session(i: usize, session: &str, project: usize, tags: &[&str], memory
 #[test]
 fn a_used_memory_counts_a_match_per_repository_and_tag_set_and_moves_its_tag_relevance() {
     let (_d, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     j.append(&[added(1, "claude:s9", "mem_x", None)]).unwrap();
     j.append(&scored_session(10, "claude:s0", 0, &["nodejs", "react"], "mem_x", 0.8)).unwrap();
     let store = j.store();
@@ -326,7 +327,7 @@ fn a_used_memory_counts_a_match_per_repository_and_tag_set_and_moves_its_tag_rel
 #[test]
 fn the_seed_example_auto_pins_on_the_fifteenth_match() {
     let (_d, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     j.append(&[added(1, "claude:s9", "mem_x", None)]).unwrap();
     let sets: [(&[&str], usize); 3] = [
         (&["frontend", "acme", "typescript"], 6),
@@ -379,7 +380,7 @@ fn the_seed_example_auto_pins_on_the_fifteenth_match() {
 #[test]
 fn tag_relevance_pins_and_unpins_only_what_it_pinned() {
     let (_d, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     j.append(&[added(1, "claude:s9", "mem_a", None), added(2, "claude:s9", "mem_m", None)]).unwrap();
     j.append(&[event(3, None, Body::MemoryPinned(MemoryRef { memory_id: "mem_m".into() }))]).unwrap();
     let mut i = 10;
@@ -703,7 +704,7 @@ proptest! {
     fn replay_equals_incremental(items in prop::collection::vec(any_event(), 1..60), chunk in 1usize..7) {
         let events = build(&items);
         let (_d, paths) = home();
-        let mut j = Journal::open(&paths, "test").unwrap();
+        let mut j = shared::projection::open(&paths, "test").unwrap();
         for c in events.chunks(chunk) {
             j.append(c).unwrap();
         }
@@ -724,9 +725,9 @@ proptest! {
         let doubled: Vec<Event> = events.iter().flat_map(|e| [e.clone(), e.clone()]).collect();
         let (_a, once) = home();
         let (_b, twice) = home();
-        let mut a = Journal::open(&once, "test").unwrap();
+        let mut a = shared::projection::open(&once, "test").unwrap();
         a.append(&events).unwrap();
-        let mut b = Journal::open(&twice, "test").unwrap();
+        let mut b = shared::projection::open(&twice, "test").unwrap();
         b.append(&doubled).unwrap();
         prop_assert_eq!(canonical_dump(a.store().conn(), false).unwrap(), canonical_dump(b.store().conn(), false).unwrap());
     }

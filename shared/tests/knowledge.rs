@@ -13,8 +13,9 @@ use shared::base::ids::{EventId, MemoryId, SessionKey};
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
 use shared::domain::knowledge::graph::{Direction, Relation, edge_body, edge_id};
+use shared::projection::replay;
 use shared::storage::event::*;
-use shared::storage::journal::{Journal, JournalOptions, replay};
+use shared::storage::journal::JournalOptions;
 use shared::storage::store::{Store, canonical_dump};
 use shared::storage::tape::{TapeLog, TapeOptions};
 
@@ -266,7 +267,7 @@ proptest! {
         let events = build(&items);
         let dir = tempfile::tempdir().unwrap();
         let paths = Paths::at(dir.path().join("home"));
-        let mut journal = Journal::open_with(&paths, "test", small_segments()).unwrap();
+        let mut journal = shared::projection::open_with(&paths, "test", small_segments()).unwrap();
         let mut rest: &[Event] = &events;
         let mut cut = cuts.iter().cycle();
         while !rest.is_empty() {
@@ -302,7 +303,7 @@ proptest! {
 fn a_merge_moves_edges_and_supersedes_the_absorbed() {
     let dir = tempfile::tempdir().unwrap();
     let paths = Paths::at(dir.path().join("home"));
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     let items = vec![
         Gen::Added(0, "always retry auth".into()),
         Gen::Added(1, "retry auth always".into()),
@@ -343,7 +344,7 @@ fn a_merge_moves_edges_and_supersedes_the_absorbed() {
 fn topic_shift_counters_follow_what_the_user_did() {
     let dir = tempfile::tempdir().unwrap();
     let paths = Paths::at(dir.path().join("home"));
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     let items = vec![
         // An ask the session moved on from: a false positive.
         Gen::Shift(0, 1, 0.5, None),
@@ -376,11 +377,11 @@ fn topic_shift_counters_follow_what_the_user_did() {
 #[test]
 fn the_same_memory_saved_at_once_by_several_writers_is_saved_or_staged_once() {
     use shared::domain::knowledge::ops::{Saved, save};
-    use shared::domain::memory_ops::{NewMemory, Origin};
+    use shared::domain::memory::ops::{NewMemory, Origin};
     const WRITERS: usize = 6;
     let dir = tempfile::tempdir().unwrap();
     let paths = Paths::at(dir.path().join("engram"));
-    drop(Journal::open(&paths, "test").unwrap());
+    drop(shared::projection::open(&paths, "test").unwrap());
     let config = shared::base::config::Config::default();
     for round in 0..6 {
         let text = [
@@ -398,7 +399,7 @@ fn the_same_memory_saved_at_once_by_several_writers_is_saved_or_staged_once() {
                 .map(|i| {
                     let (paths, config, text, barrier) = (&paths, &config, &text, &barrier);
                     s.spawn(move || {
-                        let mut j = Journal::open(paths, "test").unwrap();
+                        let mut j = shared::projection::open(paths, "test").unwrap();
                         let new = NewMemory {
                             text: text.clone(),
                             memory_type: "fact".into(),

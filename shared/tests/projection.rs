@@ -9,10 +9,11 @@ use rusqlite::OptionalExtension;
 use serde_json::json;
 use shared::base::ids::{EventId, MemoryId, SessionKey};
 use shared::base::paths::Paths;
+use shared::base::text::{MemoryText, TEXT_VERSION};
 use shared::base::time::Ts;
-use shared::domain::rank::text::{MemoryText, TEXT_VERSION};
+use shared::projection::replay;
 use shared::storage::event::*;
-use shared::storage::journal::{Journal, replay};
+use shared::storage::journal::Journal;
 use shared::storage::store::{Store, canonical_dump};
 use shared::storage::tape::{TapeLog, TapeOptions};
 
@@ -411,7 +412,7 @@ proptest! {
     fn replay_equals_incremental(items in prop::collection::vec(any_event(), 1..80), cuts in prop::collection::vec((1usize..8, any::<bool>()), 1..20)) {
         let events = build(&items);
         let (_dir, paths) = home();
-        let mut journal = Journal::open_with(&paths, "test", small_segments()).unwrap();
+        let mut journal = shared::projection::open_with(&paths, "test", small_segments()).unwrap();
         let mut rest: &[Event] = &events;
         let mut cut_iter = cuts.iter().cycle();
         while !rest.is_empty() {
@@ -448,9 +449,9 @@ proptest! {
         let doubled: Vec<Event> = events.iter().flat_map(|e| [e.clone(), e.clone()]).collect();
         let (_d1, once) = home();
         let (_d2, twice) = home();
-        let mut a = Journal::open(&once, "test").unwrap();
+        let mut a = shared::projection::open(&once, "test").unwrap();
         a.append(&events).unwrap();
-        let mut b = Journal::open(&twice, "test").unwrap();
+        let mut b = shared::projection::open(&twice, "test").unwrap();
         b.append(&doubled).unwrap();
         prop_assert_eq!(dump(a.store(), false), dump(b.store(), false));
     }
@@ -495,7 +496,7 @@ fn fts_ids(store: &Store, query: &str) -> Vec<String> {
 #[test]
 fn memory_lifecycle_keeps_search_in_step() {
     let (_dir, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     j.append(&[
         added(1, "mem_1", "Always run migrations inside a transaction"),
         added(2, "mem_2", "Never commit secrets"),
@@ -542,7 +543,7 @@ fn memory_lifecycle_keeps_search_in_step() {
 #[test]
 fn stale_stored_text_is_refreshed_on_open() {
     let (_dir, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     j.append(&[
         added(1, "mem_1", "Always run migrations inside a transaction"),
         added(2, "mem_2", "Did Caroline go to the LGBTQ support group on 7 May 2023?"),
@@ -576,7 +577,7 @@ fn stale_stored_text_is_refreshed_on_open() {
 #[test]
 fn bad_and_unknown_events_are_recorded_and_never_block() {
     let (_dir, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     let unknown = event(
         2,
         None,
@@ -601,7 +602,7 @@ fn bad_and_unknown_events_are_recorded_and_never_block() {
 #[test]
 fn rankings_and_hits_fill_session_memories_like_signet() {
     let (_dir, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     let cand = |id: &str, rank: u32, injected: bool| ServedCandidate {
         memory_id: id.into(),
         sources: vec![source::EFFECTIVE.into()],
@@ -659,7 +660,7 @@ fn rankings_and_hits_fill_session_memories_like_signet() {
 #[test]
 fn content_after_an_idle_end_reopens_the_session_but_a_real_end_stays() {
     let (_dir, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     // Ids are unique per call; times are the minute given.
     let n = std::cell::Cell::new(0);
     let at = |minute: i64, s: &str, body: Body| {
@@ -691,8 +692,8 @@ fn content_after_an_idle_end_reopens_the_session_but_a_real_end_stays() {
 #[test]
 fn second_journal_sees_and_applies_what_the_first_appended() {
     let (_dir, paths) = home();
-    let mut a = Journal::open(&paths, "a").unwrap();
-    let mut b = Journal::open(&paths, "b").unwrap();
+    let mut a = shared::projection::open(&paths, "a").unwrap();
+    let mut b = shared::projection::open(&paths, "b").unwrap();
     a.append(&[added(1, "mem_1", "from a")]).unwrap();
     b.append(&[added(2, "mem_2", "from b")]).unwrap();
     a.append(&[added(3, "mem_3", "from a again")]).unwrap();
@@ -706,7 +707,7 @@ fn second_journal_sees_and_applies_what_the_first_appended() {
 #[test]
 fn replay_swaps_generations_under_an_open_journal() {
     let (_dir, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     j.append(&[added(1, "mem_1", "before replay")]).unwrap();
     let before = j.store().file().to_path_buf();
     replay(&paths, &mut |_| {}).unwrap();
@@ -721,7 +722,7 @@ fn replay_swaps_generations_under_an_open_journal() {
 #[test]
 fn replay_refuses_a_damaged_log_and_changes_nothing() {
     let (_dir, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     for i in 0..50 {
         j.append(&[added(i + 1, &format!("mem_{i}"), "some text that compresses well well well")]).unwrap();
     }
@@ -749,7 +750,7 @@ fn replay_refuses_a_damaged_log_and_changes_nothing() {
 #[test]
 fn compact_removes_forgotten_text_from_tapes_and_database() {
     let (_dir, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     let secret = "The staging password is hunter2-correct-horse";
     j.append(&[
         added(1, "mem_1", secret),
@@ -829,7 +830,7 @@ fn active_segment(paths: &Paths) -> std::path::PathBuf {
 #[test]
 fn a_damaged_frame_the_projection_applied_is_refused_not_cut() {
     let (_dir, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     j.append(&[added(1, "mem_1", "one"), added(2, "mem_2", "two"), added(3, "mem_3", "three")]).unwrap();
     drop(j);
     std::fs::write(paths.tapes().join("LOCK"), b"").unwrap();
@@ -838,7 +839,7 @@ fn a_damaged_frame_the_projection_applied_is_refused_not_cut() {
     let at = bytes.len() - 4;
     bytes[at] ^= 0x20;
     std::fs::write(&active, &bytes).unwrap();
-    let err = Journal::open(&paths, "test").unwrap_err();
+    let err = shared::projection::open(&paths, "test").unwrap_err();
     assert_eq!(err.class(), shared::base::error::ErrorClass::Corrupt, "{err}");
     assert!(err.to_string().contains("lsn 3"), "{err}");
     assert_eq!(std::fs::read(&active).unwrap(), bytes, "nothing was cut");
@@ -849,7 +850,7 @@ fn a_damaged_frame_the_projection_applied_is_refused_not_cut() {
 #[test]
 fn replay_refuses_a_log_without_its_first_segment() {
     let (_dir, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     for i in 1..=4 {
         j.append(&[added(i, &format!("mem_{i}"), "a memory")]).unwrap();
         j.seal().unwrap();
@@ -864,7 +865,7 @@ fn replay_refuses_a_log_without_its_first_segment() {
     std::fs::remove_file(&first).unwrap();
     let err = replay(&paths, &mut |_| {}).unwrap_err();
     assert!(err.to_string().contains("missing"), "{err}");
-    let j = Journal::open(&paths, "test").unwrap();
+    let j = shared::projection::open(&paths, "test").unwrap();
     assert_eq!(dump(j.store(), true), before);
     assert!(!j.tape().verify().unwrap().problems.is_empty());
 }
@@ -875,7 +876,7 @@ fn replay_refuses_a_log_without_its_first_segment() {
 #[test]
 fn replay_refuses_a_log_that_ends_before_the_projection() {
     let (_dir, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     j.append(&[added(1, "mem_1", "sealed")]).unwrap();
     j.seal().unwrap();
     j.append(&[added(2, "mem_2", "active"), added(3, "mem_3", "active too")]).unwrap();
@@ -896,7 +897,7 @@ fn replay_refuses_a_log_that_ends_before_the_projection() {
 #[test]
 fn compact_erases_a_forgotten_text_from_the_session_it_was_learned_from() {
     let (_dir, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     let typed = "ok so: make sure to run `pnpm lint`\nbefore   committing, please";
     j.append(&[
         event(1, Some("claude:s"), Body::MsgIn(MsgIn { text: typed.into(), ..Default::default() })),
@@ -904,7 +905,7 @@ fn compact_erases_a_forgotten_text_from_the_session_it_was_learned_from() {
         added(3, "mem_2", "Keep this one"),
     ])
     .unwrap();
-    shared::domain::memory_ops::forget(&mut j, "mem_1", None, Ts(5_000)).unwrap();
+    shared::domain::memory::ops::forget(&mut j, "mem_1", None, Ts(5_000)).unwrap();
     let report = j.compact().unwrap();
     assert_eq!(report.events_scrubbed, 2, "the memory and its source");
     let texts: Vec<String> = {
@@ -922,9 +923,9 @@ fn compact_erases_a_forgotten_text_from_the_session_it_was_learned_from() {
 #[test]
 fn a_forgotten_text_is_never_written_as_a_memory_again() {
     let (_dir, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     j.append(&[added(1, "mem_1", "Deploys go through the blue green switch.")]).unwrap();
-    shared::domain::memory_ops::forget(&mut j, "mem_1", Some("wrong".into()), Ts(2_000)).unwrap();
+    shared::domain::memory::ops::forget(&mut j, "mem_1", Some("wrong".into()), Ts(2_000)).unwrap();
     let again = |j: &mut Journal, i: usize| {
         let r = j
             .append(&[
@@ -948,9 +949,9 @@ fn a_forgotten_text_is_never_written_as_a_memory_again() {
     again(&mut j, 20);
     drop(j);
     replay(&paths, &mut |_| {}).unwrap();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     again(&mut j, 30);
-    let new = shared::domain::memory_ops::NewMemory {
+    let new = shared::domain::memory::ops::NewMemory {
         text: "Deploys go through the blue green switch".into(),
         memory_type: "fact".into(),
         importance: 0.5,
@@ -959,6 +960,6 @@ fn a_forgotten_text_is_never_written_as_a_memory_again() {
         pinned: false,
     };
     assert!(
-        shared::domain::memory_ops::add(&mut j, new, &shared::domain::memory_ops::Origin::user(), Ts(9_000)).is_err()
+        shared::domain::memory::ops::add(&mut j, new, &shared::domain::memory::ops::Origin::user(), Ts(9_000)).is_err()
     );
 }

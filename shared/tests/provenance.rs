@@ -9,8 +9,9 @@ use proptest::prelude::*;
 use shared::base::ids::{EventId, SessionKey};
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
+use shared::projection::replay;
 use shared::storage::event::*;
-use shared::storage::journal::{Journal, JournalOptions, replay};
+use shared::storage::journal::JournalOptions;
 use shared::storage::store::{Store, canonical_dump};
 use shared::storage::tape::{TapeLog, TapeOptions};
 
@@ -169,7 +170,7 @@ proptest! {
         let events = build(&items);
         let (_dir, paths) = home();
         let opts = JournalOptions { tape: TapeOptions { segment_bytes: 4_000, chunk_bytes: 1_500, ..TapeOptions::default() } };
-        let mut journal = Journal::open_with(&paths, "test", opts.clone()).unwrap();
+        let mut journal = shared::projection::open_with(&paths, "test", opts.clone()).unwrap();
         let mut rest: &[Event] = &events;
         let mut cut_iter = cuts.iter().cycle();
         while !rest.is_empty() {
@@ -200,9 +201,9 @@ proptest! {
         let doubled: Vec<Event> = events.iter().flat_map(|e| [e.clone(), e.clone()]).collect();
         let (_d1, once) = home();
         let (_d2, twice) = home();
-        let mut a = Journal::open(&once, "test").unwrap();
+        let mut a = shared::projection::open(&once, "test").unwrap();
         a.append(&events).unwrap();
-        let mut b = Journal::open(&twice, "test").unwrap();
+        let mut b = shared::projection::open(&twice, "test").unwrap();
         b.append(&doubled).unwrap();
         prop_assert_eq!(dump(a.store(), false), dump(b.store(), false));
     }
@@ -236,7 +237,7 @@ fn edits_fill_every_provenance_table() {
         Gen::Link(0, 0, 1, 1),
     ];
     let (_d, paths) = home();
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     j.append(&build(&items)).unwrap();
     let s = j.store();
     assert!(rows(s, "prov_postings") >= 3);

@@ -29,7 +29,7 @@ fn mem<'a>(id: &'a str, text: &'a str) -> Mem<'a> {
 
 fn setup(mems: &[Mem<'_>]) -> (tempfile::TempDir, Journal) {
     let dir = tempfile::tempdir().unwrap();
-    let mut j = Journal::open(&Paths::at(dir.path()), "test").unwrap();
+    let mut j = shared::projection::open(&Paths::at(dir.path()), "test").unwrap();
     let events: Vec<Event> = mems
         .iter()
         .enumerate()
@@ -293,7 +293,7 @@ fn fixed_pools_rescore_a_recorded_set_in_its_order() {
 #[test]
 fn pool_stays_bounded_on_a_large_store() {
     let dir = tempfile::tempdir().unwrap();
-    let mut j = Journal::open(&Paths::at(dir.path()), "test").unwrap();
+    let mut j = shared::projection::open(&Paths::at(dir.path()), "test").unwrap();
     let n = if cfg!(debug_assertions) { 20_000 } else { 100_000 };
     let words = ["auth", "cache", "token", "deploy", "sqlite", "index", "retry", "queue", "schema", "cargo"];
     for chunk in 0..(n / 5_000) {

@@ -450,7 +450,7 @@ impl Sim<'_> {
     fn settle(&self, what: &str, timeout: Duration) -> Result<()> {
         let start = Instant::now();
         let paths = shared::base::paths::Paths::at(self.world.engram_home());
-        let train_lock = shared::domain::autotrain::lock_file(&paths);
+        let train_lock = shared::domain::training::auto::lock_file(&paths);
         loop {
             let left = timeout.saturating_sub(start.elapsed());
             // The driver's settle may give up on a lock held long (a training

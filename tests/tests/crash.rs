@@ -18,7 +18,6 @@ use std::time::Duration;
 use common::World;
 use rand::{RngExt, SeedableRng};
 use shared::base::paths::Paths;
-use shared::storage::journal::Journal;
 
 fn rounds() -> usize {
     match std::env::var("ENGRAM_KILLS").ok().and_then(|v| v.parse().ok()) {
@@ -46,7 +45,7 @@ fn kill(child: &mut Child) {
 
 /// Ids of live memories in the projection, after catching up with the tapes.
 fn memories(w: &World) -> BTreeSet<String> {
-    let mut j = Journal::open(&Paths::at(w.home()), "test").unwrap();
+    let mut j = shared::projection::open(&Paths::at(w.home()), "test").unwrap();
     j.catch_up().unwrap();
     let mut stmt = j.store().conn().prepare("SELECT id FROM memories WHERE is_deleted = 0").unwrap();
     stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
@@ -110,7 +109,7 @@ fn two_processes_appending_at_once_lose_nothing() {
     });
     assert_eq!(ids.len(), 80);
     assert_eq!(memories(&w), ids);
-    let j = Journal::open(&Paths::at(w.home()), "test").unwrap();
+    let j = shared::projection::open(&Paths::at(w.home()), "test").unwrap();
     assert_eq!(j.store().applied_lsn().unwrap(), 80, "one LSN per append, none lost, none repeated");
 }
 
@@ -154,7 +153,7 @@ fn transcript(session: usize, turns: usize) -> String {
 }
 
 fn projection_counts(w: &World) -> (i64, i64, i64) {
-    let j = Journal::open(&Paths::at(w.home()), "test").unwrap();
+    let j = shared::projection::open(&Paths::at(w.home()), "test").unwrap();
     let c = j.store().conn();
     let q = |sql: &str| -> i64 { c.query_row(sql, [], |r| r.get(0)).unwrap() };
     (q("SELECT COUNT(*) FROM sessions"), q("SELECT COUNT(*) FROM session_events"), q("SELECT COUNT(*) FROM memories"))

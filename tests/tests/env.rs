@@ -16,7 +16,6 @@ use shared::base::ids::{MemoryId, SessionKey};
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
 use shared::storage::event::{Body, Event, MemoryAdded, SessionStarted};
-use shared::storage::journal::Journal;
 
 /// The correction the extractor turns into memories.
 const LESSON: &str = "No, don't use npm here. We use pnpm in this repo, always run pnpm install first.";
@@ -236,7 +235,7 @@ fn what_an_older_version_recorded_gets_its_project_on_the_next_scan_and_on_repla
             }),
         )
     };
-    let mut j = Journal::open(&Paths::at(w.home()), "engram-ingestor/0.0.9").unwrap();
+    let mut j = shared::projection::open(&Paths::at(w.home()), "engram-ingestor/0.0.9").unwrap();
     j.append(&[
         Event::new(
             Ts(t),

@@ -19,13 +19,12 @@ use shared::base::ids::MemoryId;
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
 use shared::storage::event::{Body, Event, MemoryAdded};
-use shared::storage::journal::Journal;
 
 const READ_SIDE: [&str; 3] = ["session-start", "user-prompt-submit", "pre-tool-use"];
 const WRITE_SIDE: [&str; 4] = ["post-tool-use", "stop", "session-end", "pre-compact"];
 
 fn seed(w: &World, memories: &[(&str, &str, Option<&str>)]) {
-    let mut j = Journal::open(&Paths::at(w.home()), "test").unwrap();
+    let mut j = shared::projection::open(&Paths::at(w.home()), "test").unwrap();
     let now = Ts::now().0;
     let events: Vec<Event> = memories
         .iter()

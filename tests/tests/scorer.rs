@@ -18,7 +18,6 @@ use shared::base::ids::{MemoryId, SessionKey};
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
 use shared::storage::event::{Body, MemoryAdded};
-use shared::storage::journal::Journal;
 
 /// The `engram-scorer` binary of this test profile, built once.
 fn scorer_bin() -> &'static Path {
@@ -413,7 +412,7 @@ fn sigterm_finishes_and_exits_zero() {
 
 fn add_memories(home: &Path, n: usize) {
     let paths = Paths::at(home.join("engram"));
-    let mut journal = Journal::open(&paths, "test").unwrap();
+    let mut journal = shared::projection::open(&paths, "test").unwrap();
     let topics = [
         "sqlite wal checkpoint tuning",
         "tokio runtime shutdown order",
@@ -529,7 +528,7 @@ fn two_scorers_rank_and_record_into_one_store_and_survive_kill_and_replay() {
     let b = b.join().unwrap();
     let paths = Paths::at(home.path().join("engram"));
     let count = |paths: &Paths| -> i64 {
-        let j = Journal::open(paths, "check").unwrap();
+        let j = shared::projection::open(paths, "check").unwrap();
         j.store().conn().query_row("SELECT COUNT(*) FROM rankings", [], |r| r.get(0)).unwrap()
     };
     // Rankings are recorded just after they are answered.
@@ -541,7 +540,7 @@ fn two_scorers_rank_and_record_into_one_store_and_survive_kill_and_replay() {
     // Kill one mid-life; rebuild the projection from the tapes while the other serves.
     b.signal("-KILL");
     drop(b);
-    shared::storage::journal::replay(&paths, &mut |_| {}).unwrap();
+    shared::projection::replay(&paths, &mut |_| {}).unwrap();
     let r = rank(&mut a, "after-replay", "claude:z", "tokio runtime");
     assert!(r["recorded"].as_bool().unwrap());
     let mut c = Sidecar::spawn(home.path(), &["serve"]);

@@ -12,7 +12,6 @@ use std::path::Path;
 
 use common::{World, ingestor_data};
 use shared::base::paths::Paths;
-use shared::storage::journal::Journal;
 
 fn git(repo: &Path, args: &[&str]) -> String {
     let out = tests::isolated("git", repo)
@@ -41,7 +40,7 @@ fn home(fixture: &str, uuid: &str, lesson: &str) -> (World, String) {
 }
 
 fn column(w: &World, sql: &str) -> BTreeSet<String> {
-    let j = Journal::open(&Paths::at(w.home()), "check").unwrap();
+    let j = shared::projection::open(&Paths::at(w.home()), "check").unwrap();
     let mut stmt = j.store().conn().prepare(sql).unwrap();
     stmt.query_map([], |r| r.get::<_, String>(0)).unwrap().map(Result::unwrap).collect()
 }
@@ -55,7 +54,7 @@ fn sessions(w: &World) -> BTreeSet<String> {
 }
 
 fn dump(w: &World) -> String {
-    let j = Journal::open(&Paths::at(w.home()), "check").unwrap();
+    let j = shared::projection::open(&Paths::at(w.home()), "check").unwrap();
     shared::storage::store::canonical_dump(j.store().conn(), true).unwrap()
 }
 

@@ -189,7 +189,7 @@ fn alpha_and_cold_start_survive_a_rebuild_from_the_tapes() {
             .join(" ")
     };
     let counts = dump(&mut w);
-    shared::storage::journal::replay(&w.paths, &mut |_| {}).unwrap();
+    shared::projection::replay(&w.paths, &mut |_| {}).unwrap();
     w.journal.reopen_if_replaced().unwrap();
     assert_eq!(dump(&mut w), counts);
     assert_eq!(w.state(), before, "derived from events alone");

@@ -41,7 +41,7 @@ fn trained_world(config: &str, model: ModelConfig) -> World {
 fn corrupt_labels(w: &mut World, promote: usize, which: impl Fn(&shared::base::ids::SessionKey) -> bool) -> usize {
     w.journal.catch_up().unwrap();
     let store = w.journal.store();
-    let sessions = shared::domain::train_data::scored_sessions(store, 0.0).unwrap();
+    let sessions = shared::domain::training::data::scored_sessions(store, 0.0).unwrap();
     let mut events = Vec::new();
     for s in sessions.iter().filter(|s| which(&s.session_key)) {
         let rows: Vec<(String, Option<f64>)> = store

@@ -13,7 +13,7 @@
 //! While fewer than 5 qualify that way (a new installation's first week), the
 //! sessions scored before `t` are used instead. Each ranking of a set session
 //! is one list: its recorded query and candidates, rebuilt with
-//! [`shared::domain::train_data::build_list`], labelled with the session's outcome.
+//! [`shared::domain::training::data::build_list`], labelled with the session's outcome.
 //!
 //! A dataset file can replace the set (the hook for the LoCoMo evaluation):
 //! JSON lines of `{"query": "…", "memory_ids": ["mem_…"], "labels": [1, 0],
@@ -29,7 +29,7 @@ use serde::Deserialize;
 use shared::base::ids::{MemoryId, SessionKey};
 use shared::base::time::Ts;
 use shared::domain::rank::state::MIN_SCORER_CONFIDENCE;
-use shared::domain::train_data::{self, BuiltList, ListOptions, ListSpec, ScoredSession};
+use shared::domain::training::data::{self, BuiltList, ListOptions, ListSpec, ScoredSession};
 use shared::storage::event::CanaryMetrics;
 use shared::storage::store::Store;
 
@@ -63,13 +63,13 @@ pub fn week_start(t: Ts) -> Ts {
 }
 
 fn has_positive_label(store: &Store, session: &SessionKey) -> Result<bool> {
-    Ok(train_data::session_labels(store, session)?.values().any(|&l| l > 0.0))
+    Ok(data::session_labels(store, session)?.values().any(|&l| l > 0.0))
 }
 
 /// The frozen canary sessions at `at` (see the module docs) and the moment
 /// they were frozen at.
 pub fn frozen_sessions(store: &Store, at: Ts) -> Result<(Vec<ScoredSession>, Ts)> {
-    let all: Vec<ScoredSession> = train_data::scored_sessions(store, MIN_SCORER_CONFIDENCE)?
+    let all: Vec<ScoredSession> = data::scored_sessions(store, MIN_SCORER_CONFIDENCE)?
         .into_iter()
         .filter(|s| is_canary(&s.session_key))
         .collect();
@@ -117,10 +117,10 @@ pub fn session_lists(
 ) -> Result<Vec<BuiltList>> {
     let mut out = Vec::new();
     for s in sessions {
-        let labels = train_data::session_labels(store, &s.session_key)?;
+        let labels = data::session_labels(store, &s.session_key)?;
         let label = |id: &MemoryId| labels.get(id).copied().unwrap_or(0.0);
         let weight = if weight_by_confidence { s.confidence.clamp(0.0, 1.0) } else { 1.0 };
-        for r in train_data::session_rankings(store, &s.session_key)? {
+        for r in data::session_rankings(store, &s.session_key)? {
             let ids: Vec<MemoryId> = r.candidates.iter().map(|c| c.memory_id.clone()).collect();
             let spec = ListSpec {
                 query: &r.query,
@@ -129,7 +129,7 @@ pub fn session_lists(
                 at: Ts(r.served_ms),
                 memory_ids: &ids,
             };
-            if let Some(mut list) = train_data::build_list(store, &spec, &label, weight, opts)? {
+            if let Some(mut list) = data::build_list(store, &spec, &label, weight, opts)? {
                 apply_negatives(&mut list);
                 out.push(list);
             }
@@ -174,7 +174,7 @@ pub fn dataset_lists(store: &Store, path: &Path, at: Ts, opts: &ListOptions<'_>)
             at: d.at_ms.map_or(at, Ts),
             memory_ids: &d.memory_ids,
         };
-        out.extend(train_data::build_list(store, &spec, &label, 1.0, opts)?);
+        out.extend(data::build_list(store, &spec, &label, 1.0, opts)?);
     }
     Ok(out)
 }

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use predictor::metrics::ndcg_at_k;
 use shared::base::ids::MemoryId;
-use shared::domain::train_data::{RecordedCandidate, RecordedRanking};
+use shared::domain::training::data::{RecordedCandidate, RecordedRanking};
 
 use crate::continuity::POOL_TOP;
 

@@ -73,7 +73,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use shared::base::ids::{MemoryId, SessionKey};
-use shared::domain::train_data::RecordedRanking;
+use shared::domain::training::data::RecordedRanking;
 use shared::storage::event::{Body, Event, origin};
 
 use crate::terms::{Kind, Term, TextIndex, memory_terms};
@@ -149,8 +149,8 @@ impl Corpus {
     pub fn idf_norm(&self, term: &str) -> f32 {
         let df = self.df.get(term).copied().unwrap_or(0).max(1);
         let n = self.live_memories.max(df).max(1);
-        let top = shared::domain::rank::text::idf(1, n);
-        if top <= 0.0 { 1.0 } else { (shared::domain::rank::text::idf(df, n) / top).clamp(0.0, 1.0) }
+        let top = shared::base::text::idf(1, n);
+        if top <= 0.0 { 1.0 } else { (shared::base::text::idf(df, n) / top).clamp(0.0, 1.0) }
     }
 }
 

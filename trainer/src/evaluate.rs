@@ -12,8 +12,7 @@ use serde::Serialize;
 use shared::base::config::Config;
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
-use shared::domain::train_data::BuiltList;
-use shared::storage::journal::Journal;
+use shared::domain::training::data::BuiltList;
 
 use crate::canary;
 use crate::error::{Error, Result};
@@ -130,7 +129,7 @@ fn load_checkpoint(path: &Path) -> Result<(Model, u64)> {
 
 /// Evaluates (see the module docs).
 pub fn canary(paths: &Paths, config: &Config, opts: &CanaryOptions) -> Result<CanaryReport> {
-    let journal = Journal::open(paths, WRITER)?;
+    let journal = shared::projection::open(paths, WRITER)?;
     let store = journal.store();
     let tz = config.time.zone();
     let now = opts.now.unwrap_or_else(Ts::now);

@@ -31,7 +31,7 @@
 //!   comparison" that serving reads is well defined.
 //! * **No leak.** Training lists use the rankings' recorded queries, outcome
 //!   labels, and signals as of the moment each ranking was served
-//!   ([`shared::domain::train_data`]).
+//!   ([`shared::domain::training::data`]).
 //! * **Canary** sessions are one in six by a hash of the session key, never
 //!   trained on; the evaluated set is frozen per week ([`canary`]).
 //! * **Gates and promotion**: [`training`]. **α, cold start, drift**: [`tracker`].

@@ -13,7 +13,6 @@ use shared::base::config::Config;
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
 use shared::domain::rank::state::PredictorState;
-use shared::storage::journal::Journal;
 use shared::storage::store::Store;
 
 use crate::error::{Result, Sql};
@@ -253,7 +252,7 @@ pub fn by_type(store: &Store) -> Result<Vec<TypeRow>> {
 
 /// Writes the page for the data home's projection to `out`.
 pub fn write(paths: &Paths, config: &Config, out: &std::path::Path, generated: Ts) -> Result<()> {
-    let journal = Journal::open(paths, WRITER)?;
+    let journal = shared::projection::open(paths, WRITER)?;
     let mut data = load(journal.store(), config, generated)?;
     data.benchmark = crate::eval::read_latest(paths);
     let html = render(&data);
@@ -892,9 +891,9 @@ mod tests {
             r#"<tr data-type="decision"><td>decision</td><td>1</td><td>0</td><td>0</td><td>0</td><td>—</td></tr>"#
         ));
         let dir = tempfile::tempdir().unwrap();
-        let mut j = Journal::open(&Paths::at(dir.path()), "test").unwrap();
+        let mut j = shared::projection::open(&Paths::at(dir.path()), "test").unwrap();
         let mut add = |text: &str, t: &str| {
-            let new = shared::domain::memory_ops::NewMemory {
+            let new = shared::domain::memory::ops::NewMemory {
                 text: text.into(),
                 memory_type: t.into(),
                 importance: 0.5,
@@ -902,14 +901,14 @@ mod tests {
                 tags: vec![],
                 pinned: false,
             };
-            shared::domain::memory_ops::add(&mut j, new, &shared::domain::memory_ops::Origin::user(), Ts(1_000))
+            shared::domain::memory::ops::add(&mut j, new, &shared::domain::memory::ops::Origin::user(), Ts(1_000))
                 .unwrap()
         };
         add("Redis must run before the integration tests", "gotcha");
         add("Always run cargo fmt before committing", "correction");
         let gone = add("The staging box is called zebra", "fact");
         add("We ship with cargo dist", "decision");
-        shared::domain::memory_ops::forget(&mut j, gone.as_str(), None, Ts(2_000)).unwrap();
+        shared::domain::memory::ops::forget(&mut j, gone.as_str(), None, Ts(2_000)).unwrap();
         let rows = by_type(j.store()).unwrap();
         let n: Vec<(&str, u64)> = rows.iter().map(|r| (r.knowledge_type, r.memories)).collect();
         assert_eq!(

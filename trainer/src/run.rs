@@ -21,9 +21,8 @@ use shared::base::paths::Paths;
 use shared::base::shutdown::Shutdown;
 use shared::base::time::Ts;
 use shared::domain::rank::state::MIN_SCORER_CONFIDENCE;
-use shared::domain::train_data;
+use shared::domain::training::data;
 use shared::storage::event::{Body, ComparisonRecorded, DriftReset, Event, SessionScored};
-use shared::storage::journal::Journal;
 use shared::storage::store::Store;
 
 use crate::canary::is_canary;
@@ -304,7 +303,7 @@ fn training_due(
     if force {
         return Ok(Ok("forced"));
     }
-    let trainable: Vec<_> = train_data::scored_sessions(store, MIN_SCORER_CONFIDENCE)?
+    let trainable: Vec<_> = data::scored_sessions(store, MIN_SCORER_CONFIDENCE)?
         .into_iter()
         .filter(|s| !is_canary(&s.session_key))
         .collect();
@@ -372,7 +371,7 @@ pub fn run(paths: &Paths, config: &Config, opts: &RunOptions, shutdown: &Shutdow
     let Some(_lock) = FileLock::try_exclusive(&lock_path).map_err(|e| Error::io("lock", &lock_path, e))? else {
         return Ok(RunOutcome::Busy { lock: lock_path });
     };
-    let mut journal = Journal::open(paths, WRITER)?;
+    let mut journal = shared::projection::open(paths, WRITER)?;
     let mut summary = RunSummary { reconciled: training::reconcile(paths, journal.store())?, ..RunSummary::default() };
     if let Err(e) = training::prune(paths, journal.store()) {
         tracing::warn!(error = %e, "could not clean the models directory");

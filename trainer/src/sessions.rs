@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use rusqlite::OptionalExtension;
 use shared::base::ids::{MemoryId, SessionKey};
 use shared::base::time::Ts;
-use shared::domain::train_data;
+use shared::domain::training::data;
 use shared::storage::journal::Journal;
 use shared::storage::store::Store;
 
@@ -49,7 +49,7 @@ pub fn load(journal: &Journal, session: &Pending) -> Result<SessionRecord> {
     let store = journal.store();
     let key = &session.session_key;
     let events = journal.session_events(key)?.into_iter().map(|(_, e)| e).collect();
-    let rankings = train_data::session_rankings(store, key)?;
+    let rankings = data::session_rankings(store, key)?;
     let fts_hits = fts_hits(store, key)?;
     let feedback = feedback(store, key)?;
     let mut ids: BTreeSet<MemoryId> =

@@ -20,7 +20,7 @@
 use std::collections::HashSet;
 
 use predictor::tokenizer::tokenize;
-use shared::domain::rank::text::is_stop_word;
+use shared::base::text::is_stop_word;
 
 /// What kind of term a compound is (see the module table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -3,7 +3,7 @@
 //! weights atomically only when every gate passes.
 //!
 //! **Data.** Every session scored with confidence ≥ 0.6 that is not a canary
-//! session gives one list per served ranking (see [`shared::domain::train_data`]),
+//! session gives one list per served ranking (see [`shared::domain::training::data`]),
 //! weighted by the scorer's confidence. About one trainable session in ten
 //! (a fixed hash rule) is held out for early stopping once there are 20. A
 //! normal run takes the newest 400 sessions plus, when older ones exist, a
@@ -46,7 +46,7 @@ use shared::base::paths::Paths;
 use shared::base::shutdown::Shutdown;
 use shared::base::time::Ts;
 use shared::domain::rank::state::MIN_SCORER_CONFIDENCE;
-use shared::domain::train_data::{self, BuiltList, ScoredSession};
+use shared::domain::training::data::{self, BuiltList, ScoredSession};
 use shared::storage::event::{Body, CanaryMetrics, ModelPromoted, TrainingRun};
 use shared::storage::journal::Journal;
 use shared::storage::models;
@@ -354,7 +354,7 @@ pub fn train_and_gate(journal: &mut Journal, config: &Config, req: &TrainRequest
 
     // Data.
     let store = journal.store();
-    let scored = train_data::scored_sessions(store, MIN_SCORER_CONFIDENCE)?;
+    let scored = data::scored_sessions(store, MIN_SCORER_CONFIDENCE)?;
     let (train_sessions, valid_sessions) = select_sessions(&scored, req.drift);
     let train_lists = lists_for(store, &train_sessions, &model_config, &tz)?;
     let valid_lists = lists_for(store, &valid_sessions, &model_config, &tz)?;

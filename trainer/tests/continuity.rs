@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::json;
 use shared::base::ids::{MemoryId, SessionKey};
 use shared::base::time::Ts;
-use shared::domain::train_data::{RecordedCandidate, RecordedRanking};
+use shared::domain::training::data::{RecordedCandidate, RecordedRanking};
 use shared::storage::event::*;
 use trainer::continuity::{
     self, Assessment, Corpus, FeedbackRecord, FtsHitRecord, JudgeVerdict, MemoryFacts, SessionRecord,

@@ -42,7 +42,7 @@ fn promoted(j: &Journal, version: u64, hash: &str) -> Event {
 fn a_shutdown_request_stops_before_any_work() {
     let dir = tempfile::tempdir().unwrap();
     let paths = Paths::at(dir.path());
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     let s = SessionKey::new("claude", "x");
     j.append(&[
         Event::new(Ts(1), "test", Some(s.clone()), Body::SessionStarted(SessionStarted::default())),
@@ -64,7 +64,7 @@ fn a_shutdown_request_stops_before_any_work() {
 fn an_interrupted_promotion_is_completed_and_a_broken_one_is_not() {
     let dir = tempfile::tempdir().unwrap();
     let paths = Paths::at(dir.path());
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     let h1 = models::write_checkpoint(&paths, &checkpoint(1, 1)).unwrap();
     models::promote(&paths, &h1).unwrap();
     let e1 = promoted(&j, 1, &h1);
@@ -95,7 +95,7 @@ fn an_interrupted_promotion_is_completed_and_a_broken_one_is_not() {
 fn prune_keeps_current_and_the_newest_versions() {
     let dir = tempfile::tempdir().unwrap();
     let paths = Paths::at(dir.path());
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     let mut hashes = Vec::new();
     for v in 1..=5u64 {
         let h = models::write_checkpoint(&paths, &checkpoint(v, v)).unwrap();

@@ -10,9 +10,9 @@
 use std::cell::RefCell;
 
 use shared::base::ids::{MemoryId, SessionKey};
+use shared::domain::memory::queries::MemoryRecord;
 use shared::storage::event::{Body, Event};
 use shared::storage::store::Store;
-use shared::storage::store::ingest::MemoryRecord;
 
 use crate::dedup::{ExistingMemory, MemoryLookup, words};
 

@@ -54,9 +54,9 @@ use shared::base::ids::{EventId, SessionKey};
 use shared::base::paths::Paths;
 use shared::base::shutdown::Shutdown;
 use shared::base::time::Ts;
+use shared::domain::session::queries::IngestCursor;
 use shared::storage::event::{Body, Event, SCHEMA_VERSION, SessionEnded, SourceCursor};
 use shared::storage::journal::{Encoded, Journal, decode};
-use shared::storage::store::ingest::IngestCursor;
 use shared::storage::tape::{Lsn, Snapshot};
 
 use crate::adapter::{Diagnostic, DiagnosticKind, HEAD_BYTES, ParseContext, ParseOutput, WRITER};
@@ -298,7 +298,7 @@ pub fn run(
             }
         }
     };
-    let journal = Journal::open(paths, WRITER).context("open the journal")?;
+    let journal = shared::projection::open(paths, WRITER).context("open the journal")?;
     // Batches rewrite the same index pages again and again: checkpoint the
     // WAL every ~64 MB rather than every 4 MB (this connection only).
     if let Err(e) = journal.store().conn().pragma_update(None, "wal_autocheckpoint", 16_384) {

@@ -18,8 +18,8 @@ use std::path::Path;
 
 use shared::base::ids::EventId;
 use shared::base::time::Ts;
+use shared::domain::session::queries::IngestCursor;
 use shared::storage::event::Event;
-use shared::storage::store::ingest::IngestCursor;
 
 use crate::error::Error;
 

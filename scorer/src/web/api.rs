@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use shared::base::time::Ts;
-use shared::domain::memory_ops::{self as ops, MemoryChange, NewMemory, OpError, Origin};
+use shared::domain::memory::ops::{self as ops, MemoryChange, NewMemory, OpError, Origin};
 
 use super::{App, assets, guard, knowledge, predictor, queries, settings};
 use crate::search::{self, SearchParams};

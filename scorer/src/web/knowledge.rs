@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use shared::domain::knowledge::{self, buffer, conversation, graph};
-use shared::domain::memory_ops as ops;
+use shared::domain::memory::ops;
 
 use super::App;
 use super::api::{ApiError, ApiResult, Params, body, read};

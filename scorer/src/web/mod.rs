@@ -13,7 +13,7 @@
 //!   search ranks with the serving model exactly as the CLI does, but records
 //!   nothing (a GET changes nothing).
 //! * **Writes** (`POST`/`PUT`/`PATCH`/`DELETE`) go through the journal with
-//!   the memory commands every writer shares ([`shared::domain::memory_ops`]), so
+//!   the memory commands every writer shares ([`shared::domain::memory::ops`]), so
 //!   they land on the tapes; settings are written to `config.toml`
 //!   ([`settings`]), only after the whole file validates.
 //! * **Safe by default** ([`guard`]): loopback only unless `web.allow_remote`;

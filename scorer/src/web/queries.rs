@@ -9,7 +9,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use serde_json::{Value, json};
 use shared::base::ids::MemoryId;
 use shared::base::time::Ts;
-use shared::domain::memory_ops as ops;
+use shared::domain::memory::ops;
 use shared::storage::event::{Body, MemoryForgotten};
 use shared::storage::store::cap;
 
@@ -668,7 +668,7 @@ fn rows_as_json(ctx: &Ctx<'_>, sql: &str) -> ApiResult<Vec<Value>> {
 /// Everything a user may take away, as JSON: memories (live), their feedback,
 /// sessions, scores, comparisons, training runs and models.
 pub fn export(ctx: &Ctx<'_>) -> ApiResult<Value> {
-    let memories = ctx.store.memories(&shared::storage::store::ingest::MemoryFilter::default())?;
+    let memories = ctx.store.memories(&shared::domain::memory::queries::MemoryFilter::default())?;
     Ok(json!({
         "format": "engram-export",
         "version": 1,

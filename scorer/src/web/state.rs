@@ -173,7 +173,7 @@ impl App {
         let app = self.clone();
         blocking(move || {
             let config = config(&app.0.paths)?;
-            let mut journal = Journal::open(&app.0.paths, &writer_name())
+            let mut journal = shared::projection::open(&app.0.paths, &writer_name())
                 .map_err(|e| ApiError::internal(format!("open the tape log: {e}")))?;
             f(&mut WriteCtx { journal: &mut journal, config: &config, now: Ts::now() })
         })

@@ -8,7 +8,7 @@ use axum::http::{Request, StatusCode, header};
 use serde_json::{Value, json};
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
-use shared::domain::memory_ops::{self as ops, NewMemory, Origin};
+use shared::domain::memory::ops::{self as ops, NewMemory, Origin};
 use shared::storage::journal::Journal;
 use tower::ServiceExt as _;
 
@@ -26,7 +26,7 @@ struct World {
 fn world() -> World {
     let dir = tempfile::tempdir().unwrap();
     let paths = Paths::at(dir.path());
-    let mut j = Journal::open(&paths, "test").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
     for (text, t) in [
         ("Run the integration tests with docker compose up -d redis first", "gotcha"),
         ("We deploy with cargo dist", "decision"),
@@ -71,7 +71,7 @@ fn rt() -> tokio::runtime::Runtime {
 }
 
 fn tape_kinds(paths: &Paths) -> Vec<String> {
-    let j = Journal::open(paths, "test").unwrap();
+    let j = shared::projection::open(paths, "test").unwrap();
     let mut kinds = Vec::new();
     j.tape()
         .snapshot()
@@ -234,7 +234,7 @@ fn reads_search_with_reasons_and_the_page_holds_the_token() {
 fn knowledge_lists_stored_types_under_seed_004_types_and_resolving_writes_the_tape() {
     let w = world();
     let existing = {
-        let mut j = Journal::open(&w.paths, "test").unwrap();
+        let mut j = shared::projection::open(&w.paths, "test").unwrap();
         let config = shared::base::config::Config::default();
         let save = |j: &mut Journal, text: &str| {
             let new = NewMemory {
@@ -292,7 +292,7 @@ fn knowledge_lists_stored_types_under_seed_004_types_and_resolving_writes_the_ta
 
 /// Saves a memory of `memory_type` through conflict detection, derived from `sources`.
 fn save(w: &World, text: &str, memory_type: &str, sources: &[String]) -> String {
-    let mut j = Journal::open(&w.paths, "test").unwrap();
+    let mut j = shared::projection::open(&w.paths, "test").unwrap();
     let new = NewMemory {
         text: text.into(),
         memory_type: memory_type.into(),
@@ -344,7 +344,7 @@ fn a_forgotten_memory_is_neither_counted_nor_shown_in_the_graph() {
         assert_eq!(g["reasoning_chain"].as_array().unwrap().len(), 1, "{g}");
         assert_eq!(g["connections"].as_array().unwrap().len(), 1, "{g}");
         // Once both sources are forgotten the discovery is connected to nothing.
-        let mut j = Journal::open(&w.paths, "test").unwrap();
+        let mut j = shared::projection::open(&w.paths, "test").unwrap();
         ops::forget(&mut j, &a, None, Ts(3_000)).unwrap();
         let (_, _, none) = send(&w, get("/api/knowledge?connected=true")).await;
         assert_eq!(none["total"], 0, "{none}");
@@ -356,7 +356,7 @@ fn a_forgotten_memory_is_neither_counted_nor_shown_in_the_graph() {
 fn a_write_the_state_forbids_is_409_and_a_malformed_one_400() {
     let w = world();
     let existing = save(&w, "The quokka cache holds 512 entries per shard", "fact", &[]);
-    let mut j = Journal::open(&w.paths, "test").unwrap();
+    let mut j = shared::projection::open(&w.paths, "test").unwrap();
     let new = NewMemory {
         text: "The quokka cache holds 1024 entries per shard".into(),
         memory_type: "fact".into(),

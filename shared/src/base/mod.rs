@@ -16,4 +16,5 @@ pub mod shell;
 pub mod shutdown;
 pub mod telemetry;
 pub mod testing;
+pub mod text;
 pub mod time;

@@ -46,6 +46,7 @@ use crate::base::paths::Paths;
 use crate::domain::rank::Unapplied;
 use crate::storage::event::{Body, Event, harness};
 use crate::storage::journal::{Journal, JournalOptions};
+use crate::storage::store::Apply;
 
 /// The hook events Engram handles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -357,12 +358,12 @@ pub fn tape_lock_free(paths: &Paths, wait: Duration) -> Result<bool> {
 
 /// Records `events` (see the module docs): through the journal when the tape
 /// lock frees up within `wait`, else into the spool.
-pub fn record(paths: &Paths, writer: &str, events: &[Event], wait: Duration) -> Result<Recorded> {
+pub fn record(paths: &Paths, writer: &str, events: &[Event], wait: Duration, apply: Apply) -> Result<Recorded> {
     if events.is_empty() {
         return Ok(Recorded::Applied);
     }
     if tape_lock_free(paths, wait)? {
-        let mut journal = open_journal(paths, writer)?;
+        let mut journal = open_journal(paths, writer, apply)?;
         append_with_spool(&mut journal, events)?;
         finish_connection(journal.store());
         return Ok(Recorded::Applied);
@@ -401,9 +402,10 @@ pub fn finish_connection(store: &crate::storage::store::Store) {
 }
 
 /// Opens the journal for a hook: no sealing on the critical path, a tuned
-/// connection (see [`tune_connection`]).
-pub fn open_journal(paths: &Paths, writer: &str) -> Result<Journal> {
-    let journal = Journal::open_with(paths, writer, JournalOptions::low_latency())?;
+/// connection (see [`tune_connection`]); `apply` is the projection's
+/// (`crate::projection::apply`).
+pub fn open_journal(paths: &Paths, writer: &str, apply: Apply) -> Result<Journal> {
+    let journal = Journal::open_with(paths, writer, JournalOptions::low_latency(), apply)?;
     tune_connection(journal.store().conn());
     Ok(journal)
 }
@@ -717,7 +719,7 @@ mod tests {
         fs::write(spool_dir(&paths).join(".x.jsonl.1.0.tmp"), b"{").unwrap();
         assert_eq!(pending_rankings(&paths).unwrap().len(), 1);
 
-        let mut j = Journal::open(&paths, "t").unwrap();
+        let mut j = crate::projection::open(&paths, "t").unwrap();
         assert_eq!(drain_spool(&mut j).unwrap(), 1);
         assert!(!spool_pending(&paths));
         assert!(pending_rankings(&paths).unwrap().is_empty());
@@ -739,12 +741,12 @@ mod tests {
             paths.tapes().join("LOCK")
         })
         .unwrap();
-        let got = record(&paths, "t", &[ended(1_000)], Duration::from_millis(20)).unwrap();
+        let got = record(&paths, "t", &[ended(1_000)], Duration::from_millis(20), crate::projection::apply).unwrap();
         assert!(matches!(got, Recorded::Spooled(_)));
         drop(holder);
-        let got = record(&paths, "t", &[ended(2_000)], Duration::from_millis(20)).unwrap();
+        let got = record(&paths, "t", &[ended(2_000)], Duration::from_millis(20), crate::projection::apply).unwrap();
         assert_eq!(got, Recorded::Applied);
-        let j = Journal::open(&paths, "t").unwrap();
+        let j = crate::projection::open(&paths, "t").unwrap();
         assert_eq!(j.tape().lock().unwrap().last_lsn(), 2, "the spooled event was appended first");
         assert_eq!(fs::read_dir(spool_dir(&paths)).unwrap().count(), 0);
         let ended_ms: i64 = j

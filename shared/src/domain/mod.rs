@@ -2,12 +2,12 @@
 //! the knowledge graph, provenance, ranking, injection, hooks and training
 //! data. Uses [`crate::base`] and [`crate::storage`].
 
-pub mod autotrain;
 pub mod env;
 pub mod hook;
 pub mod injection;
 pub mod knowledge;
-pub mod memory_ops;
+pub mod memory;
 pub mod provenance;
 pub mod rank;
-pub mod train_data;
+pub mod session;
+pub mod training;

@@ -28,7 +28,7 @@ use rusqlite::OptionalExtension;
 
 use crate::base::error::{Error, IoContext, Result, SqlContext};
 use crate::base::paths::Paths;
-use crate::storage::event::Body;
+use crate::storage::event::{Body, ForgetFingerprints};
 use crate::storage::store::Store;
 
 /// What replaces a forgotten text.
@@ -219,6 +219,17 @@ impl Scrub {
             _ => false,
         }
     }
+}
+
+/// `forget.fingerprints`: the keyed fingerprints of a forgotten memory's
+/// texts join `forgotten_fingerprints`, which every later memory write is
+/// checked against ([`Guard`]).
+pub fn apply_fingerprints(conn: &rusqlite::Connection, b: &ForgetFingerprints) -> rusqlite::Result<()> {
+    for fp in &b.fingerprints {
+        conn.prepare_cached("INSERT OR IGNORE INTO forgotten_fingerprints (fingerprint, memory_id) VALUES (?1, ?2)")?
+            .execute(rusqlite::params![fp, b.memory_id.as_str()])?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use crate::base::time::Ts;
 use crate::storage::event::{Body, Event, TapeLost, UnknownBody};
 use crate::storage::forget;
 use crate::storage::redact;
-use crate::storage::store::{self, ApplyStats, Store, Tuning};
+use crate::storage::store::{self, Apply, ApplyStats, Store, Tuning};
 use crate::storage::tape::{Lsn, RepairReport, Snapshot, TapeLog, TapeOptions, TapeWriter};
 
 /// Events applied per SQLite transaction when catching up or replaying.
@@ -47,6 +47,8 @@ pub struct Journal {
     tape: TapeLog,
     store: Store,
     writer: String,
+    /// How events reach the projection (`crate::projection::apply`).
+    apply: Apply,
 }
 
 /// What an append did.
@@ -65,17 +67,19 @@ pub struct Receipt {
 }
 
 impl Journal {
-    /// Opens the journal in `paths` with default options and catches up.
-    pub fn open(paths: &Paths, writer: &str) -> Result<Journal> {
-        Journal::open_with(paths, writer, JournalOptions::default())
+    /// Opens the journal in `paths` with default options and catches up;
+    /// `apply` applies events to the projection (`crate::projection::open`
+    /// passes the one that knows every kind).
+    pub fn open(paths: &Paths, writer: &str, apply: Apply) -> Result<Journal> {
+        Journal::open_with(paths, writer, JournalOptions::default(), apply)
     }
 
     /// Opens the journal and brings the projection up to the end of the log.
-    pub fn open_with(paths: &Paths, writer: &str, opts: JournalOptions) -> Result<Journal> {
+    pub fn open_with(paths: &Paths, writer: &str, opts: JournalOptions, apply: Apply) -> Result<Journal> {
         fs::create_dir_all(paths.home()).ctx("create directory", paths.home())?;
         let tape = TapeLog::open(&paths.tapes(), opts.tape)?;
         let store = Store::open(&paths.db())?;
-        let mut journal = Journal { paths: paths.clone(), tape, store, writer: writer.to_owned() };
+        let mut journal = Journal { paths: paths.clone(), tape, store, writer: writer.to_owned(), apply };
         journal.catch_up()?;
         Ok(journal)
     }
@@ -128,15 +132,15 @@ impl Journal {
     pub fn locked(&mut self) -> Result<Locked<'_>> {
         let writer = lock_tape(&self.tape, &mut self.store, &self.paths)?;
         reopen_if_replaced(&mut self.store, &self.paths)?;
-        catch_up_locked(&mut self.store, &writer)?;
-        Ok(Locked { writer, store: &mut self.store, paths: &self.paths })
+        catch_up_locked(&mut self.store, &writer, self.apply)?;
+        Ok(Locked { writer, store: &mut self.store, paths: &self.paths, apply: self.apply })
     }
 
     /// Applies whatever the log holds beyond the projection's position.
     pub fn catch_up(&mut self) -> Result<ApplyStats> {
         let writer = lock_tape(&self.tape, &mut self.store, &self.paths)?;
         reopen_if_replaced(&mut self.store, &self.paths)?;
-        catch_up_locked(&mut self.store, &writer)
+        catch_up_locked(&mut self.store, &writer, self.apply)
     }
 
     /// Seals the active segment (sealing is otherwise automatic).
@@ -238,7 +242,7 @@ impl Journal {
         drop(writer);
         report.segments_rewritten = stats.segments_rewritten;
         report.events_scrubbed = stats.frames_changed;
-        replay(&self.paths, &mut |_| {})?;
+        replay(&self.paths, self.apply, &mut |_| {})?;
         self.reopen_if_replaced()?;
         Ok(report)
     }
@@ -284,6 +288,7 @@ pub struct Locked<'j> {
     writer: TapeWriter<'j>,
     store: &'j mut Store,
     paths: &'j Paths,
+    apply: Apply,
 }
 
 impl Locked<'_> {
@@ -349,7 +354,7 @@ impl Locked<'_> {
             .enumerate()
             .map(|(i, (e, d))| (first + i as u64, d.as_ref().unwrap_or(*e)))
             .collect();
-        let applied = match self.store.apply(&batch) {
+        let applied = match (self.apply)(self.store, &batch) {
             Ok(_) => true,
             Err(e) => {
                 tracing::error!(error = %e, first, last, "events are durable but the projection could not apply them; the next open will catch up");
@@ -471,7 +476,7 @@ fn reopen_if_replaced(store: &mut Store, paths: &Paths) -> Result<()> {
     Ok(())
 }
 
-fn catch_up_locked(store: &mut Store, writer: &TapeWriter<'_>) -> Result<ApplyStats> {
+fn catch_up_locked(store: &mut Store, writer: &TapeWriter<'_>, apply: Apply) -> Result<ApplyStats> {
     let applied = store.applied_lsn()?;
     let last = writer.last_lsn();
     if applied == last {
@@ -485,11 +490,12 @@ fn catch_up_locked(store: &mut Store, writer: &TapeWriter<'_>) -> Result<ApplySt
         )));
     }
     tracing::info!(from = applied + 1, to = last, "catching up the projection");
-    apply_snapshot(store, &writer.snapshot()?, applied, &mut |_| {})
+    apply_snapshot(store, apply, &writer.snapshot()?, applied, &mut |_| {})
 }
 
 fn apply_snapshot(
     store: &mut Store,
+    apply: Apply,
     snapshot: &Snapshot,
     after: Lsn,
     progress: &mut dyn FnMut(u64),
@@ -499,7 +505,7 @@ fn apply_snapshot(
     let mut done = 0u64;
     let mut flush = |store: &mut Store, frames: &mut Vec<(Lsn, Event)>| -> Result<()> {
         let batch: Vec<(Lsn, &Event)> = frames.iter().map(|(l, e)| (*l, e)).collect();
-        stats.add(store.apply(&batch)?);
+        stats.add(apply(store, &batch)?);
         done += frames.len() as u64;
         frames.clear();
         progress(done);
@@ -539,7 +545,7 @@ pub struct ReplayReport {
 /// Rebuilds the projection from the tapes alone into a new generation and
 /// swaps it in atomically. If any segment is damaged, refuses with an error
 /// naming it and changes nothing.
-pub fn replay(paths: &Paths, progress: &mut dyn FnMut(ReplayProgress)) -> Result<ReplayReport> {
+pub fn replay(paths: &Paths, apply: Apply, progress: &mut dyn FnMut(ReplayProgress)) -> Result<ReplayReport> {
     let tape = TapeLog::open(&paths.tapes(), TapeOptions::default())?;
     // The projection being replaced applied every frame up to its position:
     // a log that ends before it has lost a segment, and a replay would lose
@@ -568,11 +574,12 @@ pub fn replay(paths: &Paths, progress: &mut dyn FnMut(ReplayProgress)) -> Result
     };
     let built = (|| {
         let mut store = Store::open_file(&generation, Tuning::Bulk)?;
-        let mut stats = apply_snapshot(&mut store, &snapshot, 0, &mut |done| progress(ReplayProgress { done, total }))?;
+        let mut stats =
+            apply_snapshot(&mut store, apply, &snapshot, 0, &mut |done| progress(ReplayProgress { done, total }))?;
         // Swap under the tape lock so no append falls between catch-up and swap.
         let writer = tape.lock()?;
         let applied = store.applied_lsn()?;
-        stats.add(apply_snapshot(&mut store, &writer.snapshot()?, applied, &mut |_| {})?);
+        stats.add(apply_snapshot(&mut store, apply, &writer.snapshot()?, applied, &mut |_| {})?);
         store.finish_bulk()?;
         drop(store);
         fs::File::open(&generation).and_then(|f| f.sync_all()).ctx("fsync", &generation)?;

@@ -215,7 +215,7 @@ impl World {
             meta: TrainingMeta::default(),
         };
         std::fs::write(&base_weights, checkpoint::encode(&base)).unwrap();
-        let mut journal = Journal::open(&paths, "sim").unwrap();
+        let mut journal = shared::projection::open(&paths, "sim").unwrap();
         let cat = catalogue();
         let events: Vec<Event> = cat
             .iter()

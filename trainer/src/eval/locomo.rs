@@ -147,8 +147,7 @@ pub fn parse_date(text: &str) -> Option<Ts> {
     let parts: Vec<&str> = date.split([' ', ',']).filter(|p| !p.is_empty()).collect();
     let [day, month, year] = parts.as_slice() else { return None };
     let day: u32 = day.parse().ok()?;
-    let month =
-        shared::domain::rank::text::MONTH_NAMES.iter().position(|name| name.eq_ignore_ascii_case(month))? as u32 + 1;
+    let month = shared::base::text::MONTH_NAMES.iter().position(|name| name.eq_ignore_ascii_case(month))? as u32 + 1;
     let year: i32 = year.parse().ok()?;
     if !(1..=31).contains(&day) {
         return None;

@@ -61,7 +61,6 @@ use shared::base::time::Ts;
 use shared::domain::rank::state::{COLD_START_SUCCESS, alpha_for};
 use shared::domain::rank::{self, PoolLimits, PoolQuery};
 use shared::storage::event::{Body, Event, MemoryAdded};
-use shared::storage::journal::Journal;
 
 use super::locomo::{Conversation, Dataset, Notes, category_name};
 use super::metrics::{RANKINGS, Table, TableMeans, query_metrics};
@@ -323,7 +322,7 @@ pub fn conversation_lists(
     observations: bool,
 ) -> Result<Vec<EvalList>> {
     let dir = tempfile::tempdir().map_err(|e| Error::io("create a temporary data home", Path::new("/tmp"), e))?;
-    let mut journal = Journal::open(&Paths::at(dir.path()), WRITER)?;
+    let mut journal = shared::projection::open(&Paths::at(dir.path()), WRITER)?;
     let mut events = Vec::new();
     let mut turn_of: HashMap<MemoryId, String> = HashMap::new();
     let mut add = |ts: Ts, session: &SessionKey, key: String, turn: &str, speaker: &str, content: String| {

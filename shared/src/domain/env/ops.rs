@@ -1,14 +1,14 @@
 //! The environment's memory commands, shared by the ingestor's `memory …`
 //! commands and the scorer's MCP tools: categorize, set or extend a memory's
 //! prerequisites. Each is one event appended through the journal after the
-//! memory and the arguments are checked, like [`crate::domain::memory_ops`].
+//! memory and the arguments are checked, like [`crate::domain::memory::ops`].
 
 use serde_json::Value;
 
 use super::categories;
 use crate::base::ids::MemoryId;
 use crate::base::time::Ts;
-use crate::domain::memory_ops::{OpError, OpResult, check_tags, require_live};
+use crate::domain::memory::ops::{OpError, OpResult, check_tags, require_live};
 use crate::storage::event::Prerequisites;
 use crate::storage::event::{Body, MemoryCategorized, MemoryPrerequisitesSet};
 use crate::storage::journal::Journal;

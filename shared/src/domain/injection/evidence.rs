@@ -23,7 +23,7 @@ use std::sync::OnceLock;
 
 use foldhash::HashMap;
 
-use crate::domain::rank::text::{self, QueryTerm};
+use crate::base::text::{self, QueryTerm};
 
 /// Below this many memories every specific word weighs 1 (IDF says little).
 pub const SMALL_STORE: u64 = 15;

@@ -768,7 +768,7 @@ mod tests {
 
     fn journal() -> (tempfile::TempDir, Journal) {
         let dir = tempfile::tempdir().unwrap();
-        let j = Journal::open(&Paths::at(dir.path()), "test").unwrap();
+        let j = crate::projection::open(&Paths::at(dir.path()), "test").unwrap();
         (dir, j)
     }
 

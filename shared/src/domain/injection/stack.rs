@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use super::evidence::{countable, is_generic};
 use crate::base::error::{Result, SqlContext};
 use crate::base::ids::MemoryId;
-use crate::domain::rank::text;
+use crate::base::text;
 use crate::storage::store::Store;
 
 /// Stack tags too broad to tell how a project is built.

@@ -27,6 +27,15 @@ pub enum Reject {
     Sql(rusqlite::Error),
 }
 
+impl From<Reject> for crate::storage::store::Failure {
+    fn from(r: Reject) -> crate::storage::store::Failure {
+        match r {
+            Reject::Data(msg) => crate::storage::store::Failure::Data(msg),
+            Reject::Sql(e) => crate::storage::store::Failure::from(e),
+        }
+    }
+}
+
 impl From<rusqlite::Error> for Reject {
     fn from(e: rusqlite::Error) -> Reject {
         Reject::Sql(e)
@@ -485,7 +494,7 @@ fn merged(conn: &Connection, event: &Event, b: &MemoriesMerged) -> Applied {
         if new.trim().is_empty() {
             return reject("memory.merged with an empty text");
         }
-        crate::storage::store::replace_content(conn, rowid, &content, new)?;
+        crate::domain::memory::apply::replace_content(conn, rowid, &content, new)?;
     }
     let mut all_tags: std::collections::BTreeSet<String> =
         serde_json::from_str::<Vec<String>>(&tags).unwrap_or_default().into_iter().collect();
@@ -539,7 +548,7 @@ fn merged(conn: &Connection, event: &Event, b: &MemoriesMerged) -> Applied {
         serde_json::to_string(&all_tags).unwrap_or_else(|_| "[]".into()),
         importance,
         pinned,
-        crate::storage::store::decay_key(importance as f32, created_ms(conn, survivor)?),
+        crate::domain::memory::apply::decay_key(importance as f32, created_ms(conn, survivor)?),
         event.ts.to_rfc3339()
     ])?;
     conn.prepare_cached("DELETE FROM dedup_state WHERE memory_id = ?1")?.execute([survivor])?;

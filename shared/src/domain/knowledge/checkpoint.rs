@@ -18,7 +18,7 @@ use crate::base::error::{Result, SqlContext};
 use crate::base::ids::SessionKey;
 use crate::base::time::Ts;
 use crate::domain::knowledge::conversation::{Resumed, context_text, memories_between, resume_command};
-use crate::domain::memory_ops::{OpError, OpResult};
+use crate::domain::memory::ops::{OpError, OpResult};
 use crate::storage::event::{Body, CheckpointCreated, CheckpointSnapshot, origin};
 use crate::storage::journal::Journal;
 use crate::storage::store::Store;

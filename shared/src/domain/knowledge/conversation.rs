@@ -24,7 +24,7 @@ use serde::Serialize;
 use crate::base::error::{Result, SqlContext};
 use crate::base::ids::SessionKey;
 use crate::base::time::Ts;
-use crate::domain::memory_ops::{OpError, OpResult};
+use crate::domain::memory::ops::{OpError, OpResult};
 use crate::storage::event::{Body, ConversationResumed, ConversationStashed, origin, trigger};
 use crate::storage::journal::Journal;
 use crate::storage::store::Store;

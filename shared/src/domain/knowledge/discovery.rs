@@ -253,7 +253,7 @@ pub fn validate_external(req: &DiscoveryRequest, stdout: &[u8]) -> std::result::
     for (i, d) in resp.discoveries.iter().enumerate() {
         let t = d.text.trim();
         if t.is_empty()
-            || t.chars().count() > crate::domain::memory_ops::MAX_TEXT
+            || t.chars().count() > crate::domain::memory::ops::MAX_TEXT
             || t.contains(crate::storage::event::INJECTION_OPEN)
         {
             return Err(format!("discovery {i}: text empty, too long or holding injected context"));

@@ -91,7 +91,7 @@ pub fn type_matches(filter: &str, stored: &str) -> bool {
 /// this version does not know matches too (they are listed as facts).
 pub fn stored_types(filter: &str) -> (String, bool) {
     let known: Vec<&str> =
-        crate::domain::memory_ops::TYPES.iter().copied().filter(|t| type_matches(filter, t)).collect();
+        crate::domain::memory::ops::TYPES.iter().copied().filter(|t| type_matches(filter, t)).collect();
     let mut list: Vec<&str> = known;
     if !list.contains(&filter) {
         list.push(filter);
@@ -112,7 +112,7 @@ pub fn type_filter_sql(column: &str, types: &str, others: &str, known: &str) -> 
 
 /// Every stored type this version knows, as a JSON array.
 pub fn known_types_json() -> String {
-    serde_json::to_string(crate::domain::memory_ops::TYPES).unwrap_or_else(|_| "[]".into())
+    serde_json::to_string(crate::domain::memory::ops::TYPES).unwrap_or_else(|_| "[]".into())
 }
 
 /// `text` on one line, cut to `max` characters (with an ellipsis).
@@ -130,7 +130,7 @@ mod tests {
 
     #[test]
     fn every_stored_type_has_a_knowledge_type() {
-        for t in crate::domain::memory_ops::TYPES {
+        for t in crate::domain::memory::ops::TYPES {
             assert!(KNOWLEDGE_TYPES.contains(&knowledge_type(t)), "{t}");
         }
         for t in KNOWLEDGE_TYPES {

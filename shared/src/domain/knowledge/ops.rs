@@ -14,7 +14,7 @@ use crate::domain::knowledge::buffer::{self, Verdict};
 use crate::domain::knowledge::discovery::{self, NewKnowledge};
 use crate::domain::knowledge::graph::{Relation, edge_body};
 use crate::domain::knowledge::similarity::Scored;
-use crate::domain::memory_ops::{self as ops, NewMemory, OpError, OpResult, Origin};
+use crate::domain::memory::ops::{self as ops, NewMemory, OpError, OpResult, Origin};
 use crate::storage::event::{Body, Event, MemoryAdded, MemoryDeprecated, MemoryUpdated, StageResolved};
 use crate::storage::journal::{Journal, Locked};
 

@@ -117,7 +117,7 @@ pub fn similar_memories(
     limit: usize,
 ) -> Result<Vec<Scored>> {
     let mine = words(text);
-    let Some(query) = crate::storage::store::ingest::any_word_query(&mine.iter().collect::<Vec<_>>()) else {
+    let Some(query) = crate::domain::memory::queries::any_word_query(&mine.iter().collect::<Vec<_>>()) else {
         return Ok(Vec::new());
     };
     let mut stmt = store

@@ -72,7 +72,7 @@ pub(super) fn prepare(store: &Store) {
 /// quoted word, in this order), best first, ties by lower rowid; `None` when
 /// they cannot be computed exactly here (see the module docs).
 pub(super) fn top(store: &Store, phrases: &[String], limit: usize) -> Option<Vec<(i64, f64)>> {
-    let mut cache = store.bm25_cache().borrow_mut();
+    let mut cache = store.cached::<Cache>();
     let top = match cached_tokens(&cache, phrases) {
         Some(Some(tokens)) => try_top(store, &mut cache, tokens, limit),
         // A word FTS5 does not read as one token.
@@ -120,7 +120,7 @@ fn tokenize_then_top(store: &Store, cache: &mut Cache, phrases: &[String], limit
 
 /// What a [`Store`] remembers of FTS5 between rankings (see the module docs).
 #[derive(Debug)]
-pub(crate) struct Cache {
+pub struct Cache {
     /// Each query word's token, `None` when FTS5 does not read it as exactly one.
     words: HashMap<String, Option<String>>,
     /// The [`index_version`] the entries below were read under.
@@ -479,8 +479,7 @@ mod tests {
     use super::*;
     use crate::base::paths::Paths;
     use crate::base::time::Ts;
-    use crate::domain::memory_ops::{MemoryChange, NewMemory, Origin, add, forget, update};
-    use crate::storage::journal::Journal;
+    use crate::domain::memory::ops::{MemoryChange, NewMemory, Origin, add, forget, update};
 
     /// FTS5's own top `limit` for the OR of `phrases`, as (rowid, score bits).
     fn fts5_top(store: &Store, phrases: &[String], limit: usize) -> Vec<(i64, u64)> {
@@ -497,7 +496,7 @@ mod tests {
     #[test]
     fn postings_give_fts5_scores_and_order_or_step_aside() {
         let dir = tempfile::tempdir().unwrap();
-        let mut j = Journal::open(&Paths::at(dir.path()), "test").unwrap();
+        let mut j = crate::projection::open(&Paths::at(dir.path()), "test").unwrap();
         let words = ["caching", "cached", "retries", "deploys", "queue", "worker", "the", "schema", "migrated", "lint"];
         for i in 0..120usize {
             let n = 1 + (i * 7) % 13;
@@ -521,10 +520,10 @@ mod tests {
                 assert_eq!(ours(store, query, *limit), fts5_top(store, query, *limit), "{pass} {query:?}");
             }
         }
-        assert!(!store.bm25_cache().borrow().postings.is_empty(), "the postings were kept");
+        assert!(!store.cached::<Cache>().postings.is_empty(), "the postings were kept");
         // A cache too small for one query's postings still gives FTS5's answers.
         for capacity in [1, 40, 400] {
-            *store.bm25_cache().borrow_mut() = Cache { capacity, ..Cache::default() };
+            *store.cached::<Cache>() = Cache { capacity, ..Cache::default() };
             for pass in ["cold", "warm"] {
                 for (query, limit) in &queries {
                     let found = ours(store, query, *limit);

@@ -18,10 +18,10 @@
 //! earned influence α = 1 and the fused order equals the baseline's, but the
 //! predictor's ranking is still computed and recorded.
 
+pub mod apply;
 pub(crate) mod bm25;
 pub mod pool;
 pub mod state;
-pub mod text;
 
 use std::collections::BTreeSet;
 
@@ -35,6 +35,7 @@ use rusqlite::OptionalExtension;
 use crate::base::config::Config;
 use crate::base::error::{Result, SqlContext};
 use crate::base::ids::{MemoryId, SessionKey};
+use crate::base::text;
 use crate::base::time::Ts;
 use crate::storage::event::{RankingServed, ServedCandidate, source};
 use crate::storage::store::Store;

@@ -15,9 +15,10 @@ use foldhash::{HashMap, HashMapExt};
 use predictor::features::CandidateSignals;
 use rusqlite::{OptionalExtension, params};
 
-use super::{bm25, text};
+use super::bm25;
 use crate::base::error::{Result, SqlContext};
 use crate::base::ids::MemoryId;
+use crate::base::text;
 use crate::base::time::Ts;
 use crate::storage::event::{EnvDetected, source};
 use crate::storage::store::Store;

@@ -2,8 +2,8 @@
 """Generates gitleaks.rs (the secret rules redaction uses) from gitleaks'
 default configuration.
 
-    python3 shared/src/redact/gen_gitleaks.py path/to/gitleaks/config/gitleaks.toml COMMIT \
-        > shared/src/redact/gitleaks.rs
+    python3 shared/src/storage/redact/gen_gitleaks.py path/to/gitleaks/config/gitleaks.toml COMMIT \
+        > shared/src/storage/redact/gitleaks.rs
 
 The rules are gitleaks' data, used under its MIT license (reproduced in the
 generated file). Rules that only match file paths are left out: redaction

@@ -10,22 +10,21 @@
 
 mod apply;
 mod dump;
-pub mod ingest;
 
-use std::cell::RefCell;
+use std::any::{Any, TypeId};
+use std::cell::{RefCell, RefMut};
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OptionalExtension};
 
-pub use apply::{ApplyStats, cap};
-pub(crate) use apply::{decay_key, replace_content};
+pub use apply::{Apply, ApplyStats, Failure, Projector, Step, cap, count, data, finite_or, first_time};
 pub use dump::canonical_dump;
 
 use crate::base::error::{Error, IoContext, Result, SqlContext};
-use crate::domain::rank::bm25::Cache as Bm25Cache;
-use crate::domain::rank::text::{MemoryText, TEXT_VERSION};
+use crate::base::text::{MemoryText, TEXT_VERSION};
 use crate::storage::tape::Lsn;
 
 /// The numbered migrations, applied in order of version. Each is a file in
@@ -62,15 +61,16 @@ pub struct Store {
     link: PathBuf,
     /// The file actually open.
     target: PathBuf,
-    /// What the ranking's BM25 has read of `memories_fts` (`rank::bm25`).
-    bm25: RefCell<Bm25Cache>,
+    /// What higher layers keep with this connection, one value per type
+    /// (the ranking's cache of the full-text index, say): see [`Store::cached`].
+    caches: RefCell<HashMap<TypeId, Box<dyn Any + Send>>>,
 }
 
 /// The counter (`engram_counters`) of writes to memories' content: the apply
 /// adds one in the transaction that adds, edits or forgets a memory's text
 /// (and so writes `memories_fts`), which tells a reader's caches of the
 /// index that it changed.
-pub(crate) const MEMORY_CONTENT_WRITES: &str = "memory_content_writes";
+pub const MEMORY_CONTENT_WRITES: &str = "memory_content_writes";
 
 impl Store {
     /// Opens the projection at `path`, creating a first generation (and the
@@ -82,7 +82,7 @@ impl Store {
         configure(&conn, Tuning::Live)?;
         migrate(&conn, &target)?;
         refresh_memory_text_or_warn(&conn);
-        Ok(Store { conn, link: path.to_path_buf(), target, bm25: RefCell::default() })
+        Ok(Store { conn, link: path.to_path_buf(), target, caches: RefCell::default() })
     }
 
     /// Opens a plain database file (no symlink handling) with the given tuning.
@@ -91,13 +91,19 @@ impl Store {
         configure(&conn, tuning)?;
         migrate(&conn, path)?;
         refresh_memory_text_or_warn(&conn);
-        Ok(Store { conn, link: path.to_path_buf(), target: path.to_path_buf(), bm25: RefCell::default() })
+        Ok(Store { conn, link: path.to_path_buf(), target: path.to_path_buf(), caches: RefCell::default() })
     }
 
-    /// The ranking's cache of the full-text index, kept with the connection
-    /// it was read through.
-    pub(crate) fn bm25_cache(&self) -> &RefCell<Bm25Cache> {
-        &self.bm25
+    /// The value of type `T` kept with this connection (made with
+    /// `T::default()` on first use): state a higher layer derives from what
+    /// it read through this connection and keeps for as long as it is open.
+    /// Panics if the value is already borrowed.
+    pub fn cached<T: Default + Send + 'static>(&self) -> RefMut<'_, T> {
+        RefMut::map(self.caches.borrow_mut(), |caches| {
+            let value = caches.entry(TypeId::of::<T>()).or_insert_with(|| Box::new(T::default()));
+            // The entry of `TypeId::of::<T>()` always holds a `T`.
+            value.downcast_mut::<T>().expect("a cache holds the type it is keyed by")
+        })
     }
 
     /// The SQLite connection, for queries.

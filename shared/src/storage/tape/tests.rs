@@ -454,7 +454,7 @@ fn seal_refuses_a_damaged_frame_in_the_active_segment_and_changes_nothing() {
 /// segment of 40 frames in 1 KiB chunks, an active segment of 5 more, no
 /// `LOCK`), in a fresh directory.
 fn golden_v1() -> tempfile::TempDir {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tape/testdata/v1");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/storage/tape/testdata/v1");
     let dir = tempfile::tempdir().unwrap();
     for entry in fs::read_dir(&src).unwrap() {
         let entry = entry.unwrap();

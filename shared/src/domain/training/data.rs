@@ -411,7 +411,7 @@ mod tests {
 
     fn setup() -> (tempfile::TempDir, Journal) {
         let dir = tempfile::tempdir().unwrap();
-        let mut j = Journal::open(&Paths::at(dir.path()), "test").unwrap();
+        let mut j = crate::projection::open(&Paths::at(dir.path()), "test").unwrap();
         let mut events: Vec<Event> = [
             ("a", "Raise AUTH_TIMEOUT to 30s for slow logins"),
             ("b", "The build uses two cores"),

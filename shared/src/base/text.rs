@@ -1,5 +1,6 @@
-//! Text helpers of the ranking pipeline: stop words, the FTS5 query, IDF-weighted
-//! lexical overlap, and a bag-of-words similarity for topic diversity.
+//! Text analysis shared by storage and the domain: stop words, the FTS5
+//! query, IDF-weighted lexical overlap, bags of words and the stored form of
+//! a memory's text ([`MemoryText`]), question kinds, and the dates a query names.
 
 use std::collections::BTreeSet;
 

@@ -184,7 +184,7 @@ mod tests {
     fn a_run_is_due_after_enough_served_sessions_and_the_interval() {
         let dir = tempfile::tempdir().unwrap();
         let paths = Paths::at(dir.path());
-        let mut j = Journal::open(&paths, "t").unwrap();
+        let mut j = crate::projection::open(&paths, "t").unwrap();
         let config =
             PredictorConfig { auto_train_min_sessions: 2, auto_train_interval_minutes: 10, ..Default::default() };
         let now = Ts(100 * 60_000);
@@ -213,7 +213,7 @@ mod tests {
     fn a_missing_trainer_starts_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let paths = Paths::at(dir.path());
-        let mut j = Journal::open(&paths, "t").unwrap();
+        let mut j = crate::projection::open(&paths, "t").unwrap();
         ended(&mut j, "a", true);
         drop(j);
         let r = maybe_start(&paths, &PredictorConfig::default(), &dir.path().join("nope"), Ts(0)).unwrap();

@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::base::error::Error;
 use crate::base::ids::{MemoryId, SessionKey};
 use crate::base::time::Ts;
+use crate::domain::memory::queries::{FeedbackRecord, MemoryFilter, MemoryRecord};
 use crate::storage::event::{
     Body, ForgetFingerprints, MemoryAdded, MemoryDeprecated, MemoryFeedback, MemoryForgotten, MemoryRef, MemoryUpdated,
     memory_type,
@@ -19,7 +20,6 @@ use crate::storage::forget;
 use crate::storage::journal::Journal;
 use crate::storage::redact;
 use crate::storage::store::Store;
-use crate::storage::store::ingest::{FeedbackRecord, MemoryFilter, MemoryRecord};
 
 /// Memory types the commands accept.
 pub const TYPES: &[&str] = &[
@@ -424,7 +424,7 @@ mod tests {
     #[test]
     fn removing_data_leaves_its_texts_learnable_and_a_forget_refuses_them() {
         let dir = tempfile::tempdir().unwrap();
-        let mut j = Journal::open(&Paths::at(dir.path()), "test").unwrap();
+        let mut j = crate::projection::open(&Paths::at(dir.path()), "test").unwrap();
         let (demo_text, judged_text) =
             ("Don't use npm here, this repo uses pnpm.", "The staging password is in the vault.");
         let demo = add(&mut j, memory(demo_text), &Origin::user(), Ts(1_000)).unwrap();
@@ -453,7 +453,7 @@ mod tests {
     #[test]
     fn agent_feedback_is_recorded_with_its_session_and_author() {
         let dir = tempfile::tempdir().unwrap();
-        let mut j = Journal::open(&Paths::at(dir.path()), "test").unwrap();
+        let mut j = crate::projection::open(&Paths::at(dir.path()), "test").unwrap();
         let new = NewMemory {
             text: "Run migrations with sqlx".into(),
             memory_type: "fact".into(),

@@ -1,0 +1,7 @@
+//! Learning from outcomes: how outcome, comparison and training events fill
+//! their tables ([`apply`]), the training lists read from the projection
+//! ([`data`]), and when the hooks start a trainer run ([`auto`]).
+
+pub mod apply;
+pub mod auto;
+pub mod data;
