@@ -1,9 +1,11 @@
 //! Support code for the end-to-end tests that run the real Engram binaries,
 //! the session driver that plays agent sessions through the real hooks
-//! ([`driver`]), and the scenario benchmark built on it ([`scenario`]).
+//! ([`driver`]), the scenario benchmark built on it ([`scenario`]), and the
+//! real-data extraction benchmark ([`realdata`]).
 
 pub mod driver;
 pub mod learning;
+pub mod realdata;
 pub mod scenario;
 
 use std::path::{Path, PathBuf};
