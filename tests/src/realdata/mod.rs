@@ -182,7 +182,7 @@ pub fn benchmark(
 /// `$ENGRAM_SHARED_DIR/realdata`); `None` (with a message) when it is
 /// missing locally, a panic when it is missing under `CI`.
 pub fn default_corpus() -> Option<PathBuf> {
-    shared::testing::shared_data("realdata")
+    shared::base::testing::shared_data("realdata")
 }
 
 #[cfg(test)]
