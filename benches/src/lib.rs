@@ -272,7 +272,7 @@ pub fn memory_events(n: usize, seed: u64) -> Vec<Event> {
                 body: Body::MemoryAdded(MemoryAdded {
                     memory_id: shared::base::ids::MemoryId::derived(&["bench", &i.to_string()]),
                     content: lesson(&mut rng, words),
-                    memory_type: "fact".into(),
+                    memory_type: MemoryType::Fact,
                     importance: rng.random_range(0.1..1.0),
                     project: Some(["engram", "web", "infra"][i % 3].into()),
                     tags: vec![zipf_word(&mut rng).into()],

@@ -13,6 +13,7 @@ use shared::base::paths::Paths;
 use shared::base::shutdown::Shutdown;
 use shared::base::time::Ts;
 use shared::domain::memory::queries::MemoryFilter;
+use shared::storage::event::MemoryType;
 
 use crate::adapter::WRITER;
 use crate::adapters::Harness;
@@ -246,8 +247,8 @@ pub enum MemoryCommand {
         /// The text.
         text: String,
         /// Type: fact, decision, preference, pattern, issue, context, discovery, correction, convention, gotcha, struggle.
-        #[arg(long = "type", default_value = "fact")]
-        memory_type: String,
+        #[arg(long = "type", default_value = "fact", value_parser = parse_type)]
+        memory_type: MemoryType,
         /// 0..=1.
         #[arg(long, default_value_t = 0.7)]
         importance: f32,
@@ -276,8 +277,8 @@ pub enum MemoryCommand {
         #[arg(long)]
         text: Option<String>,
         /// New type.
-        #[arg(long = "type")]
-        memory_type: Option<String>,
+        #[arg(long = "type", value_parser = parse_type)]
+        memory_type: Option<MemoryType>,
         /// New importance.
         #[arg(long)]
         importance: Option<f32>,
@@ -362,8 +363,8 @@ pub enum MemoryCommand {
         /// Only this type: a knowledge type (fact, decision, preference,
         /// pattern, issue, context, discovery) lists every kind under it
         /// (issue: gotchas and struggles too); a kind, only that kind.
-        #[arg(long = "type")]
-        memory_type: Option<String>,
+        #[arg(long = "type", value_parser = parse_type)]
+        memory_type: Option<MemoryType>,
         /// At most this many (0: all).
         #[arg(long, default_value_t = 50)]
         limit: usize,
@@ -1042,7 +1043,6 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
                 })?),
                 None => None,
             };
-            let memory_type = memory_type.as_deref().map(shared::domain::memory::ops::check_type).transpose()?;
             let all = if in_category.is_some() { 0 } else { limit };
             let filter = MemoryFilter { project, memory_type, limit: all, include_forgotten: false };
             let mut list = memories::list(j.store(), &filter)?;
@@ -1153,6 +1153,11 @@ fn shared_report(env: &mut Env<'_>, reports: &[shared::storage::share::FolderRep
         return Err(Error::Damaged { problems });
     }
     Ok(0)
+}
+
+/// A `--type` value: one of the memory types, any case.
+fn parse_type(name: &str) -> Result<MemoryType, String> {
+    shared::domain::memory::ops::check_type(name).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -151,7 +151,7 @@ pub fn conflict_event(
     let scored = Scored {
         id: with.id.clone(),
         content: with.text.clone(),
-        memory_type: String::new(),
+        memory_type: shared::storage::event::MemoryType::Fact,
         project: with.project.clone(),
         similarity,
         created_ms: 0,

@@ -543,7 +543,7 @@ mod tests {
                     Body::MemoryAdded(MemoryAdded {
                         memory_id: MemoryId(format!("mem_{i}")),
                         content: (*t).to_owned(),
-                        memory_type: "fact".into(),
+                        memory_type: shared::storage::event::MemoryType::Fact,
                         importance: 0.5,
                         ..Default::default()
                     }),

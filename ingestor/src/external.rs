@@ -32,7 +32,7 @@
 
 use serde::{Deserialize, Serialize};
 use shared::base::ids::{EventId, SessionKey};
-use shared::storage::event::{Body, Event, INJECTION_OPEN};
+use shared::storage::event::{Body, Event, INJECTION_OPEN, MemoryType};
 
 use crate::error::Error;
 use crate::extract::{Candidate, learnable_input};
@@ -292,10 +292,11 @@ pub fn validate_response(req: &ExtractorRequest, stdout: &[u8]) -> Result<Vec<Ca
         tags.sort();
         tags.dedup();
         // Several memories of one type from one turn each get their own id.
-        let ordinal = out.iter().filter(|c| c.source_event == source_event && c.memory_type == m.memory_type).count();
+        let memory_type = MemoryType::from_stored(&m.memory_type);
+        let ordinal = out.iter().filter(|c| c.source_event == source_event && c.memory_type == memory_type).count();
         out.push(Candidate {
             text: redact::redact_text(text).into_owned(),
-            memory_type: m.memory_type,
+            memory_type,
             ordinal: u32::try_from(ordinal).unwrap_or(u32::MAX),
             importance,
             project: req.project.clone(),

@@ -16,7 +16,7 @@ use shared::storage::store::Store;
 use crate::error::Error;
 
 pub use shared::domain::knowledge::ops::{Resolution, Saved};
-pub use shared::domain::memory::ops::{MAX_TEXT, MemoryChange, MemoryDetails, NewMemory, TYPES};
+pub use shared::domain::memory::ops::{MAX_TEXT, MemoryChange, MemoryDetails, NewMemory};
 
 impl From<OpError> for Error {
     fn from(e: OpError) -> Error {
@@ -165,7 +165,7 @@ mod tests {
     fn new(text: &str) -> NewMemory {
         NewMemory {
             text: text.into(),
-            memory_type: "convention".into(),
+            memory_type: shared::storage::event::MemoryType::Convention,
             importance: 0.7,
             project: Some("web".into()),
             tags: vec!["PNPM".into(), "pnpm".into()],
@@ -208,7 +208,7 @@ mod tests {
             assert_eq!(err.exit_code(), 2);
         }
         assert!(feedback(&mut j, id.as_str(), 1.5, None, None, Ts(5)).is_err());
-        assert!(add(&mut j, NewMemory { memory_type: "nonsense".into(), ..new("x y z") }, Ts(5)).is_err());
+        assert!(ops::check_type("nonsense").is_err());
         assert!(update(&mut j, id.as_str(), MemoryChange::default(), Ts(5)).is_err());
         assert_eq!(last_lsn(&j), 4, "nothing appended for rejected commands");
 

@@ -315,7 +315,7 @@ pub fn memory_line(m: &MemoryRecord, project_width: usize) -> String {
     format!(
         "{}  {:<18} {:.2}  {:<project_width$} {:<12} {}",
         m.id,
-        shared::domain::knowledge::type_label(&m.memory_type),
+        m.memory_type.label(),
         m.importance,
         short_tail(m.project.as_deref().unwrap_or("-"), project_width),
         flags.join(","),
@@ -377,7 +377,7 @@ pub fn memory_details(d: &MemoryDetails) -> String {
         "live"
     };
     field("state", state);
-    field("type", &shared::domain::knowledge::type_label(&m.memory_type));
+    field("type", &m.memory_type.label());
     field("importance", &format!("{:.2}", m.importance));
     field("pinned", if m.pinned { "yes" } else { "no" });
     field("project", m.project.as_deref().unwrap_or("-"));

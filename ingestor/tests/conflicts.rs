@@ -33,7 +33,7 @@ fn stored(project: &str) -> Event {
         Body::MemoryAdded(MemoryAdded {
             memory_id: MemoryId::from("mem_stored"),
             content: STORED.into(),
-            memory_type: "convention".into(),
+            memory_type: shared::storage::event::MemoryType::Convention,
             importance: 0.7,
             project: Some(project.into()),
             source: "extracted".into(),
@@ -46,7 +46,7 @@ fn stored(project: &str) -> Event {
 fn candidate(text: &str, project: &str, n: u32) -> Candidate {
     Candidate {
         text: text.into(),
-        memory_type: "convention".into(),
+        memory_type: shared::storage::event::MemoryType::Convention,
         importance: 0.6,
         project: Some(project.into()),
         tags: Vec::new(),

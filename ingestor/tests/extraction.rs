@@ -77,7 +77,9 @@ fn friction_moments_become_typed_memories() {
     let events = main_session(SourceKind::ClaudeTranscript, "claude_session.jsonl", CLAUDE_1);
     let ex = extract::extract(&events, &Vec::new());
     let mems = added(&ex);
-    let find = |t: &str, needle: &str| mems.iter().find(|m| m.memory_type == t && m.content.contains(needle)).copied();
+    let find = |t: &str, needle: &str| {
+        mems.iter().find(|m| m.memory_type.as_str() == t && m.content.contains(needle)).copied()
+    };
     // "No, don't use npm here. We use pnpm in this repo, …": one lesson, the opener removed.
     let correction = find("correction", "Don't use npm here; we use pnpm in this repo, always run pnpm install first.")
         .expect("correction");
@@ -298,7 +300,7 @@ fn smoke_over_the_real_fixtures() {
             let ex = extract::extract(events, &Vec::new());
             for m in added(&ex) {
                 total += 1;
-                *types.entry(m.memory_type.clone()).or_insert(0) += 1;
+                *types.entry(m.memory_type).or_insert(0) += 1;
                 assert!(!m.content.is_empty() && m.importance > 0.0 && m.importance <= 1.0);
                 // The harness's own tool errors are not lessons about a project.
                 assert!(!m.content.contains("has not been read"), "{rel}: {}", m.content);
@@ -311,7 +313,7 @@ fn smoke_over_the_real_fixtures() {
         }
     }
     // The sidechains transcript has a build that failed four times, never fixed.
-    assert!(types.get("struggle").copied().unwrap_or(0) >= 1, "{types:?}");
+    assert!(types.get(&shared::storage::event::MemoryType::Struggle).copied().unwrap_or(0) >= 1, "{types:?}");
     assert!(total <= 20, "a handful of memories, not noise: {total}");
 }
 
@@ -331,7 +333,7 @@ const S: &str = "5e551011-0000-4000-8000-000000000001";
 
 /// What is learned from a scripted session: (type, text).
 fn learned(t: &common::Transcript) -> Vec<(String, String)> {
-    extract::candidates(&t.events()).into_iter().map(|c| (c.memory_type, c.text)).collect()
+    extract::candidates(&t.events()).into_iter().map(|c| (c.memory_type.to_string(), c.text)).collect()
 }
 
 /// What is learned from `m` said after the agent ran something.

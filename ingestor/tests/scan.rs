@@ -152,7 +152,7 @@ fn live_appends_give_the_events_and_memories_of_one_scan() {
     // second scan reads them back from the tapes as context.
     assert_eq!(memory_ids(&events), want_memories);
     assert!(
-        events.iter().any(|e| matches!(&e.body, Body::MemoryAdded(m) if m.memory_type == "correction")),
+        events.iter().any(|e| matches!(&e.body, Body::MemoryAdded(m) if m.memory_type == shared::storage::event::MemoryType::Correction)),
         "the correction after the split was learned"
     );
     assert_eq!(home.scan().events_appended, 0);

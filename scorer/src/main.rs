@@ -51,9 +51,9 @@ enum Command {
         /// Only this project.
         #[arg(long)]
         project: Option<String>,
-        /// Only this memory type.
-        #[arg(long = "type")]
-        memory_type: Option<String>,
+        /// Only this memory type (a knowledge type lists every kind under it).
+        #[arg(long = "type", value_parser = parse_type)]
+        memory_type: Option<shared::storage::event::MemoryType>,
         /// Only memories with this tag; repeatable.
         #[arg(long = "tag")]
         tags: Vec<String>,
@@ -234,4 +234,9 @@ fn main() -> ExitCode {
         Err(scorer::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => fail(e),
     }
+}
+
+/// A `--type` value: one of the memory types, any case.
+fn parse_type(name: &str) -> Result<shared::storage::event::MemoryType, String> {
+    shared::domain::memory::ops::check_type(name).map_err(|e| e.to_string())
 }

@@ -43,6 +43,7 @@ use shared::domain::env::ops as env_ops;
 use shared::domain::injection::{self, LoadedModel};
 use shared::domain::knowledge::{self, ops::Saved};
 use shared::domain::memory::ops::{self as ops, MemoryDetails, NewMemory, OpError, Origin};
+use shared::domain::memory::queries;
 use shared::storage::journal::Journal;
 
 use crate::error::{Error, Result};
@@ -107,7 +108,7 @@ fn tool(name: &str, title: &str, description: &str, input: Value, annotations: V
 
 /// The tool definitions answered by `tools/list`.
 pub fn tools() -> Vec<Value> {
-    let types: Vec<&str> = ops::TYPES.to_vec();
+    let types: Vec<&str> = shared::storage::event::MemoryType::ALL.iter().map(|t| t.as_str()).collect();
     let mut search_types = vec!["all"];
     search_types.extend(types.iter().copied());
     let save_types = types.clone();
@@ -737,10 +738,7 @@ impl McpServer {
     }
 
     fn search(&mut self, a: &Args<'_>) -> ToolResult {
-        let memory_type = a.str("type")?.filter(|t| t != "all");
-        if let Some(t) = &memory_type {
-            ops::check_type(t)?;
-        }
+        let memory_type = a.str("type")?.filter(|t| t != "all").map(|t| ops::check_type(&t)).transpose()?;
         let p = SearchParams {
             query: a.required_str("query")?,
             memory_type,
@@ -771,7 +769,7 @@ impl McpServer {
 
     fn save(&mut self, a: &Args<'_>) -> ToolResult {
         let content = a.required_str("content")?;
-        let memory_type = a.required_str("type")?.trim().to_lowercase();
+        let memory_type = ops::check_type(&a.required_str("type")?)?;
         let mut tags = a.strings("tags")?;
         let importance = a.number("importance")?.unwrap_or(0.7) as f32;
         let sources = a.strings("source_knowledge_ids")?;
@@ -874,18 +872,18 @@ impl McpServer {
         // A knowledge type lists every kind under it (`issue`: gotchas, struggles).
         let (memory_type, others) = match memory_type.as_deref() {
             Some(t) => {
-                let (types, others) = knowledge::stored_types(t);
+                let (types, others) = queries::listed_types_json(ops::check_type(t).map_err(ToolError::from)?);
                 (Some(types), others)
             }
             None => (None, false),
         };
-        let known = knowledge::known_types_json();
+        let known = queries::known_types_json();
         let filter = format!(
             "is_deleted = 0 AND (?1 OR deprecated = 0) AND (?2 IS NULL OR project = ?2)
              AND {types} AND (NOT ?4 OR pinned = 1)
              AND (?7 IS NULL OR id IN (SELECT engram_id FROM engram_categories
                   WHERE category_path = ?7 OR (category_path > ?7 || '/' AND category_path < ?7 || '0')))",
-            types = knowledge::type_filter_sql("type", "?3", "?8", "?9"),
+            types = queries::type_filter_sql("type", "?3", "?8", "?9"),
         );
         let conn = store.conn();
         let sql_err = |e: rusqlite::Error| ToolError(format!("list memories: {e}"));
@@ -1019,7 +1017,7 @@ impl McpServer {
                 let tags = a.get("tags").is_some().then(|| a.strings("tags")).transpose()?;
                 let change = ops::MemoryChange {
                     text: a.str("text")?,
-                    memory_type: a.str("type")?,
+                    memory_type: a.str("type")?.as_deref().map(ops::check_type).transpose()?,
                     importance: a.number("importance")?.map(|x| x as f32),
                     tags,
                     project: a.str("project")?,
@@ -1244,8 +1242,9 @@ pub(crate) fn knowledge_stats(
     store: &shared::storage::store::Store,
     project: Option<&str>,
 ) -> shared::base::error::Result<Value> {
-    let mut by_kind: BTreeMap<&'static str, i64> = knowledge::KNOWLEDGE_TYPES.iter().map(|t| (*t, 0)).collect();
-    let rows: Vec<(String, i64)> = store
+    let mut by_kind: BTreeMap<&'static str, i64> =
+        shared::storage::event::MemoryType::KNOWLEDGE.iter().map(|t| (t.as_str(), 0)).collect();
+    let rows: Vec<(shared::storage::event::MemoryType, i64)> = store
         .conn()
         .prepare(
             "SELECT type, COUNT(*) FROM memories WHERE is_deleted = 0 AND (?1 IS NULL OR project = ?1) GROUP BY type",
@@ -1253,7 +1252,7 @@ pub(crate) fn knowledge_stats(
         .and_then(|mut s| s.query_map([project], |r| Ok((r.get(0)?, r.get(1)?)))?.collect())
         .map_err(|e| shared::base::error::Error::sqlite("count memories by type", e))?;
     for (t, n) in rows {
-        *by_kind.entry(knowledge::knowledge_type(&t)).or_default() += n;
+        *by_kind.entry(t.knowledge_type().as_str()).or_default() += n;
     }
     let one = |sql: &str| -> shared::base::error::Result<i64> {
         store.conn().query_row(sql, [project], |r| r.get(0)).map_err(|e| shared::base::error::Error::sqlite("count", e))

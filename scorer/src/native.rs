@@ -217,7 +217,7 @@ impl Native {
             .map(|it| RankedItem {
                 id: it.memory.id.0,
                 text: it.memory.content,
-                memory_type: it.memory.memory_type,
+                memory_type: it.memory.memory_type.to_string(),
                 project: it.memory.project,
                 pinned: it.memory.pinned,
                 score: it.final_score,

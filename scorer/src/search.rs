@@ -14,7 +14,7 @@ use shared::base::config::Config;
 use shared::base::ids::SessionKey;
 use shared::base::time::Ts;
 use shared::domain::rank::{self, RankRequest, RankedMemory, ServingModel};
-use shared::storage::event::{Body, Event, FtsHits, trigger};
+use shared::storage::event::{Body, Event, FtsHits, MemoryType, trigger};
 use shared::storage::store::Store;
 
 use crate::error::{Error, Result};
@@ -28,8 +28,8 @@ pub const MAX_LIMIT: usize = 100;
 pub struct SearchParams {
     /// The query text.
     pub query: String,
-    /// Only this memory type.
-    pub memory_type: Option<String>,
+    /// Only this memory type (a knowledge type lists every kind under it).
+    pub memory_type: Option<MemoryType>,
     /// Only this project.
     pub project: Option<String>,
     /// Only memories carrying every one of these tags.
@@ -51,11 +51,11 @@ pub struct SearchParams {
 pub struct SearchHit {
     /// Memory id.
     pub id: String,
-    /// Type (as stored).
+    /// Type.
     #[serde(rename = "type")]
-    pub memory_type: String,
-    /// Seed 004's knowledge type it is listed under.
-    pub knowledge_type: &'static str,
+    pub memory_type: MemoryType,
+    /// The knowledge type it is listed under.
+    pub knowledge_type: MemoryType,
     /// Text.
     pub text: String,
     /// Fused score.
@@ -103,7 +103,7 @@ fn keep(it: &RankedMemory, p: &SearchParams, in_category: Option<&BTreeSet<Strin
         && !m.superseded
         && !m.content.is_empty()
         && evidence(it)
-        && p.memory_type.as_deref().is_none_or(|t| shared::domain::knowledge::type_matches(t, &m.memory_type))
+        && p.memory_type.is_none_or(|t| t.lists(m.memory_type))
         && p.project.as_deref().is_none_or(|pr| m.project.as_deref() == Some(pr))
         && p.tags.iter().all(|t| m.tags.iter().any(|mt| mt.eq_ignore_ascii_case(t)))
         && p.from.is_none_or(|f| m.created_ms >= f.0)
@@ -182,8 +182,8 @@ pub fn search(
             let m = &it.memory;
             SearchHit {
                 id: m.id.0.clone(),
-                memory_type: m.memory_type.clone(),
-                knowledge_type: shared::domain::knowledge::knowledge_type(&m.memory_type),
+                memory_type: m.memory_type,
+                knowledge_type: m.memory_type.knowledge_type(),
                 text: m.content.clone(),
                 score: it.final_score,
                 rank,
@@ -226,7 +226,7 @@ pub fn search(
 /// The knowledge type, with the kind extraction stored when it differs
 /// (`issue/gotcha`).
 fn type_label(h: &SearchHit) -> String {
-    shared::domain::knowledge::type_label(&h.memory_type)
+    h.memory_type.label()
 }
 
 /// The results as text for a terminal.

@@ -83,7 +83,7 @@ fn added(i: usize, session: &str, id: &str, project: Option<&str>) -> Event {
         Body::MemoryAdded(MemoryAdded {
             memory_id: id.into(),
             content: format!("lesson {id} about the build"),
-            memory_type: "convention".into(),
+            memory_type: MemoryType::Convention,
             importance: 0.7,
             project: project.map(str::to_owned),
             source: "extracted".into(),

@@ -99,7 +99,7 @@ fn build(items: &[Gen]) -> Vec<Event> {
                 Body::MemoryAdded(MemoryAdded {
                     memory_id: mid(*m),
                     content: t.clone(),
-                    memory_type: "fact".into(),
+                    memory_type: MemoryType::Fact,
                     importance: 0.5,
                     tags: vec![WORDS[*m % WORDS.len()].into()],
                     source_session: Some(SessionKey::from(SESSIONS[*m % SESSIONS.len()])),
@@ -146,7 +146,7 @@ fn build(items: &[Gen]) -> Vec<Event> {
                     memory: MemoryAdded {
                         memory_id: MemoryId(format!("mem_staged_{st}")),
                         content: format!("staged {st}"),
-                        memory_type: "decision".into(),
+                        memory_type: MemoryType::Decision,
                         importance: 0.6,
                         ..Default::default()
                     },
@@ -402,7 +402,7 @@ fn the_same_memory_saved_at_once_by_several_writers_is_saved_or_staged_once() {
                         let mut j = shared::projection::open(paths, "test").unwrap();
                         let new = NewMemory {
                             text: text.clone(),
-                            memory_type: "fact".into(),
+                            memory_type: MemoryType::Fact,
                             importance: 0.7,
                             project: None,
                             tags: Vec::new(),

@@ -201,7 +201,7 @@ fn build(items: &[Gen]) -> Vec<Event> {
                 Body::MemoryAdded(MemoryAdded {
                     memory_id: mid(*m),
                     content: t.clone(),
-                    memory_type: memory_type::CONVENTION.into(),
+                    memory_type: MemoryType::Convention,
                     importance: *imp,
                     project: Some("engram".into()),
                     tags: vec!["rust".into()],
@@ -475,7 +475,7 @@ fn added(i: usize, id: &str, content: &str) -> Event {
         Body::MemoryAdded(MemoryAdded {
             memory_id: id.into(),
             content: content.into(),
-            memory_type: "convention".into(),
+            memory_type: MemoryType::Convention,
             importance: 0.8,
             project: Some("engram".into()),
             tags: vec!["sqlite".into()],
@@ -953,7 +953,7 @@ fn a_forgotten_text_is_never_written_as_a_memory_again() {
     again(&mut j, 30);
     let new = shared::domain::memory::ops::NewMemory {
         text: "Deploys go through the blue green switch".into(),
-        memory_type: "fact".into(),
+        memory_type: MemoryType::Fact,
         importance: 0.5,
         project: None,
         tags: vec![],

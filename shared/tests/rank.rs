@@ -42,7 +42,7 @@ fn setup(mems: &[Mem<'_>]) -> (tempfile::TempDir, Journal) {
                 Body::MemoryAdded(MemoryAdded {
                     memory_id: m.id.into(),
                     content: m.text.into(),
-                    memory_type: "fact".into(),
+                    memory_type: MemoryType::Fact,
                     importance: m.importance,
                     project: m.project.map(str::to_owned),
                     source_session: m.session.map(SessionKey::from),

@@ -37,7 +37,7 @@ fn seed(w: &World, memories: &[(&str, &str, Option<&str>)]) {
                 Body::MemoryAdded(MemoryAdded {
                     memory_id: MemoryId(format!("mem_{i:03}")),
                     content: (*text).to_owned(),
-                    memory_type: (*kind).to_owned(),
+                    memory_type: shared::storage::event::MemoryType::from_stored(kind),
                     importance: 0.7,
                     project: project.map(str::to_owned),
                     source: "explicit".into(),

@@ -427,7 +427,7 @@ fn add_memories(home: &Path, n: usize) {
                 Body::MemoryAdded(MemoryAdded {
                     memory_id: MemoryId(format!("mem_{i:04}")),
                     content: format!("{} note {i}: remember detail{}", topics[i % topics.len()], i % 13),
-                    memory_type: "fact".into(),
+                    memory_type: shared::storage::event::MemoryType::Fact,
                     importance: 0.5,
                     project: Some("engram".into()),
                     ..Default::default()

@@ -13,6 +13,7 @@ use shared::base::config::Config;
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
 use shared::domain::rank::state::PredictorState;
+use shared::storage::event::MemoryType;
 use shared::storage::store::Store;
 
 use crate::error::{Result, Sql};
@@ -72,7 +73,7 @@ pub struct ComparisonRow {
 /// The memories of one of seed 004's knowledge types.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TypeRow {
-    /// `fact`, `decision`, … (see [`shared::domain::knowledge::KNOWLEDGE_TYPES`]).
+    /// `fact`, `decision`, … (see [`MemoryType::KNOWLEDGE`]).
     pub knowledge_type: &'static str,
     /// Memories not forgotten.
     pub memories: u64,
@@ -187,13 +188,12 @@ pub fn load(store: &Store, config: &Config, generated: Ts) -> Result<ReportData>
 }
 
 /// Live memories and their injections by knowledge type (stored types are
-/// folded into seed 004's seven by [`shared::domain::knowledge::knowledge_type`]).
+/// folded into the seven knowledge types by [`MemoryType::knowledge_type`]).
 pub fn by_type(store: &Store) -> Result<Vec<TypeRow>> {
-    use shared::domain::knowledge::{KNOWLEDGE_TYPES, knowledge_type};
     let mut rows: Vec<TypeRow> =
-        KNOWLEDGE_TYPES.iter().map(|t| TypeRow { knowledge_type: t, ..TypeRow::default() }).collect();
+        MemoryType::KNOWLEDGE.iter().map(|t| TypeRow { knowledge_type: t.as_str(), ..TypeRow::default() }).collect();
     let row = |stored: &str| {
-        let kt = knowledge_type(stored);
+        let kt = MemoryType::from_stored(stored).knowledge_type().as_str();
         rows.iter().position(|r| r.knowledge_type == kt)
     };
     let conn = store.conn();
@@ -895,7 +895,7 @@ mod tests {
         let mut add = |text: &str, t: &str| {
             let new = shared::domain::memory::ops::NewMemory {
                 text: text.into(),
-                memory_type: t.into(),
+                memory_type: MemoryType::from_stored(t),
                 importance: 0.5,
                 project: None,
                 tags: vec![],

@@ -46,7 +46,7 @@ use serde_json::Value;
 use shared::base::ids::{EventId, MemoryId, SessionKey};
 use shared::base::time::Ts;
 use shared::storage::event::{
-    Body, Event, INJECTION_OPEN, MemoryAdded, MemoryUpdated, SCHEMA_VERSION, memory_type, origin,
+    Body, Event, INJECTION_OPEN, MemoryAdded, MemoryType, MemoryUpdated, SCHEMA_VERSION, origin,
 };
 
 use crate::adapter::{WRITER, project_of};
@@ -69,8 +69,8 @@ const MAX_MESSAGE_BYTES: usize = 4000;
 pub struct Candidate {
     /// Self-contained text.
     pub text: String,
-    /// See [`memory_type`].
-    pub memory_type: String,
+    /// What it holds.
+    pub memory_type: MemoryType,
     /// 0..=1.
     pub importance: f32,
     /// Project of the session.
@@ -95,10 +95,10 @@ impl Candidate {
     /// Its derived id.
     pub fn memory_id(&self) -> MemoryId {
         if self.ordinal == 0 {
-            MemoryId::derived(&[self.session.as_str(), self.source_event.as_str(), &self.memory_type])
+            MemoryId::derived(&[self.session.as_str(), self.source_event.as_str(), self.memory_type.as_str()])
         } else {
             let n = self.ordinal.to_string();
-            MemoryId::derived(&[self.session.as_str(), self.source_event.as_str(), &self.memory_type, &n])
+            MemoryId::derived(&[self.session.as_str(), self.source_event.as_str(), self.memory_type.as_str(), &n])
         }
     }
 }
@@ -318,12 +318,12 @@ struct Maker<'a> {
     project: &'a Option<String>,
     langs: &'a BTreeSet<String>,
     out: Vec<Candidate>,
-    ordinals: BTreeMap<(EventId, String), u32>,
+    ordinals: BTreeMap<(EventId, MemoryType), u32>,
 }
 
 impl Maker<'_> {
     /// A memory of no project (a general preference).
-    fn make_global(&mut self, text: &str, kind: &str, importance: f32, e: &Event) {
+    fn make_global(&mut self, text: &str, kind: MemoryType, importance: f32, e: &Event) {
         let before = self.out.len();
         self.make(text, kind, importance, None, e);
         for c in &mut self.out[before..] {
@@ -331,7 +331,7 @@ impl Maker<'_> {
         }
     }
 
-    fn make(&mut self, text: &str, kind: &str, importance: f32, tool: Option<&str>, e: &Event) {
+    fn make(&mut self, text: &str, kind: MemoryType, importance: f32, tool: Option<&str>, e: &Event) {
         if text.contains(INJECTION_OPEN) {
             return;
         }
@@ -339,13 +339,13 @@ impl Maker<'_> {
         if word_count(&text) < 3 {
             return;
         }
-        let ordinal = self.ordinals.entry((e.id.clone(), kind.to_owned())).or_insert(0);
+        let ordinal = self.ordinals.entry((e.id.clone(), kind)).or_insert(0);
         let n = *ordinal;
         *ordinal += 1;
         self.out.push(Candidate {
             tags: tags_for(&text, tool, self.langs),
             text,
-            memory_type: kind.to_owned(),
+            memory_type: kind,
             importance: importance.clamp(0.0, 1.0),
             project: self.project.clone(),
             session: self.session.clone(),
@@ -424,7 +424,7 @@ pub fn candidates_in(events: &[Event], known: Option<&str>) -> Vec<Candidate> {
             let text =
                 join(&format!("`{}` fails with \"{}\"", short(&seg, 80), err.trim_end_matches('.')), &expl, ": ");
             let importance = if named_error(&err) { 0.6 } else { 0.5 };
-            maker.make(&text, memory_type::GOTCHA, importance, Some(&o.tool), &events[o.at]);
+            maker.make(&text, MemoryType::Gotcha, importance, Some(&o.tool), &events[o.at]);
         }
     }
 
@@ -584,7 +584,7 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
         if prose::is_personal(&item) || prose::is_workflow_habit(&item) {
             // The user's own way of working: every project's.
             let imp = if ["always", "never"].iter().any(|w| has(w)) { 0.8 } else { 0.7 };
-            maker.make_global(&item, memory_type::PREFERENCE, imp, e);
+            maker.make_global(&item, MemoryType::Preference, imp, e);
         } else if correcting {
             let mut t = item.clone();
             let rejected = action.is_some_and(|a| a.status == Status::Rejected);
@@ -597,7 +597,7 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
             let strong = ["always", "never", "again"].iter().any(|w| has(w))
                 || low.contains("i said")
                 || low.contains("i told you");
-            maker.make(&t, memory_type::CORRECTION, if strong { 0.8 } else { 0.7 }, None, e);
+            maker.make(&t, MemoryType::Correction, if strong { 0.8 } else { 0.7 }, None, e);
         } else {
             let mut imp: f32 = 0.6;
             if ["always", "never", "must"].iter().any(|w| has(w)) {
@@ -606,7 +606,7 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
             if has_identifier(&item) {
                 imp += 0.05;
             }
-            maker.make(&item, memory_type::CONVENTION, imp.min(0.9), None, e);
+            maker.make(&item, MemoryType::Convention, imp.min(0.9), None, e);
         }
     }
 }
@@ -664,7 +664,7 @@ fn mentions_action(item: &str, action: &str) -> bool {
 /// The lesson of a fix: its text, type and importance. What to do comes
 /// first ("Run `docker compose up -d redis` before `npm test`"), then why,
 /// in the agent's words when it explained the failure, else the error.
-fn fix_lesson(fix: &Fix, explanation: Option<&str>) -> (String, &'static str, f32) {
+fn fix_lesson(fix: &Fix, explanation: Option<&str>) -> (String, MemoryType, f32) {
     let cmd = short(&fix.failed, 80);
     let error = fix.error.as_deref().map(|e| short(e.trim_end_matches('.'), 100));
     let mut text = match &fix.how {
@@ -700,9 +700,9 @@ fn fix_lesson(fix: &Fix, explanation: Option<&str>) -> (String, &'static str, f3
     text.push('.');
     let named = fix.error.as_deref().is_some_and(named_error);
     if fix.failures >= 2 {
-        (text, memory_type::STRUGGLE, (0.45 + 0.10 * fix.failures.saturating_sub(2) as f32).min(0.75))
+        (text, MemoryType::Struggle, (0.45 + 0.10 * fix.failures.saturating_sub(2) as f32).min(0.75))
     } else {
-        (text, memory_type::GOTCHA, if named { 0.65 } else { 0.55 })
+        (text, MemoryType::Gotcha, if named { 0.65 } else { 0.55 })
     }
 }
 

@@ -324,10 +324,7 @@ async fn projects(State(app): State<App>, p: Params) -> Response {
 async fn search_route(State(app): State<App>, p: Params) -> Response {
     read!(app, p, ["q", "type", "project", "tag", "category", "from", "to", "limit"], |ctx| {
         let Some(query) = p.str("q") else { return Err(ApiError::bad_request("q (the query) is required")) };
-        let memory_type = p.str("type").filter(|t| t != "all");
-        if let Some(t) = &memory_type {
-            ops::check_type(t)?;
-        }
+        let memory_type = p.str("type").filter(|t| t != "all").map(|t| ops::check_type(&t)).transpose()?;
         let params = SearchParams {
             query,
             memory_type,
@@ -436,7 +433,7 @@ async fn add_memory(State(app): State<App>, headers: HeaderMap, bytes: Bytes) ->
         .write(move |w| {
             let new = NewMemory {
                 text: b.text,
-                memory_type: b.memory_type,
+                memory_type: ops::check_type(&b.memory_type)?,
                 importance: b.importance,
                 project: b.project,
                 tags: b.tags,
@@ -475,7 +472,7 @@ async fn update_memory(State(app): State<App>, Path(id): Path<String>, headers: 
     app.write(move |w| {
         let change = MemoryChange {
             text: b.text,
-            memory_type: b.memory_type,
+            memory_type: b.memory_type.as_deref().map(ops::check_type).transpose()?,
             importance: b.importance,
             tags: b.tags,
             project: b.project,

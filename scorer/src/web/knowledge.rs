@@ -25,13 +25,13 @@ fn to_json<T: serde::Serialize>(x: &T) -> ApiResult<Value> {
 
 /// The stored types listed under a seed 004 knowledge type.
 fn stored_types(knowledge_type: &str) -> ApiResult<Vec<String>> {
-    if !knowledge::KNOWLEDGE_TYPES.contains(&knowledge_type) {
-        return Err(ApiError::bad_request(format!(
-            "type must be one of {}, not {knowledge_type:?}",
-            knowledge::KNOWLEDGE_TYPES.join(", ")
-        )));
+    match shared::storage::event::MemoryType::parse(knowledge_type).filter(|t| t.is_knowledge_type()) {
+        Some(t) => Ok(t.listed().into_iter().map(|t| t.as_str().to_owned()).collect()),
+        None => {
+            let names: Vec<&str> = shared::storage::event::MemoryType::KNOWLEDGE.iter().map(|t| t.as_str()).collect();
+            Err(ApiError::bad_request(format!("type must be one of {}, not {knowledge_type:?}", names.join(", "))))
+        }
     }
-    Ok(ops::TYPES.iter().filter(|t| knowledge::knowledge_type(t) == knowledge_type).map(|t| (*t).to_owned()).collect())
 }
 
 /// A project's name means its key once the project is known (as the MCP tools).
@@ -62,10 +62,12 @@ pub(super) async fn list_route(State(app): State<App>, p: Params) -> Response {
         };
         let mut v = queries::memories(ctx, &f)?;
         let mut by_type: std::collections::BTreeMap<&'static str, i64> =
-            knowledge::KNOWLEDGE_TYPES.iter().map(|t| (*t, 0)).collect();
+            shared::storage::event::MemoryType::KNOWLEDGE.iter().map(|t| (t.as_str(), 0)).collect();
         if let Some(stored) = v["by_type"].as_object() {
             for (t, n) in stored {
-                *by_type.entry(knowledge::knowledge_type(t)).or_default() += n.as_i64().unwrap_or(0);
+                *by_type
+                    .entry(shared::storage::event::MemoryType::from_stored(t).knowledge_type().as_str())
+                    .or_default() += n.as_i64().unwrap_or(0);
             }
         }
         let cards = v["memories"].take();
@@ -76,7 +78,7 @@ pub(super) async fn list_route(State(app): State<App>, p: Params) -> Response {
             "limit": f.limit,
             "type": kt,
             "by_type": by_type,
-            "types": knowledge::KNOWLEDGE_TYPES,
+            "types": shared::storage::event::MemoryType::KNOWLEDGE,
             "edge_counts": graph::edge_counts(ctx.store)?,
         }))
     })

@@ -518,7 +518,7 @@ fn card(r: &Row<'_>) -> rusqlite::Result<Value> {
         "sessions_injected": r.get::<_, Option<i64>>(14)?.unwrap_or(0),
         "useful": r.get::<_, Option<f64>>(15)?.unwrap_or(0.0),
         "occurrences": r.get::<_, i64>(16)?,
-        "knowledge_type": shared::domain::knowledge::knowledge_type(&r.get::<_, String>(2)?),
+        "knowledge_type": r.get::<_, shared::storage::event::MemoryType>(2)?.knowledge_type(),
         "edges": r.get::<_, i64>(17)?,
     }))
 }
@@ -588,7 +588,7 @@ pub fn memories(ctx: &Ctx<'_>, q: &MemoryQuery) -> ApiResult<Value> {
         .collect::<rusqlite::Result<_>>()?;
     Ok(json!({
         "memories": cards, "total": total, "offset": q.offset, "limit": q.limit, "by_type": by_type,
-        "types": ops::TYPES,
+        "types": shared::storage::event::MemoryType::ALL,
     }))
 }
 

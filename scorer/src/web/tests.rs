@@ -33,7 +33,7 @@ fn world() -> World {
     ] {
         let new = NewMemory {
             text: text.into(),
-            memory_type: t.into(),
+            memory_type: shared::storage::event::MemoryType::from_stored(t),
             importance: 0.7,
             project: Some("api".into()),
             tags: vec!["ops".into()],
@@ -239,7 +239,7 @@ fn knowledge_lists_stored_types_under_seed_004_types_and_resolving_writes_the_ta
         let save = |j: &mut Journal, text: &str| {
             let new = NewMemory {
                 text: text.into(),
-                memory_type: "fact".into(),
+                memory_type: shared::storage::event::MemoryType::Fact,
                 importance: 0.7,
                 project: None,
                 tags: vec![],
@@ -295,7 +295,7 @@ fn save(w: &World, text: &str, memory_type: &str, sources: &[String]) -> String 
     let mut j = shared::projection::open(&w.paths, "test").unwrap();
     let new = NewMemory {
         text: text.into(),
-        memory_type: memory_type.into(),
+        memory_type: shared::storage::event::MemoryType::from_stored(memory_type),
         importance: 0.7,
         project: None,
         tags: vec![],
@@ -359,7 +359,7 @@ fn a_write_the_state_forbids_is_409_and_a_malformed_one_400() {
     let mut j = shared::projection::open(&w.paths, "test").unwrap();
     let new = NewMemory {
         text: "The quokka cache holds 1024 entries per shard".into(),
-        memory_type: "fact".into(),
+        memory_type: shared::storage::event::MemoryType::Fact,
         importance: 0.7,
         project: None,
         tags: vec![],

@@ -228,7 +228,7 @@ impl World {
                     Body::MemoryAdded(MemoryAdded {
                         memory_id: m.id.clone(),
                         content: m.content.clone(),
-                        memory_type: memory_type::FACT.into(),
+                        memory_type: MemoryType::Fact,
                         importance: *importance,
                         project: Some(m.project.into()),
                         tags: vec![m.group.into()],

@@ -335,7 +335,7 @@ pub fn conversation_lists(
             Body::MemoryAdded(MemoryAdded {
                 memory_id: id,
                 content,
-                memory_type: "fact".into(),
+                memory_type: shared::storage::event::MemoryType::Fact,
                 importance: 0.5,
                 tags: vec![speaker.to_lowercase()],
                 source: "import".into(),

@@ -599,7 +599,7 @@ pub struct PreviewItem {
     pub id: String,
     /// Type.
     #[serde(rename = "type")]
-    pub memory_type: String,
+    pub memory_type: crate::storage::event::MemoryType,
     /// Text.
     pub text: String,
     /// Injected.
@@ -660,7 +660,7 @@ impl Preview {
             .map(|(it, verdict)| PreviewItem {
                 rank: it.rank,
                 id: it.memory.id.0.clone(),
-                memory_type: it.memory.memory_type.clone(),
+                memory_type: it.memory.memory_type,
                 text: it.memory.content.clone(),
                 injected: it.injected,
                 reasons: it.reasons.clone(),
@@ -780,7 +780,7 @@ mod tests {
             Body::MemoryAdded(MemoryAdded {
                 memory_id: MemoryId(format!("mem_{i:04}")),
                 content: text,
-                memory_type: "fact".into(),
+                memory_type: crate::storage::event::MemoryType::Fact,
                 importance: 0.7,
                 project: Some("web".into()),
                 ..Default::default()

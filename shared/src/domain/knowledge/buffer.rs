@@ -117,7 +117,7 @@ pub struct StagedRecord {
     pub content: String,
     /// Its type.
     #[serde(rename = "type")]
-    pub memory_type: String,
+    pub memory_type: crate::storage::event::MemoryType,
     /// Its project.
     pub project: Option<String>,
     /// Its tags.

@@ -385,7 +385,7 @@ pub struct ThreadMemory {
     pub id: String,
     /// Type.
     #[serde(rename = "type")]
-    pub memory_type: String,
+    pub memory_type: crate::storage::event::MemoryType,
     /// Text.
     pub content: String,
 }

@@ -22,7 +22,7 @@ use crate::base::error::Result;
 use crate::base::ids::MemoryId;
 use crate::domain::knowledge::graph::{Relation, edge_body};
 use crate::domain::knowledge::similarity::{Scored, containment, similar_memories, words};
-use crate::storage::event::{Body, memory_type};
+use crate::storage::event::{Body, MemoryType};
 use crate::storage::store::Store;
 
 /// Words that turn a statement into its opposite.
@@ -60,8 +60,8 @@ pub struct NewKnowledge<'a> {
     pub id: &'a MemoryId,
     /// Its text.
     pub text: &'a str,
-    /// Its stored type.
-    pub memory_type: &'a str,
+    /// Its type.
+    pub memory_type: MemoryType,
     /// Its project.
     pub project: Option<&'a str>,
     /// Its embedding, if one was given.
@@ -82,8 +82,8 @@ pub fn relation_between<'a>(new: &NewKnowledge<'a>, existing: &'a Scored) -> (&'
     if we.len() > wn.len() && containment(&wn, &we) >= 0.8 {
         return (e, n, Relation::Refines);
     }
-    let (kn, ke) = (super::knowledge_type(new.memory_type), super::knowledge_type(&existing.memory_type));
-    if (ke == memory_type::ISSUE || ke == memory_type::DECISION) && kn != ke {
+    let (kn, ke) = (new.memory_type.knowledge_type(), existing.memory_type.knowledge_type());
+    if (ke == MemoryType::Issue || ke == MemoryType::Decision) && kn != ke {
         return (e, n, Relation::LeadsTo);
     }
     (n, e, Relation::Supports)
@@ -148,7 +148,7 @@ pub fn link(
         let new = NewKnowledge {
             id,
             text: &m.content,
-            memory_type: &m.memory_type,
+            memory_type: m.memory_type,
             project: m.project.as_deref(),
             embedding: None,
         };
@@ -191,7 +191,7 @@ pub struct DiscoveryMemory {
     pub text: String,
     /// Type.
     #[serde(rename = "type")]
-    pub memory_type: String,
+    pub memory_type: MemoryType,
 }
 
 /// What it answers.
@@ -313,17 +313,13 @@ pub fn external(
     let req = DiscoveryRequest {
         protocol: 1,
         instructions: DISCOVERY_INSTRUCTIONS,
-        new: DiscoveryMemory {
-            id: id.as_str().to_owned(),
-            text: m.content.clone(),
-            memory_type: m.memory_type.clone(),
-        },
+        new: DiscoveryMemory { id: id.as_str().to_owned(), text: m.content.clone(), memory_type: m.memory_type },
         related: related
             .iter()
             .map(|r| DiscoveryMemory {
                 id: r.id.as_str().to_owned(),
                 text: r.content.clone(),
-                memory_type: r.memory_type.clone(),
+                memory_type: r.memory_type,
             })
             .collect(),
     };
@@ -342,7 +338,7 @@ pub fn external(
         bodies.push(Body::MemoryAdded(crate::storage::event::MemoryAdded {
             memory_id: new_id.clone(),
             content: text,
-            memory_type: memory_type::DISCOVERY.to_owned(),
+            memory_type: MemoryType::Discovery,
             importance: (0.5 + 0.4 * d.confidence).clamp(0.0, 1.0),
             project: m.project.clone(),
             tags: vec!["auto-discovered".to_owned()],
@@ -391,7 +387,7 @@ mod tests {
         Scored {
             id: MemoryId::from(id),
             content: content.into(),
-            memory_type: t.into(),
+            memory_type: MemoryType::from_stored(t),
             project: None,
             similarity: 0.7,
             created_ms: 0,
@@ -404,7 +400,7 @@ mod tests {
         let new = |text: &'static str, t: &'static str| NewKnowledge {
             id: &id,
             text,
-            memory_type: t,
+            memory_type: MemoryType::from_stored(t),
             project: None,
             embedding: None,
         };
@@ -432,7 +428,7 @@ mod tests {
 
     #[test]
     fn external_answers_are_checked() {
-        let m = |id: &str| DiscoveryMemory { id: id.into(), text: "t".into(), memory_type: "fact".into() };
+        let m = |id: &str| DiscoveryMemory { id: id.into(), text: "t".into(), memory_type: MemoryType::Fact };
         let req = DiscoveryRequest { protocol: 1, instructions: "", new: m("a"), related: vec![m("b"), m("c")] };
         let good = br#"{"discoveries":[{"text":"x","source_ids":["a","b"],"confidence":0.7}],"edges":[{"from":"b","to":"c","relation":"supports","strength":0.5}]}"#;
         assert!(validate_external(&req, good).is_ok());

@@ -25,7 +25,7 @@ use serde::Serialize;
 use crate::base::error::{Result, SqlContext};
 use crate::base::ids::MemoryId;
 use crate::base::time::Ts;
-use crate::storage::event::{Body, EdgeAdded};
+use crate::storage::event::{Body, EdgeAdded, MemoryType};
 use crate::storage::store::Store;
 
 /// Deepest traversal allowed, whatever is asked.
@@ -269,9 +269,9 @@ pub struct GraphNode {
     pub id: String,
     /// Stored type.
     #[serde(rename = "type")]
-    pub memory_type: String,
-    /// Seed 004's knowledge type of it.
-    pub knowledge_type: &'static str,
+    pub memory_type: MemoryType,
+    /// The knowledge type it is listed under.
+    pub knowledge_type: MemoryType,
     /// Its text (cut).
     pub content: String,
     /// Edges from the start.
@@ -301,7 +301,7 @@ pub struct Graph {
 }
 
 fn node_of(store: &Store, step: &Step) -> Result<Option<GraphNode>> {
-    let row: Option<(String, String, bool, bool)> = store
+    let row: Option<(MemoryType, String, bool, bool)> = store
         .conn()
         .prepare_cached(
             "SELECT type, content, deprecated OR superseded_by IS NOT NULL, is_deleted FROM memories WHERE id = ?1",
@@ -310,7 +310,7 @@ fn node_of(store: &Store, step: &Step) -> Result<Option<GraphNode>> {
         .sql("read a graph node")?;
     Ok(row.filter(|r| !r.3).map(|(memory_type, content, deprecated, _)| GraphNode {
         id: step.node.clone(),
-        knowledge_type: super::knowledge_type(&memory_type),
+        knowledge_type: memory_type.knowledge_type(),
         memory_type,
         content: super::preview(&content, PREVIEW),
         depth: step.depth,
@@ -369,9 +369,9 @@ fn traverse_where(
 pub struct ChainStep {
     /// The source memory.
     pub id: String,
-    /// Its stored type.
+    /// Its type.
     #[serde(rename = "type")]
-    pub memory_type: String,
+    pub memory_type: MemoryType,
     /// Its text (cut).
     pub content: String,
     /// Derivations from the start (1: a direct source).
@@ -407,7 +407,7 @@ pub fn derivation_chain(store: &Store, id: &str, max_depth: u32) -> Result<Chain
             let derived = n.via.clone().unwrap_or_default();
             ChainStep {
                 id: n.id.clone(),
-                memory_type: n.memory_type.clone(),
+                memory_type: n.memory_type,
                 content: n.content.clone(),
                 depth: n.depth,
                 strength: strength(&derived, &n.id),

@@ -85,7 +85,7 @@ pub fn save(
     let content = ops::check_text(&m.text)?;
     // A forgotten memory is never learned again, whoever saves it.
     ops::refuse_forgotten(journal, &content)?;
-    let memory_type = ops::check_type(&m.memory_type)?;
+    let memory_type = m.memory_type;
     if !(0.0..=1.0).contains(&m.importance) {
         return Err(OpError::Invalid(format!("importance must be between 0 and 1, not {}", m.importance)));
     }
@@ -178,7 +178,7 @@ fn add_with_edges(
     let new = NewKnowledge {
         id: &id,
         text: &memory.content,
-        memory_type: &memory.memory_type,
+        memory_type: memory.memory_type,
         project: memory.project.as_deref(),
         embedding: None,
     };
@@ -284,7 +284,7 @@ pub fn resolve(
             let new = NewKnowledge {
                 id: &id,
                 text: &memory.content,
-                memory_type: &memory.memory_type,
+                memory_type: memory.memory_type,
                 project: memory.project.as_deref(),
                 embedding: None,
             };

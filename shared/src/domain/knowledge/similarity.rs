@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use crate::base::error::{Result, SqlContext};
 use crate::base::ids::MemoryId;
+use crate::storage::event::MemoryType;
 use crate::storage::store::Store;
 
 const STOP: &[&str] = &[
@@ -92,9 +93,9 @@ pub struct Scored {
     pub id: MemoryId,
     /// Its text.
     pub content: String,
-    /// Its stored type.
+    /// Its type.
     #[serde(rename = "type")]
-    pub memory_type: String,
+    pub memory_type: MemoryType,
     /// Its project.
     pub project: Option<String>,
     /// Similarity, `[0, 1]`.
@@ -136,7 +137,7 @@ pub fn similar_memories(
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
+                r.get::<_, MemoryType>(2)?,
                 r.get::<_, Option<String>>(3)?,
                 r.get::<_, Option<Vec<u8>>>(4)?,
                 r.get::<_, i64>(5)?,

@@ -8,7 +8,7 @@ use crate::base::ids::{MemoryId, SessionKey};
 use crate::base::text::MemoryText;
 use crate::base::time::Ts;
 use crate::storage::event::{
-    Event, MemoryAdded, MemoryDeprecated, MemoryEmbedded, MemoryFeedback, MemoryForgotten, MemoryUpdated, memory_type,
+    Event, MemoryAdded, MemoryDeprecated, MemoryEmbedded, MemoryFeedback, MemoryForgotten, MemoryUpdated,
 };
 use crate::storage::store::{MEMORY_CONTENT_WRITES, Step, count, data};
 
@@ -45,7 +45,7 @@ pub(crate) fn added(conn: &Connection, event: &Event, b: &MemoryAdded) -> Step<(
         .execute(params![
             b.memory_id.as_str(),
             b.content,
-            if b.memory_type.is_empty() { memory_type::FACT } else { b.memory_type.as_str() },
+            b.memory_type,
             importance,
             project,
             tags,

@@ -13,28 +13,13 @@ use crate::base::ids::{MemoryId, SessionKey};
 use crate::base::time::Ts;
 use crate::domain::memory::queries::{FeedbackRecord, MemoryFilter, MemoryRecord};
 use crate::storage::event::{
-    Body, ForgetFingerprints, MemoryAdded, MemoryDeprecated, MemoryFeedback, MemoryForgotten, MemoryRef, MemoryUpdated,
-    memory_type,
+    Body, ForgetFingerprints, MemoryAdded, MemoryDeprecated, MemoryFeedback, MemoryForgotten, MemoryRef, MemoryType,
+    MemoryUpdated,
 };
 use crate::storage::forget;
 use crate::storage::journal::Journal;
 use crate::storage::redact;
 use crate::storage::store::Store;
-
-/// Memory types the commands accept.
-pub const TYPES: &[&str] = &[
-    memory_type::FACT,
-    memory_type::DECISION,
-    memory_type::PREFERENCE,
-    memory_type::PATTERN,
-    memory_type::ISSUE,
-    memory_type::CONTEXT,
-    memory_type::CORRECTION,
-    memory_type::CONVENTION,
-    memory_type::GOTCHA,
-    memory_type::STRUGGLE,
-    memory_type::DISCOVERY,
-];
 
 /// Longest memory text accepted, in characters.
 pub const MAX_TEXT: usize = 4000;
@@ -79,8 +64,8 @@ fn store_err(context: &str) -> impl FnOnce(Error) -> OpError + '_ {
 pub struct NewMemory {
     /// The text.
     pub text: String,
-    /// One of [`TYPES`].
-    pub memory_type: String,
+    /// What it holds.
+    pub memory_type: MemoryType,
     /// 0..=1.
     pub importance: f32,
     /// Project.
@@ -97,7 +82,7 @@ pub struct MemoryChange {
     /// New text.
     pub text: Option<String>,
     /// New type.
-    pub memory_type: Option<String>,
+    pub memory_type: Option<MemoryType>,
     /// New importance.
     pub importance: Option<f32>,
     /// New tag set.
@@ -154,14 +139,12 @@ pub fn check_text(text: &str) -> OpResult<String> {
     Ok(redact::redact_text(t).into_owned())
 }
 
-/// The normalised type, or why it is refused.
-pub fn check_type(t: &str) -> OpResult<String> {
-    let t = t.trim().to_lowercase();
-    if TYPES.contains(&t.as_str()) {
-        Ok(t)
-    } else {
-        Err(OpError::Invalid(format!("unknown memory type {t:?}; one of: {}", TYPES.join(", "))))
-    }
+/// The type named `t`, or why it is refused.
+pub fn check_type(t: &str) -> OpResult<MemoryType> {
+    MemoryType::parse(t).ok_or_else(|| {
+        let names: Vec<&str> = MemoryType::ALL.iter().map(|t| t.as_str()).collect();
+        OpError::Invalid(format!("unknown memory type {:?}; one of: {}", t.trim(), names.join(", ")))
+    })
 }
 
 fn check_unit(what: &str, x: f32) -> OpResult<f32> {
@@ -222,7 +205,7 @@ fn append(journal: &mut Journal, now: Ts, session: Option<SessionKey>, body: Bod
 pub fn add(journal: &mut Journal, m: NewMemory, origin: &Origin, now: Ts) -> OpResult<MemoryId> {
     let content = check_text(&m.text)?;
     refuse_forgotten(journal, &content)?;
-    let memory_type = check_type(&m.memory_type)?;
+    let memory_type = m.memory_type;
     let importance = check_unit("importance", m.importance)?;
     let tags = check_tags(&m.tags)?;
     let id = MemoryId::generate(now);
@@ -262,7 +245,7 @@ pub fn update(journal: &mut Journal, id: &str, change: MemoryChange, now: Ts) ->
     let body = MemoryUpdated {
         memory_id: MemoryId::from(id),
         content: change.text.as_deref().map(check_text).transpose()?,
-        memory_type: change.memory_type.as_deref().map(check_type).transpose()?,
+        memory_type: change.memory_type,
         importance: change.importance.map(|x| check_unit("importance", x)).transpose()?,
         tags: change.tags.as_deref().map(check_tags).transpose()?,
         project: change.project.map(|p| crate::domain::env::store::resolve_project(journal.store().conn(), &p)),
@@ -410,7 +393,7 @@ mod tests {
     fn memory(text: &str) -> NewMemory {
         NewMemory {
             text: text.into(),
-            memory_type: "correction".into(),
+            memory_type: MemoryType::Correction,
             importance: 0.7,
             project: None,
             tags: vec![],
@@ -456,7 +439,7 @@ mod tests {
         let mut j = crate::projection::open(&Paths::at(dir.path()), "test").unwrap();
         let new = NewMemory {
             text: "Run migrations with sqlx".into(),
-            memory_type: "fact".into(),
+            memory_type: MemoryType::Fact,
             importance: 0.6,
             project: None,
             tags: vec![],

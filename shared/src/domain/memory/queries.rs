@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::base::error::{Error, Result, SqlContext};
 use crate::base::ids::SessionKey;
+use crate::storage::event::MemoryType;
 use crate::storage::store::Store;
 
 /// One row of `memories`, as the memory commands show it.
@@ -20,10 +21,9 @@ pub struct MemoryRecord {
     /// Type (as stored: one of seed 004's knowledge types, or the kind
     /// extraction gave it).
     #[serde(rename = "type")]
-    pub memory_type: String,
-    /// Seed 004's knowledge type it is listed under
-    /// ([`crate::domain::knowledge::knowledge_type`]).
-    pub knowledge_type: &'static str,
+    pub memory_type: MemoryType,
+    /// The knowledge type it is listed under ([`MemoryType::knowledge_type`]).
+    pub knowledge_type: MemoryType,
     /// 0..=1.
     pub importance: f64,
     /// Project.
@@ -68,8 +68,8 @@ pub struct MemoryFilter {
     /// Only this project.
     pub project: Option<String>,
     /// Only this type: a stored type exactly, a knowledge type with every
-    /// kind listed under it ([`crate::domain::knowledge::type_matches`]).
-    pub memory_type: Option<String>,
+    /// kind listed under it ([`MemoryType::lists`]).
+    pub memory_type: Option<MemoryType>,
     /// At most this many (0 = no limit).
     pub limit: usize,
     /// Include forgotten memories.
@@ -106,7 +106,7 @@ fn memory_row(r: &Row<'_>) -> rusqlite::Result<MemoryRecord> {
         id: r.get(0)?,
         content: r.get(1)?,
         memory_type: r.get(2)?,
-        knowledge_type: crate::domain::knowledge::knowledge_type(r.get_ref(2)?.as_str().unwrap_or_default()),
+        knowledge_type: r.get::<_, MemoryType>(2)?.knowledge_type(),
         importance: f32_precision(r.get(3)?),
         project: r.get(4)?,
         tags: serde_json::from_str(&tags).unwrap_or_default(),
@@ -140,6 +140,30 @@ pub fn any_word_query<S: AsRef<str>>(words: &[S]) -> Option<String> {
     (!quoted.is_empty()).then(|| quoted.join(" OR "))
 }
 
+/// The stored types a filter on `filter` lists ([`MemoryType::lists`]), as
+/// a JSON array for SQL, and whether names this build does not know are
+/// listed too (they read as facts).
+pub fn listed_types_json(filter: MemoryType) -> (String, bool) {
+    let names: Vec<&str> = filter.listed().into_iter().map(MemoryType::as_str).collect();
+    (serde_json::to_string(&names).unwrap_or_else(|_| "[]".into()), filter == MemoryType::Fact)
+}
+
+/// SQL that is true when the type in `column` matches the filter bound at
+/// `types` and `others` ([`listed_types_json`]; `types` NULL: no filter),
+/// with every known type bound at `known` ([`known_types_json`]).
+pub fn type_filter_sql(column: &str, types: &str, others: &str, known: &str) -> String {
+    format!(
+        "({types} IS NULL OR {column} IN (SELECT value FROM json_each({types})) \
+         OR ({others} AND {column} NOT IN (SELECT value FROM json_each({known}))))"
+    )
+}
+
+/// Every type this build knows, as a JSON array.
+pub fn known_types_json() -> String {
+    let names: Vec<&str> = MemoryType::ALL.into_iter().map(MemoryType::as_str).collect();
+    serde_json::to_string(&names).unwrap_or_else(|_| "[]".into())
+}
+
 impl Store {
     /// One memory (forgotten ones included).
     pub fn memory(&self, id: &str) -> Result<Option<MemoryRecord>> {
@@ -165,17 +189,17 @@ impl Store {
              WHERE (?1 OR m.is_deleted = 0) AND (?2 IS NULL OR m.project = ?2 OR m.project IN (SELECT key FROM projects WHERE name = ?2)) AND {types}
              ORDER BY m.pinned DESC, m.created_ms DESC, m.id
              LIMIT ?4",
-            types = crate::domain::knowledge::type_filter_sql("m.type", "?3", "?5", "?6"),
+            types = type_filter_sql("m.type", "?3", "?5", "?6"),
         );
         let limit = if filter.limit == 0 { -1 } else { filter.limit as i64 };
-        let (types, others) = match filter.memory_type.as_deref() {
+        let (types, others) = match filter.memory_type {
             Some(t) => {
-                let (types, others) = crate::domain::knowledge::stored_types(t);
+                let (types, others) = listed_types_json(t);
                 (Some(types), others)
             }
             None => (None, false),
         };
-        let known = crate::domain::knowledge::known_types_json();
+        let known = known_types_json();
         let mut stmt = self.conn().prepare(&sql).sql("list memories")?;
         let rows = stmt
             .query_map(params![filter.include_forgotten, filter.project, types, limit, others, known], memory_row)
@@ -277,7 +301,7 @@ mod tests {
         Body::MemoryAdded(MemoryAdded {
             memory_id: MemoryId(id.into()),
             content: text.into(),
-            memory_type: "convention".into(),
+            memory_type: MemoryType::Convention,
             importance: 0.6,
             tags: vec!["pnpm".into()],
             source_session: Some(SessionKey::from("claude:a")),

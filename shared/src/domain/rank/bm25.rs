@@ -560,7 +560,7 @@ mod tests {
     fn memory(text: &str) -> NewMemory {
         NewMemory {
             text: text.into(),
-            memory_type: "fact".into(),
+            memory_type: crate::storage::event::MemoryType::Fact,
             importance: 0.5,
             project: None,
             tags: vec![],

@@ -93,7 +93,7 @@ pub struct PoolMemory {
     /// Text.
     pub content: String,
     /// Memory type.
-    pub memory_type: String,
+    pub memory_type: crate::storage::event::MemoryType,
     /// Project.
     pub project: Option<String>,
     /// Tags.

@@ -1,36 +1,168 @@
 //! Memory bodies: a memory's creation, changes, pins, deprecation,
 //! forgetting, feedback and embedding.
 
+use std::fmt;
+
 use serde::{Deserialize, Deserializer, Serialize, Serializer, de};
 
 use super::is_zero_u32;
 
 use crate::base::ids::{EventId, MemoryId, SessionKey};
 
-/// Kinds of memory. Stored as text; unknown values are kept.
-pub mod memory_type {
+/// What a memory holds, as stored (`memories.type`). Seed 004's seven
+/// knowledge types ([`MemoryType::KNOWLEDGE`]) plus the kinds extraction
+/// learns, each listed under one of them ([`MemoryType::knowledge_type`]).
+/// Written as its lower-case name; a name this build does not know (or an
+/// empty one) reads as [`MemoryType::Fact`], so a newer writer's type is
+/// still listed, as a fact.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MemoryType {
     /// A fact about the project or the world.
-    pub const FACT: &str = "fact";
+    #[default]
+    Fact,
     /// A decision and its reason.
-    pub const DECISION: &str = "decision";
+    Decision,
     /// A preference of the user.
-    pub const PREFERENCE: &str = "preference";
+    Preference,
     /// A recurring pattern.
-    pub const PATTERN: &str = "pattern";
+    Pattern,
     /// A known problem.
-    pub const ISSUE: &str = "issue";
+    Issue,
     /// Background context.
-    pub const CONTEXT: &str = "context";
+    Context,
     /// The user corrected the agent.
-    pub const CORRECTION: &str = "correction";
+    Correction,
     /// A stated convention ("always", "never", "we use").
-    pub const CONVENTION: &str = "convention";
+    Convention,
     /// Unexpected tool or API behaviour.
-    pub const GOTCHA: &str = "gotcha";
+    Gotcha,
     /// Repeated failures before a success.
-    pub const STRUGGLE: &str = "struggle";
-    /// Knowledge derived or inferred by combining others (seed 004).
-    pub const DISCOVERY: &str = "discovery";
+    Struggle,
+    /// Knowledge derived or inferred by combining others.
+    Discovery,
+}
+
+impl MemoryType {
+    /// Every type, in the order the commands list them.
+    pub const ALL: [MemoryType; 11] = [
+        MemoryType::Fact,
+        MemoryType::Decision,
+        MemoryType::Preference,
+        MemoryType::Pattern,
+        MemoryType::Issue,
+        MemoryType::Context,
+        MemoryType::Correction,
+        MemoryType::Convention,
+        MemoryType::Gotcha,
+        MemoryType::Struggle,
+        MemoryType::Discovery,
+    ];
+
+    /// Seed 004's seven knowledge types: the ones every type is listed under.
+    pub const KNOWLEDGE: [MemoryType; 7] = [
+        MemoryType::Fact,
+        MemoryType::Decision,
+        MemoryType::Preference,
+        MemoryType::Pattern,
+        MemoryType::Issue,
+        MemoryType::Context,
+        MemoryType::Discovery,
+    ];
+
+    /// The stored name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            MemoryType::Fact => "fact",
+            MemoryType::Decision => "decision",
+            MemoryType::Preference => "preference",
+            MemoryType::Pattern => "pattern",
+            MemoryType::Issue => "issue",
+            MemoryType::Context => "context",
+            MemoryType::Correction => "correction",
+            MemoryType::Convention => "convention",
+            MemoryType::Gotcha => "gotcha",
+            MemoryType::Struggle => "struggle",
+            MemoryType::Discovery => "discovery",
+        }
+    }
+
+    /// The type named `name` (trimmed, any case), if this build knows it.
+    pub fn parse(name: &str) -> Option<MemoryType> {
+        let name = name.trim();
+        MemoryType::ALL.into_iter().find(|t| t.as_str().eq_ignore_ascii_case(name))
+    }
+
+    /// The type of a stored name: an unknown or empty one is a fact.
+    pub fn from_stored(name: &str) -> MemoryType {
+        MemoryType::parse(name).unwrap_or_default()
+    }
+
+    /// The knowledge type it is listed under: the knowledge types are
+    /// themselves; a correction states how the user wants things, a
+    /// convention is a practice, a gotcha or a struggle is a known problem.
+    pub const fn knowledge_type(self) -> MemoryType {
+        match self {
+            MemoryType::Correction => MemoryType::Preference,
+            MemoryType::Convention => MemoryType::Pattern,
+            MemoryType::Gotcha | MemoryType::Struggle => MemoryType::Issue,
+            other => other,
+        }
+    }
+
+    /// Whether it is one of the seven knowledge types.
+    pub fn is_knowledge_type(self) -> bool {
+        self.knowledge_type() == self
+    }
+
+    /// How a listing shows it: its knowledge type, with its own name after a
+    /// slash when they differ (`issue/gotcha`).
+    pub fn label(self) -> String {
+        let k = self.knowledge_type();
+        if k == self { k.as_str().to_owned() } else { format!("{}/{}", k.as_str(), self.as_str()) }
+    }
+
+    /// Whether a filter on `self` lists a memory of type `stored`: a
+    /// knowledge type lists every type listed under it (`issue` finds a
+    /// `gotcha`), any other type only itself.
+    pub fn lists(self, stored: MemoryType) -> bool {
+        stored == self || (self.is_knowledge_type() && stored.knowledge_type() == self)
+    }
+
+    /// The types a filter on `self` lists ([`MemoryType::lists`]).
+    pub fn listed(self) -> Vec<MemoryType> {
+        MemoryType::ALL.into_iter().filter(|t| self.lists(*t)).collect()
+    }
+}
+
+impl fmt::Display for MemoryType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl rusqlite::ToSql for MemoryType {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(rusqlite::types::ToSqlOutput::from(self.as_str()))
+    }
+}
+
+impl rusqlite::types::FromSql for MemoryType {
+    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        value.as_str().map(MemoryType::from_stored)
+    }
+}
+
+impl Serialize for MemoryType {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for MemoryType {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<str>::deserialize(deserializer)?;
+        Ok(MemoryType::from_stored(&name))
+    }
 }
 
 /// A dense vector stored as base64 of little-endian f32 (compact on disk).
@@ -66,8 +198,8 @@ pub struct MemoryAdded {
     pub memory_id: MemoryId,
     /// The memory's text.
     pub content: String,
-    /// See [`memory_type`].
-    pub memory_type: String,
+    /// What it holds.
+    pub memory_type: MemoryType,
     /// 0.0..=1.0.
     pub importance: f32,
     /// Project it belongs to, if any.
@@ -97,7 +229,7 @@ pub struct MemoryUpdated {
     pub content: Option<String>,
     /// New type.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_type: Option<String>,
+    pub memory_type: Option<MemoryType>,
     /// New importance.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub importance: Option<f32>,

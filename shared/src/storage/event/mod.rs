@@ -407,6 +407,33 @@ fn is_zero_u32(x: &u32) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn every_memory_type_is_listed_under_a_knowledge_type() {
+        for t in MemoryType::ALL {
+            assert!(MemoryType::KNOWLEDGE.contains(&t.knowledge_type()), "{t}");
+            assert_eq!(MemoryType::parse(t.as_str()), Some(t));
+            assert_eq!(serde_json::from_value::<MemoryType>(serde_json::json!(t.as_str())).unwrap(), t);
+        }
+        for t in MemoryType::KNOWLEDGE {
+            assert_eq!(t.knowledge_type(), t);
+        }
+        assert_eq!(MemoryType::from_stored("poem"), MemoryType::Fact);
+        assert_eq!(serde_json::from_value::<MemoryType>(serde_json::json!("")).unwrap(), MemoryType::Fact);
+        assert_eq!(MemoryType::parse(" Gotcha "), Some(MemoryType::Gotcha));
+    }
+
+    /// `memory list --type issue` must list a `gotcha` too.
+    #[test]
+    fn a_knowledge_type_lists_every_kind_under_it() {
+        use MemoryType::*;
+        assert!(Issue.lists(Gotcha) && Issue.lists(Struggle) && Issue.lists(Issue));
+        assert!(Pattern.lists(Convention) && Preference.lists(Correction));
+        assert!(Gotcha.lists(Gotcha) && !Gotcha.lists(Issue) && !Gotcha.lists(Struggle));
+        assert!(!Discovery.lists(Fact));
+        assert_eq!(Issue.listed(), vec![Issue, Gotcha, Struggle]);
+        assert_eq!((Gotcha.label().as_str(), Issue.label().as_str()), ("issue/gotcha", "issue"));
+    }
+
     fn sample() -> Event {
         Event::new(
             Ts(1_756_860_755_576),
