@@ -21,7 +21,8 @@
 //!    The optional external extractor runs per session here; its failures are
 //!    logged and counted, never fatal.
 //!
-//! SpecStory exports are found in the projects the projection knows and
+//! SpecStory exports are found in the projects the projection knows (and,
+//! after the other sources, in those this scan was the first to see) and
 //! under `[scan] specstory_roots`, and read by turns ([`Scanner::export`]).
 //! An export of a session that another source records (a Claude Code or
 //! Codex transcript read in this scan, or a session the projection holds
@@ -349,12 +350,14 @@ pub fn run(
     };
 
     let t = Instant::now();
+    let mut project_dirs: HashSet<PathBuf> = HashSet::new();
     let (sources, unrecognised) = if opts.paths.is_empty() {
         let mut roots = match &opts.roots {
             Some(r) => r.clone(),
             None => Roots::from_process_env().with_config(&config.scan),
         };
-        roots.specstory_projects.extend(known_project_dirs(scanner.journal.store()));
+        project_dirs.extend(known_project_dirs(scanner.journal.store()));
+        roots.specstory_projects.extend(project_dirs.iter().cloned());
         (discover::discover(&roots.only(&opts.harnesses))?, Vec::new())
     } else {
         let absolute: Vec<PathBuf> =
@@ -365,30 +368,32 @@ pub fn run(
         tracing::warn!(file = %u.display(), "not a harness log this build recognises; skipped");
     }
     scanner.summary.unrecognised = unrecognised.iter().map(|p| p.display().to_string()).collect();
+    let planned: HashSet<PathBuf> = sources.iter().map(|s| s.path.clone()).collect();
     let plans = scanner.plan(sources, opts);
     scanner.summary.timings.discover_ms = ms(t);
     progress(&scanner.progress);
-
-    for plan in plans {
-        if shutdown.requested() {
-            scanner.summary.interrupted = true;
-            break;
-        }
-        let harness = plan.source.kind.harness();
-        match scanner.source(&plan, shutdown, progress) {
-            Ok(true) => scanner.harness(harness).files_read += 1,
-            Ok(false) => {}
-            Err(e @ (Error::Engram { .. } | Error::Output(_))) => return Err(e),
-            Err(e) => {
-                tracing::warn!(file = %plan.source.path.display(), error = %e, "cannot ingest this source; skipped");
-                scanner.harness(harness).files_failed += 1;
-            }
-        }
-        scanner.progress.files_done += 1;
-        progress(&scanner.progress);
-    }
+    scanner.run_plans(plans, shutdown, progress)?;
     scanner.summary.interrupted |= shutdown.requested();
     scanner.flush()?;
+    // The exports of the projects this scan was the first to see.
+    let exports_wanted = opts.harnesses.is_empty() || opts.harnesses.iter().any(|h| h.covers(Harness::SpecStory));
+    if opts.paths.is_empty() && exports_wanted && !scanner.summary.interrupted {
+        let t = Instant::now();
+        let new_dirs: Vec<PathBuf> =
+            known_project_dirs(scanner.journal.store()).into_iter().filter(|d| !project_dirs.contains(d)).collect();
+        let roots = Roots { specstory_projects: new_dirs, ..Roots::default() };
+        let sources: Vec<Source> =
+            discover::discover(&roots)?.into_iter().filter(|s| !planned.contains(&s.path)).collect();
+        if !sources.is_empty() {
+            let before = scanner.progress.files_total;
+            let plans = scanner.plan(sources, opts);
+            scanner.progress.files_total += before;
+            scanner.summary.timings.discover_ms += ms(t);
+            scanner.run_plans(plans, shutdown, progress)?;
+            scanner.summary.interrupted |= shutdown.requested();
+            scanner.flush()?;
+        }
+    }
     if !scanner.summary.interrupted {
         let _passes = store_passes(paths, &mut scanner.journal)?;
         let t = Instant::now();
@@ -510,6 +515,35 @@ impl Scanner<'_> {
 
     fn path_text(p: &Path) -> String {
         p.display().to_string()
+    }
+
+    /// Reads each planned source in turn (until a shutdown request); a source
+    /// that cannot be read is logged and counted, a failing journal stops.
+    fn run_plans(
+        &mut self,
+        plans: Vec<Plan>,
+        shutdown: &Shutdown,
+        progress: &mut dyn FnMut(&ScanProgress),
+    ) -> Result<(), Error> {
+        for plan in plans {
+            if shutdown.requested() {
+                self.summary.interrupted = true;
+                break;
+            }
+            let harness = plan.source.kind.harness();
+            match self.source(&plan, shutdown, progress) {
+                Ok(true) => self.harness(harness).files_read += 1,
+                Ok(false) => {}
+                Err(e @ (Error::Engram { .. } | Error::Output(_))) => return Err(e),
+                Err(e) => {
+                    tracing::warn!(file = %plan.source.path.display(), error = %e, "cannot ingest this source; skipped");
+                    self.harness(harness).files_failed += 1;
+                }
+            }
+            self.progress.files_done += 1;
+            progress(&self.progress);
+        }
+        Ok(())
     }
 
     /// Counts the sources, drops those older than `since`, estimates bytes.

@@ -299,32 +299,48 @@ fn opens_tool_use(text: &str) -> bool {
     text.trim_start().starts_with("<tool-use")
 }
 
-/// The line that closes the `<tool-use>` block opened at `i` (possibly `i`
-/// itself), unless another block opens first or the lines end.
-pub fn tool_use_end(lines: &[Line<'_>], i: usize, end: usize) -> Option<usize> {
+/// Where the `<tool-use>` block opened at `i` ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockEnd {
+    /// At this line, which closes it (possibly `i` itself).
+    Closed(usize),
+    /// Another block opens before it is closed.
+    Unclosed,
+    /// The lines end before it is closed.
+    Open,
+}
+
+/// Where the `<tool-use>` block opened at `i` ends, looking at lines before `end`.
+pub fn tool_use_end(lines: &[Line<'_>], i: usize, end: usize) -> BlockEnd {
     for (j, l) in lines.iter().enumerate().take(end).skip(i) {
         if j > i && opens_tool_use(&l.text) {
-            return None;
+            return BlockEnd::Unclosed;
         }
         if l.text.trim_end().ends_with("</tool-use>") {
-            return Some(j);
+            return BlockEnd::Closed(j);
         }
     }
-    None
+    BlockEnd::Open
 }
 
 /// The turns of `lines` and the index of the first one (`lines.len()` when
-/// there is none).
+/// there is none). A `<tool-use>` block still open at the end of the lines
+/// (an export read while it is written) holds the rest: header lines in it
+/// are its output's, and its turn is the last, read again once it is closed.
 pub fn turns(lines: &[Line<'_>]) -> (usize, Vec<Turn>) {
     let mut out: Vec<Turn> = Vec::new();
     let mut i = 0;
     while i < lines.len() {
         let text = &lines[i].text;
-        if opens_tool_use(text)
-            && let Some(j) = tool_use_end(lines, i, lines.len())
-        {
-            i = j + 1;
-            continue;
+        if opens_tool_use(text) {
+            match tool_use_end(lines, i, lines.len()) {
+                BlockEnd::Closed(j) => {
+                    i = j + 1;
+                    continue;
+                }
+                BlockEnd::Open => break,
+                BlockEnd::Unclosed => {}
+            }
         }
         if let Some(header) = role_header(text) {
             if let Some(last) = out.last_mut() {
@@ -491,13 +507,19 @@ pub fn blocks(lines: &[Line<'_>], body: Range<usize>, early: bool) -> Vec<Block>
         if opens_tool_use(t) {
             flush(&mut text, &mut out);
             match tool_use_end(lines, i, end) {
-                Some(j) => {
+                BlockEnd::Closed(j) => {
                     out.push(Block::Tool(tagged(&lines[i..=j])));
                     i = j + 1;
                 }
-                None => {
+                BlockEnd::Unclosed => {
                     out.push(Block::Unclosed("tool-use"));
                     i += 1;
+                }
+                BlockEnd::Open => {
+                    // Still being written (or never closed): what there is of it.
+                    out.push(Block::Tool(tagged(&lines[i..end])));
+                    out.push(Block::Unclosed("tool-use"));
+                    i = end;
                 }
             }
             section_start = false;
@@ -846,7 +868,7 @@ mod tests {
             Ts::parse("2025-04-26T20:30:00Z")
         );
         assert_eq!(
-            stamp_prefix("2026-07-21_20-41-56Z-trivy", true).map(|(t, n)| (t, n)),
+            stamp_prefix("2026-07-21_20-41-56Z-trivy", true),
             Ts::parse("2026-07-21T20:41:56Z").map(|t| (t, 20))
         );
         assert_eq!(stamp_prefix("2025-10-01_08-17+0200-qu", true).map(|(t, _)| t), Ts::parse("2025-10-01T06:17:00Z"));
@@ -881,10 +903,14 @@ mod tests {
         let (first, t) = turns(&l);
         assert_eq!(first, 0);
         assert_eq!(t.len(), 3);
-        // An unclosed block does not swallow the turns after it.
-        let text = "_**Agent**_\n\n<tool-use data-tool-name=\"x\">\nnever closed\n\n_**User**_\n\nnext\n";
+        // An unclosed block does not swallow the turns after it when another follows…
+        let text = "_**Agent**_\n\n<tool-use data-tool-name=\"x\">\nnever closed\n\n_**User**_\n\nnext\n\n_**Agent**_\n\n<tool-use data-tool-name=\"y\">\n</tool-use>\n";
         let l = ls(text);
-        assert_eq!(turns(&l).1.len(), 2);
+        assert_eq!(turns(&l).1.len(), 3);
+        // …but one still open at the end holds the rest (it is being written).
+        let text = "_**Agent**_\n\n<tool-use data-tool-name=\"cat\">\n```\n_**User**_\n";
+        let l = ls(text);
+        assert_eq!(turns(&l).1.len(), 1);
     }
 
     #[test]

@@ -221,11 +221,8 @@ pub fn session_of(state: &Value) -> Option<SessionKey> {
 /// Parses a whole export at once.
 pub fn parse_all(ctx: &ParseContext<'_>, bytes: &[u8]) -> ParseOutput {
     let state = initial_state_value(ctx, bytes);
-    match parse(ctx, bytes, 0, &state) {
-        Ok(out) => out,
-        // Unreachable: a fresh state parses from offset 0.
-        Err(_) => ParseOutput::default(),
-    }
+    // A parse from offset 0 cannot fail.
+    parse(ctx, bytes, 0, &state).unwrap_or_default()
 }
 
 /// Parses `bytes`, the file from byte `offset` to its end, from `state`
@@ -404,8 +401,7 @@ const CONTEXT_TAGS: &[&str] = &[
 fn split_context(text: &str) -> (Vec<&str>, &str) {
     let mut context = Vec::new();
     let mut rest = text.trim_start();
-    loop {
-        let Some(tag) = CONTEXT_TAGS.iter().find(|t| rest.starts_with(&format!("<{t}>"))) else { break };
+    while let Some(tag) = CONTEXT_TAGS.iter().find(|t| rest.starts_with(&format!("<{t}>"))) {
         let close = format!("</{tag}>");
         let Some(end) = rest.find(&close) else { break };
         let end = end + close.len();

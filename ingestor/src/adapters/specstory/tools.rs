@@ -513,14 +513,11 @@ fn spaced_diff(text: &str) -> bool {
     let mut any = false;
     for l in text.lines().filter(|l| !l.starts_with("@@")) {
         let b = l.as_bytes();
-        match b.first() {
-            Some(b'+' | b'-' | b' ') => {
-                any = true;
-                if b.len() > 1 && b[1] != b' ' {
-                    return false;
-                }
+        if let Some(b'+' | b'-' | b' ') = b.first() {
+            any = true;
+            if b.len() > 1 && b[1] != b' ' {
+                return false;
             }
-            _ => {}
         }
     }
     any
@@ -583,24 +580,24 @@ pub fn interpret(raw: &RawTool) -> ToolUse {
                     i += used.max(1);
                     continue;
                 }
-                if first == "Parameters:" {
-                    if let Some(Seg::Fence { text, .. }) = segs.get(i + 1) {
-                        match serde_json::from_str::<Value>(&unescape(text)) {
-                            Ok(Value::Object(m)) => {
-                                for (k, v) in m {
-                                    t.args.entry(k).or_insert(v);
-                                }
-                            }
-                            Ok(other) => {
-                                t.args.insert("parameters".to_owned(), other);
-                            }
-                            Err(_) => {
-                                t.args.insert("parameters".to_owned(), Value::from(unescape(text)));
+                if first == "Parameters:"
+                    && let Some(Seg::Fence { text, .. }) = segs.get(i + 1)
+                {
+                    match serde_json::from_str::<Value>(&unescape(text)) {
+                        Ok(Value::Object(m)) => {
+                            for (k, v) in m {
+                                t.args.entry(k).or_insert(v);
                             }
                         }
-                        i += 2;
-                        continue;
+                        Ok(other) => {
+                            t.args.insert("parameters".to_owned(), other);
+                        }
+                        Err(_) => {
+                            t.args.insert("parameters".to_owned(), Value::from(unescape(text)));
+                        }
                     }
+                    i += 2;
+                    continue;
                 }
                 if first == "Additional data:" {
                     i += if matches!(segs.get(i + 1), Some(Seg::Fence { .. })) { 2 } else { 1 };
