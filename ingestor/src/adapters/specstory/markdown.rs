@@ -447,10 +447,8 @@ pub fn user_text(lines: &[Line<'_>], body: Range<usize>) -> String {
     while parts.last().is_some_and(|t| t.trim().is_empty() || is_separator(t)) {
         parts.pop();
     }
-    while parts.first().is_some_and(|t| t.trim().is_empty()) {
-        parts.remove(0);
-    }
-    parts.join("\n")
+    let first = parts.iter().position(|t| !t.trim().is_empty()).unwrap_or(parts.len());
+    parts[first..].join("\n")
 }
 
 /// The blocks of an agent turn. `early`: the export predates SpecStory's
@@ -463,6 +461,11 @@ pub fn blocks(lines: &[Line<'_>], body: Range<usize>, early: bool) -> Vec<Block>
     let mut text: Vec<&str> = Vec::new();
     let mut fence = Fence::default();
     let mut section_start = true;
+    // Lines that close a `<details>` block, and those that open one: each
+    // opening finds its closing without scanning the turn again.
+    let closes: Vec<usize> = (body.start..end).filter(|&j| lines[j].text.contains("</details>")).collect();
+    let opens: Vec<usize> = (body.start..end).filter(|&j| lines[j].text.trim_start().starts_with("<details")).collect();
+    let next_after = |v: &[usize], i: usize| v.get(v.partition_point(|&j| j < i)).copied();
     let mut i = body.start;
     let flush = |text: &mut Vec<&str>, out: &mut Vec<Block>| {
         let joined = text.join("\n");
@@ -549,8 +552,8 @@ pub fn blocks(lines: &[Line<'_>], body: Range<usize>, early: bool) -> Vec<Block>
             continue;
         }
         if t.starts_with("<details") {
-            let close = (i..end).find(|&j| lines[j].text.contains("</details>"));
-            let nested = close.is_some_and(|c| (i + 1..c).any(|j| lines[j].text.trim_start().starts_with("<details")));
+            let close = next_after(&closes, i);
+            let nested = close.is_some_and(|c| next_after(&opens, i + 1).is_some_and(|o| o < c));
             if let Some(c) = close.filter(|_| !nested) {
                 flush(&mut text, &mut out);
                 let body: Vec<&str> = lines[i..=c].iter().map(|l| l.text.as_ref()).collect();
