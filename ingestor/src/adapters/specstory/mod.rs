@@ -45,10 +45,11 @@
 //! recognised) together with what followed. The resume state remembers the
 //! header line expected at the cursor; a file rewritten so that another
 //! line is there is a [`Error::ResumeState`], and the scanner reads it
-//! again from the start. Event ids derive from the session, a turn key
-//! (the header line and its repetition count when the header has a time;
-//! the turn's ordinal otherwise) and the block's position, so re-reading a
-//! rewritten file yields the same ids for what did not change.
+//! again from the start. Event ids derive from the session, the turn's
+//! ordinal and the block's position (and the scanner hashes the content in:
+//! a changed block is recorded again), so re-reading a rewritten file yields
+//! the same ids for what did not change. (Header lines are not keys: one
+//! export may repeat the same header, time included, for different turns.)
 
 pub mod markdown;
 pub mod tools;
@@ -115,12 +116,6 @@ pub struct ExportState {
     /// Lines before the resume offset.
     #[serde(default)]
     pub line: u64,
-    /// Key of the header line of the turn before the resume offset.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_header: Option<String>,
-    /// How many turns in a row, up to the resume offset, had that header.
-    #[serde(default)]
-    pub run: u32,
     /// Key of the header line expected at the resume offset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<String>,
@@ -273,15 +268,11 @@ pub fn parse(ctx: &ParseContext<'_>, bytes: &[u8], offset: u64, state: &Value) -
     Ok(em.finish(consumed, state))
 }
 
-/// The key of a turn (see the module docs), advancing the state's counters.
-fn turn_key(st: &mut ExportState, header_line: &str, header: &RoleHeader) -> String {
-    let hk = line_key(header_line.as_bytes());
-    let run = if st.run_header.as_deref() == Some(hk.as_str()) { st.run + 1 } else { 0 };
-    st.run_header = Some(hk.clone());
-    st.run = run;
+/// The key of the next turn: its ordinal (see the module docs).
+fn turn_key(st: &mut ExportState) -> String {
     let ordinal = st.turns;
     st.turns += 1;
-    if header.ts.is_some() { format!("h{}.{run}", &hk[..12]) } else { format!("t{ordinal}") }
+    format!("t{ordinal}")
 }
 
 fn meta(label: &str) -> Meta {
@@ -290,8 +281,7 @@ fn meta(label: &str) -> Meta {
 
 /// Emits one turn.
 fn read_turn(em: &mut Emitter<'_, '_>, st: &mut ExportState, lines: &[Line<'_>], turn: &markdown::Turn, base: u64) {
-    let header_line = lines[turn.line].text.as_ref();
-    let key = turn_key(st, header_line, &turn.header);
+    let key = turn_key(st);
     let line_no = st.line + turn.line as u64 + 1;
     em.begin(line_no, base + lines[turn.line].offset as u64, key.clone());
     if let Some(bad) = &turn.header.bad_ts {
