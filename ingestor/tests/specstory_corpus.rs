@@ -238,26 +238,3 @@ fn the_corpus_parses_and_its_user_turns_agree_with_the_converted_transcripts() {
     }
     assert!(disagreements.is_empty(), "{disagreements:#?}");
 }
-
-/// Prints the events of the corpus exports whose path contains
-/// `$SPECSTORY_DUMP` (a debugging aid; does nothing without it).
-#[test]
-fn dump_events_of_chosen_exports() {
-    let Ok(want) = std::env::var("SPECSTORY_DUMP") else { return };
-    let Some(root) = corpus() else { return };
-    let privacy = Privacy::default();
-    for dir in std::fs::read_dir(root.join("raw")).expect("raw") {
-        for f in std::fs::read_dir(dir.expect("dir").path()).expect("dir") {
-            let path = f.expect("entry").path();
-            let text = path.display().to_string();
-            if !text.contains(&want) || !text.ends_with(".md") {
-                continue;
-            }
-            let bytes = std::fs::read(&path).expect("read");
-            let ctx = ParseContext::new(&text, Ts(0), &privacy);
-            for e in specstory::parse_all(&ctx, &bytes).events {
-                println!("{}", String::from_utf8_lossy(&e.to_json()));
-            }
-        }
-    }
-}
