@@ -63,6 +63,8 @@ fn main() {
         codex: vec![corpus.join("codex/sessions")],
         gemini: vec![corpus.join("gemini/tmp")],
         opencode: (0..copies).map(|k| corpus.join(format!("opencode/{k}"))).collect(),
+        specstory: Vec::new(),
+        specstory_projects: Vec::new(),
     };
     let (mut rates, mut cpu_rates) = (Vec::new(), Vec::new());
     for run in 0..runs {

@@ -67,7 +67,8 @@ fn main() {
     let home = base.join("home");
     let _ = std::fs::remove_dir_all(&home);
     let paths = Paths::at(&home);
-    let roots = Roots { claude: vec![root.clone()], codex: vec![], gemini: vec![], opencode: vec![] };
+    let roots =
+        Roots { claude: vec![root.clone()], codex: vec![], gemini: vec![], opencode: vec![], ..Roots::default() };
     let mut opts = ScanOptions::new(Ts::now());
     opts.roots = Some(roots);
     let (t, c0) = (Instant::now(), cpu());

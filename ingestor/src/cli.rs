@@ -228,7 +228,8 @@ pub struct ScanArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Only this harness (claude, codex, gemini, opencode); repeatable.
+    /// Only this harness (claude, codex, gemini, opencode; specstory, cursor or
+    /// copilot for SpecStory exports); repeatable.
     #[arg(long = "harness", value_name = "NAME", value_parser = parse_harness)]
     pub harnesses: Vec<Harness>,
     /// Only logs modified since DATE (2026-01-31, an RFC 3339 time, or 7d, 12h, 30m ago).
@@ -495,8 +496,9 @@ pub enum TapesCommand {
 }
 
 fn parse_harness(s: &str) -> Result<Harness, String> {
-    Harness::from_name(&s.to_lowercase())
-        .ok_or_else(|| format!("unknown harness {s:?}; one of: claude, codex, gemini, opencode"))
+    Harness::from_name(&s.to_lowercase()).ok_or_else(|| {
+        format!("unknown harness {s:?}; one of: claude, codex, gemini, opencode, specstory, cursor, copilot")
+    })
 }
 
 /// Reads `--since`: a date or time, or an age (`7d`, `12h`, `30m`) before `now`.
@@ -1183,6 +1185,8 @@ mod tests {
     #[test]
     fn harness_names() {
         assert_eq!(parse_harness("Claude"), Ok(Harness::Claude));
-        assert!(parse_harness("cursor").is_err());
+        assert_eq!(parse_harness("SpecStory"), Ok(Harness::SpecStory));
+        assert_eq!(parse_harness("cursor"), Ok(Harness::Cursor));
+        assert!(parse_harness("windsurf").is_err());
     }
 }

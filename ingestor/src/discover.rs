@@ -13,11 +13,18 @@
 //! - Gemini: `<root>/<hash>/chats/*.jsonl` (and `chats/<parent>/*.jsonl`
 //!   for subagents), legacy `<root>/<hash>/chats/session-*.json`.
 //! - OpenCode: `<root>/storage/` (JSON storage) and `<root>/opencode.db`.
+//! - SpecStory exports: `<repository>/.specstory/history/*.md`, in each
+//!   project directory given ([`Roots::specstory_projects`]: the projects
+//!   and working directories the projection knows) and in the repositories
+//!   up to [`EXPORT_DEPTH`] levels below each configured root
+//!   ([`Roots::specstory`], `[scan] specstory_roots`), skipping hidden
+//!   directories and dependency folders (`node_modules`, `target`, …).
 //!
 //! Explicit paths (`scan --path`) are classified one by one by
 //! [`discover_paths`]: by name and location first (`rollout-*.jsonl`,
 //! `chats/`, `opencode.db`, a `storage/` directory), else by sniffing the
-//! first lines of a JSONL file.
+//! first lines of a JSONL file; a `.md` file is an export when it sits in a
+//! `.specstory` folder or starts with SpecStory's generator comment.
 
 use std::path::{Path, PathBuf};
 
@@ -39,6 +46,8 @@ pub enum SourceKind {
     OpenCodeStorage,
     /// OpenCode SQLite database.
     OpenCodeDb,
+    /// SpecStory markdown export.
+    SpecStory,
 }
 
 impl SourceKind {
@@ -49,6 +58,7 @@ impl SourceKind {
             SourceKind::CodexRollout => Harness::Codex,
             SourceKind::GeminiJsonl | SourceKind::GeminiLegacy => Harness::Gemini,
             SourceKind::OpenCodeStorage | SourceKind::OpenCodeDb => Harness::OpenCode,
+            SourceKind::SpecStory => Harness::SpecStory,
         }
     }
 
@@ -80,6 +90,10 @@ pub struct Roots {
     pub gemini: Vec<PathBuf>,
     /// OpenCode data directories (holding `storage/` and/or `opencode.db`).
     pub opencode: Vec<PathBuf>,
+    /// Directories searched for repositories with SpecStory exports.
+    pub specstory: Vec<PathBuf>,
+    /// Project directories whose own `.specstory/history/` is read.
+    pub specstory_projects: Vec<PathBuf>,
 }
 
 impl Roots {
@@ -99,6 +113,8 @@ impl Roots {
             codex: codex.into_iter().collect(),
             gemini: gemini.into_iter().collect(),
             opencode: opencode.into_iter().collect(),
+            specstory: Vec::new(),
+            specstory_projects: Vec::new(),
         }
     }
 
@@ -109,7 +125,8 @@ impl Roots {
 
     /// Applies the directories set in `config.toml` (`[scan]`), which win over
     /// the environment: `claude_dir` (its `projects/`), `codex_home` (its
-    /// `sessions/`), `gemini_dir` (its `tmp/`), `opencode_dir` (itself).
+    /// `sessions/`), `gemini_dir` (its `tmp/`), `opencode_dir` (itself);
+    /// `specstory_roots` are added to the SpecStory roots.
     pub fn with_config(mut self, scan: &shared::base::config::ScanConfig) -> Roots {
         let set = |dir: &Option<String>, sub: &str, slot: &mut Vec<PathBuf>| {
             if let Some(d) = dir.as_deref().filter(|d| !d.is_empty()) {
@@ -121,6 +138,12 @@ impl Roots {
         set(&scan.codex_home, "sessions", &mut self.codex);
         set(&scan.gemini_dir, "tmp", &mut self.gemini);
         set(&scan.opencode_dir, "", &mut self.opencode);
+        for r in scan.specstory_roots.iter().filter(|r| !r.trim().is_empty()) {
+            let r = PathBuf::from(r);
+            if !self.specstory.contains(&r) {
+                self.specstory.push(r);
+            }
+        }
         self
     }
 
@@ -138,6 +161,10 @@ impl Roots {
         keep(Harness::Codex, &mut self.codex);
         keep(Harness::Gemini, &mut self.gemini);
         keep(Harness::OpenCode, &mut self.opencode);
+        if !harnesses.iter().any(|h| h.covers(Harness::SpecStory)) {
+            self.specstory.clear();
+            self.specstory_projects.clear();
+        }
         self
     }
 }
@@ -229,8 +256,107 @@ pub fn discover(roots: &Roots) -> Result<Vec<Source>, Error> {
             out.push(Source { kind: SourceKind::OpenCodeDb, path: db, sidecar: None });
         }
     }
+    let mut exports = Vec::new();
+    for dir in &roots.specstory_projects {
+        history_files(&dir.join(".specstory").join("history"), &mut exports);
+    }
+    for root in &roots.specstory {
+        find_exports(root, 0, &mut exports);
+    }
+    exports.sort();
+    exports.dedup();
+    out.extend(exports.into_iter().map(|path| Source { kind: SourceKind::SpecStory, path, sidecar: None }));
     out.sort();
     Ok(out)
+}
+
+/// How many directory levels below a SpecStory root are searched for
+/// repositories.
+pub const EXPORT_DEPTH: usize = 5;
+
+/// Directories never searched for exports: dependencies and build output.
+const SKIPPED_DIRS: &[&str] =
+    &["node_modules", "target", "vendor", "venv", "__pycache__", "dist", "build", "Pods", "DerivedData"];
+
+/// The `*.md` files of a `.specstory/history` directory (a missing or
+/// unreadable one has none).
+fn history_files(history: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(history) else { return };
+    for entry in rd.flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_file()) && name(&path).ends_with(".md") {
+            out.push(path);
+        }
+    }
+}
+
+/// The exports of the repositories at or below `dir` (`depth` levels down
+/// already). A root may also be a `.specstory` folder or its `history`.
+fn find_exports(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    if depth == 0 {
+        if name(dir) == "history" && dir.parent().is_some_and(|p| name(p) == ".specstory") {
+            history_files(dir, out);
+            return;
+        }
+        if name(dir) == ".specstory" {
+            history_files(&dir.join("history"), out);
+            return;
+        }
+    }
+    history_files(&dir.join(".specstory").join("history"), out);
+    if depth >= EXPORT_DEPTH {
+        return;
+    }
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+        Err(e) => {
+            tracing::debug!(dir = %dir.display(), error = %e, "cannot list this directory; skipped");
+            return;
+        }
+    };
+    let mut subdirs: Vec<PathBuf> = rd
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = name(p);
+            !n.starts_with('.') && !SKIPPED_DIRS.contains(&n)
+        })
+        .collect();
+    subdirs.sort();
+    for d in subdirs {
+        find_exports(&d, depth + 1, out);
+    }
+}
+
+/// Whether a `.md` file is a SpecStory export: in a `.specstory` folder, or
+/// starting with SpecStory's generator comment.
+pub fn is_export(path: &Path) -> Result<bool, Error> {
+    if !name(path).ends_with(".md") {
+        return Ok(false);
+    }
+    if path.components().any(|c| c.as_os_str() == ".specstory") {
+        return Ok(true);
+    }
+    let mut head = [0u8; 256];
+    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut filled = 0;
+    loop {
+        match std::io::Read::read(&mut file, &mut head[filled..]) {
+            Ok(0) => break,
+            Ok(k) => {
+                filled += k;
+                if filled == head.len() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io(path, e)),
+        }
+    }
+    let text = String::from_utf8_lossy(&head[..filled]);
+    Ok(text.trim_start_matches('\u{feff}').trim_start().starts_with("<!-- Generated by SpecStory"))
 }
 
 /// Bytes of a JSONL file read to guess its harness.
@@ -278,6 +404,9 @@ pub fn classify(path: &Path) -> Result<Option<SourceKind>, Error> {
     let n = name(path);
     if n == "opencode.db" {
         return Ok(Some(SourceKind::OpenCodeDb));
+    }
+    if n.ends_with(".md") {
+        return Ok(is_export(path)?.then_some(SourceKind::SpecStory));
     }
     let in_chats = path.components().any(|c| c.as_os_str() == "chats");
     if n.ends_with(".json") {

@@ -53,6 +53,17 @@ pub enum Error {
         /// What did not fit.
         reason: String,
     },
+    /// A file is larger than what is read of it at once (a SpecStory export
+    /// is read whole from its cursor).
+    #[error("{path}: {bytes} bytes to read exceed the {limit}-byte limit")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Bytes that would be read.
+        bytes: u64,
+        /// The limit.
+        limit: usize,
+    },
     /// The external extractor's answer broke the response contract.
     #[error("external extractor response rejected: {reason}")]
     ExtractorResponse {

@@ -258,6 +258,9 @@ pub fn scan_summary(s: &ScanSummary) -> String {
             t.files_reread, t.known, t.files_failed
         );
     }
+    if t.duplicates > 0 {
+        let _ = writeln!(out, "{} export(s) skipped: their session is recorded from another source", t.duplicates);
+    }
     if !t.unknown_types.is_empty() {
         let list: Vec<String> = t.unknown_types.iter().map(|(k, v)| format!("{k} ({v})")).collect();
         let _ = writeln!(out, "unknown record types kept as opaque events: {}", short(&list.join(", "), 200));

@@ -449,6 +449,7 @@ fn discovery_finds_every_layout() {
         codex: vec![t.join("codex/sessions")],
         gemini: vec![t.join("gemini/tmp")],
         opencode: vec![t.join("opencode"), t.join("missing")],
+        ..Roots::default()
     };
     let found = discover(&roots).expect("discover");
     let rel: Vec<(SourceKind, String, bool)> = found

@@ -52,6 +52,7 @@ impl Home {
             codex: vec![self.dir.path().join("codex/sessions")],
             gemini: vec![self.dir.path().join("gemini/tmp")],
             opencode: vec![self.dir.path().join("opencode")],
+            ..Roots::default()
         }
     }
 

@@ -401,8 +401,11 @@ echo '{"memories":[{"text":"Deploys of the webapp happen from the main branch on
     let s = w.json(&["scan", "--json", "--harness", "codex"]);
     assert_eq!(count(&s, "codex", "files_read"), 1);
     assert_eq!(count(&s, "claude", "files"), 0);
-    let out = w.run(&["scan", "--harness", "cursor"]);
+    let out = w.run(&["scan", "--harness", "windsurf"]);
     assert_eq!(out.status.code(), Some(2));
+    // Cursor's sessions are read from SpecStory exports: none here.
+    let s = w.json(&["scan", "--json", "--harness", "cursor"]);
+    assert_eq!(s["events_appended"], 0, "{s:#}");
 }
 
 #[test]

@@ -104,7 +104,7 @@ pub fn uuid_from_name(stem: &str) -> Option<&str> {
     if stem.len() < 36 {
         return None;
     }
-    let tail = &stem[stem.len() - 36..];
+    let tail = stem.get(stem.len() - 36..)?;
     let ok =
         tail.char_indices().all(|(i, c)| if matches!(i, 8 | 13 | 18 | 23) { c == '-' } else { c.is_ascii_hexdigit() });
     ok.then_some(tail)

@@ -2,14 +2,17 @@
 //!
 //! JSONL logs (Claude Code, Codex CLI, Gemini CLI chats) are parsed
 //! incrementally with [`parse_chunk`] from a resume state made by
-//! [`initial_state`]; whole-file formats (Gemini legacy JSON, OpenCode storage
-//! and database) are parsed as a whole by [`parse_whole`] and re-parsed on
-//! change, relying on derived event ids for idempotence.
+//! [`initial_state`]; SpecStory markdown exports too, from a turn boundary
+//! to the end of the file ([`specstory`]); whole-file formats (Gemini legacy
+//! JSON, OpenCode storage and database) are parsed as a whole by
+//! [`parse_whole`] and re-parsed on change, relying on derived event ids for
+//! idempotence.
 
 pub mod claude;
 pub mod codex;
 pub mod gemini;
 pub mod opencode;
+pub mod specstory;
 
 use std::path::Path;
 
@@ -31,11 +34,26 @@ pub enum Harness {
     Gemini,
     /// OpenCode.
     OpenCode,
+    /// Cursor (read from SpecStory exports).
+    Cursor,
+    /// GitHub Copilot in VS Code (read from SpecStory exports).
+    Copilot,
+    /// SpecStory exports: the sources, and sessions of tools without a name
+    /// of their own here.
+    SpecStory,
 }
 
 impl Harness {
     /// Every harness.
-    pub const ALL: [Harness; 4] = [Harness::Claude, Harness::Codex, Harness::Gemini, Harness::OpenCode];
+    pub const ALL: [Harness; 7] = [
+        Harness::Claude,
+        Harness::Codex,
+        Harness::Gemini,
+        Harness::OpenCode,
+        Harness::Cursor,
+        Harness::Copilot,
+        Harness::SpecStory,
+    ];
 
     /// The harness name used in session keys.
     pub fn name(self) -> &'static str {
@@ -44,7 +62,22 @@ impl Harness {
             Harness::Codex => harness::CODEX,
             Harness::Gemini => harness::GEMINI,
             Harness::OpenCode => harness::OPENCODE,
+            Harness::Cursor => harness::CURSOR,
+            Harness::Copilot => harness::COPILOT,
+            Harness::SpecStory => harness::SPECSTORY,
         }
+    }
+
+    /// The harnesses whose sessions a scan asked for `self` reads: SpecStory
+    /// exports hold Cursor's and Copilot's sessions, and asking for either
+    /// reads the exports.
+    pub fn covers(self, other: Harness) -> bool {
+        self == other
+            || matches!(
+                (self, other),
+                (Harness::SpecStory, Harness::Cursor | Harness::Copilot)
+                    | (Harness::Cursor | Harness::Copilot, Harness::SpecStory)
+            )
     }
 
     /// The harness of a name, if known.
@@ -61,6 +94,7 @@ pub fn initial_state(kind: SourceKind, ctx: &ParseContext<'_>, head: &[u8]) -> O
         SourceKind::ClaudeTranscript => Some(adapter::initial_state::<claude::Claude>(ctx, head)),
         SourceKind::CodexRollout => Some(adapter::initial_state::<codex::Codex>(ctx, head)),
         SourceKind::GeminiJsonl => Some(adapter::initial_state::<gemini::Gemini>(ctx, head)),
+        SourceKind::SpecStory => Some(specstory::initial_state_value(ctx, head)),
         SourceKind::GeminiLegacy | SourceKind::OpenCodeStorage | SourceKind::OpenCodeDb => None,
     }
 }
@@ -78,6 +112,8 @@ pub fn parse_chunk(
         SourceKind::ClaudeTranscript => adapter::parse_jsonl::<claude::Claude>(ctx, bytes, offset, state),
         SourceKind::CodexRollout => adapter::parse_jsonl::<codex::Codex>(ctx, bytes, offset, state),
         SourceKind::GeminiJsonl => adapter::parse_jsonl::<gemini::Gemini>(ctx, bytes, offset, state),
+        // An export is read to its end: `bytes` must reach it.
+        SourceKind::SpecStory => specstory::parse(ctx, bytes, offset, state),
         SourceKind::GeminiLegacy | SourceKind::OpenCodeStorage | SourceKind::OpenCodeDb => Err(Error::ResumeState {
             harness: kind.harness().name(),
             path: ctx.path.to_owned(),
@@ -91,6 +127,7 @@ pub fn parse_chunk(
 pub fn parse_file_bytes(kind: SourceKind, ctx: &ParseContext<'_>, bytes: &[u8]) -> Result<ParseOutput, Error> {
     match kind {
         SourceKind::GeminiLegacy => Ok(gemini::parse_legacy(ctx, bytes)),
+        SourceKind::SpecStory => Ok(specstory::parse_all(ctx, bytes)),
         SourceKind::OpenCodeStorage | SourceKind::OpenCodeDb => Err(Error::ResumeState {
             harness: harness::OPENCODE,
             path: ctx.path.to_owned(),

@@ -20,6 +20,15 @@
 //!    recorded is recognised by its ids, so nothing is lost or duplicated.
 //!    The optional external extractor runs per session here; its failures are
 //!    logged and counted, never fatal.
+//!
+//! SpecStory exports are found in the projects the projection knows (and,
+//! after the other sources, in those this scan was the first to see) and
+//! under `[scan] specstory_roots`, and read by turns ([`Scanner::export`]).
+//! An export of a session that another source records (a Claude Code or
+//! Codex transcript read in this scan, or a session the projection holds
+//! from a source that is not an export) is skipped, so one session is never
+//! counted twice; its cursor notes why.
+//!
 //! 4. Sessions with no content for `scan.idle_end_minutes` get a
 //!    `session.ended` (reason `idle`) at the time of their last event, and
 //!    ended sessions a summary.
@@ -181,6 +190,9 @@ pub struct HarnessSummary {
     pub diagnostics: u64,
     /// Record types kept as opaque events, by type.
     pub unknown_types: BTreeMap<String, u64>,
+    /// Sources skipped because another source records their session (a
+    /// SpecStory export of a Claude Code session whose transcript is read).
+    pub duplicates: u64,
 }
 
 impl HarnessSummary {
@@ -205,6 +217,7 @@ impl HarnessSummary {
         for (k, v) in &o.unknown_types {
             *self.unknown_types.entry(k.clone()).or_insert(0) += v;
         }
+        self.duplicates += o.duplicates;
     }
 }
 
@@ -330,17 +343,21 @@ pub fn run(
         cursors,
         session_state: HashMap::new(),
         touched: HashSet::new(),
+        native: HashSet::new(),
         pending: Pending::default(),
         summary: ScanSummary::default(),
         progress: ScanProgress::default(),
     };
 
     let t = Instant::now();
+    let mut project_dirs: HashSet<PathBuf> = HashSet::new();
     let (sources, unrecognised) = if opts.paths.is_empty() {
-        let roots = match &opts.roots {
+        let mut roots = match &opts.roots {
             Some(r) => r.clone(),
             None => Roots::from_process_env().with_config(&config.scan),
         };
+        project_dirs.extend(known_project_dirs(scanner.journal.store()));
+        roots.specstory_projects.extend(project_dirs.iter().cloned());
         (discover::discover(&roots.only(&opts.harnesses))?, Vec::new())
     } else {
         let absolute: Vec<PathBuf> =
@@ -351,30 +368,32 @@ pub fn run(
         tracing::warn!(file = %u.display(), "not a harness log this build recognises; skipped");
     }
     scanner.summary.unrecognised = unrecognised.iter().map(|p| p.display().to_string()).collect();
+    let planned: HashSet<PathBuf> = sources.iter().map(|s| s.path.clone()).collect();
     let plans = scanner.plan(sources, opts);
     scanner.summary.timings.discover_ms = ms(t);
     progress(&scanner.progress);
-
-    for plan in plans {
-        if shutdown.requested() {
-            scanner.summary.interrupted = true;
-            break;
-        }
-        let harness = plan.source.kind.harness();
-        match scanner.source(&plan, shutdown, progress) {
-            Ok(true) => scanner.harness(harness).files_read += 1,
-            Ok(false) => {}
-            Err(e @ (Error::Engram { .. } | Error::Output(_))) => return Err(e),
-            Err(e) => {
-                tracing::warn!(file = %plan.source.path.display(), error = %e, "cannot ingest this source; skipped");
-                scanner.harness(harness).files_failed += 1;
-            }
-        }
-        scanner.progress.files_done += 1;
-        progress(&scanner.progress);
-    }
+    scanner.run_plans(plans, shutdown, progress)?;
     scanner.summary.interrupted |= shutdown.requested();
     scanner.flush()?;
+    // The exports of the projects this scan was the first to see.
+    let exports_wanted = opts.harnesses.is_empty() || opts.harnesses.iter().any(|h| h.covers(Harness::SpecStory));
+    if opts.paths.is_empty() && exports_wanted && !scanner.summary.interrupted {
+        let t = Instant::now();
+        let new_dirs: Vec<PathBuf> =
+            known_project_dirs(scanner.journal.store()).into_iter().filter(|d| !project_dirs.contains(d)).collect();
+        let roots = Roots { specstory_projects: new_dirs, ..Roots::default() };
+        let sources: Vec<Source> =
+            discover::discover(&roots)?.into_iter().filter(|s| !planned.contains(&s.path)).collect();
+        if !sources.is_empty() {
+            let before = scanner.progress.files_total;
+            let plans = scanner.plan(sources, opts);
+            scanner.progress.files_total += before;
+            scanner.summary.timings.discover_ms += ms(t);
+            scanner.run_plans(plans, shutdown, progress)?;
+            scanner.summary.interrupted |= shutdown.requested();
+            scanner.flush()?;
+        }
+    }
     if !scanner.summary.interrupted {
         let _passes = store_passes(paths, &mut scanner.journal)?;
         let t = Instant::now();
@@ -397,6 +416,37 @@ pub fn run(
     summary.last_lsn = scanner.journal.tape().lock().context("read the log position")?.last_lsn();
     summary.elapsed_ms = ms(started);
     Ok(summary)
+}
+
+/// The directories the projection knows as projects or working directories:
+/// where SpecStory exports are looked for. A projection that cannot be read
+/// only costs the lookup.
+fn known_project_dirs(store: &shared::storage::store::Store) -> Vec<PathBuf> {
+    let sql = "SELECT root FROM projects
+               UNION SELECT root FROM session_env
+               UNION SELECT cwd FROM sessions WHERE cwd IS NOT NULL";
+    let dirs = store.conn().prepare(sql).and_then(|mut stmt| {
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        rows.collect::<Result<Vec<String>, _>>()
+    });
+    match dirs {
+        Ok(d) => d.into_iter().filter(|d| Path::new(d).is_absolute()).map(PathBuf::from).collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot list the known projects; their SpecStory exports are not looked for");
+            Vec::new()
+        }
+    }
+}
+
+/// The session a native log holds, by its file name: a Claude Code main
+/// transcript (`<session id>.jsonl`) or a Codex rollout (`rollout-…-<uuid>.jsonl`).
+fn native_session(src: &Source) -> Option<String> {
+    let stem = src.path.file_stem()?.to_str()?;
+    match src.kind {
+        SourceKind::ClaudeTranscript if !stem.starts_with("agent-") => Some(format!("claude:{stem}")),
+        SourceKind::CodexRollout => adapters::codex::uuid_from_name(stem).map(|id| format!("codex:{id}")),
+        _ => None,
+    }
 }
 
 /// Takes `passes.lock`, under which one scan at a time runs the passes over
@@ -451,6 +501,9 @@ struct Scanner<'c> {
     session_state: HashMap<String, bool>,
     /// Sessions given new events.
     touched: HashSet<SessionKey>,
+    /// Sessions a native log of this scan holds (SpecStory exports of them
+    /// are skipped).
+    native: HashSet<String>,
     pending: Pending,
     summary: ScanSummary,
     progress: ScanProgress,
@@ -465,12 +518,44 @@ impl Scanner<'_> {
         p.display().to_string()
     }
 
+    /// Reads each planned source in turn (until a shutdown request); a source
+    /// that cannot be read is logged and counted, a failing journal stops.
+    fn run_plans(
+        &mut self,
+        plans: Vec<Plan>,
+        shutdown: &Shutdown,
+        progress: &mut dyn FnMut(&ScanProgress),
+    ) -> Result<(), Error> {
+        for plan in plans {
+            if shutdown.requested() {
+                self.summary.interrupted = true;
+                break;
+            }
+            let harness = plan.source.kind.harness();
+            match self.source(&plan, shutdown, progress) {
+                Ok(true) => self.harness(harness).files_read += 1,
+                Ok(false) => {}
+                Err(e @ (Error::Engram { .. } | Error::Output(_))) => return Err(e),
+                Err(e) => {
+                    tracing::warn!(file = %plan.source.path.display(), error = %e, "cannot ingest this source; skipped");
+                    self.harness(harness).files_failed += 1;
+                }
+            }
+            self.progress.files_done += 1;
+            progress(&self.progress);
+        }
+        Ok(())
+    }
+
     /// Counts the sources, drops those older than `since`, estimates bytes.
     fn plan(&mut self, sources: Vec<Source>, opts: &ScanOptions) -> Vec<Plan> {
         let mut plans = Vec::new();
         for source in sources {
-            if !opts.harnesses.is_empty() && !opts.harnesses.contains(&source.kind.harness()) {
+            if !opts.harnesses.is_empty() && !opts.harnesses.iter().any(|h| h.covers(source.kind.harness())) {
                 continue;
+            }
+            if let Some(key) = native_session(&source) {
+                self.native.insert(key);
             }
             self.harness(source.kind.harness()).files += 1;
             let mut fingerprint = None;
@@ -493,7 +578,10 @@ impl Scanner<'_> {
             }
             let cursor = self.cursors.get(&Self::path_text(&source.path));
             let estimate = match cursor {
-                Some(c) if source.kind.is_jsonl() && size >= c.offset => size - c.offset,
+                Some(c) if source.kind == SourceKind::SpecStory && c.size == size && c.mtime_ms == mtime => 0,
+                Some(c) if (source.kind.is_jsonl() || source.kind == SourceKind::SpecStory) && size >= c.offset => {
+                    size - c.offset
+                }
                 Some(c) if !source.kind.is_jsonl() && c.size == size && c.mtime_ms == mtime => 0,
                 _ => size,
             };
@@ -514,6 +602,8 @@ impl Scanner<'_> {
         let src = &plan.source;
         if src.kind.is_jsonl() {
             self.jsonl(src, shutdown, progress)
+        } else if src.kind == SourceKind::SpecStory {
+            self.export(src)
         } else {
             self.whole(src, plan.fingerprint.clone())
         }
@@ -675,6 +765,148 @@ impl Scanner<'_> {
             added = true;
         }
         Ok(added)
+    }
+
+    /// A SpecStory export, from its cursor to its end (see
+    /// [`adapters::specstory`]: the cursor stays at the last turn, which is
+    /// read again next time). A file whose size and time match its cursor is
+    /// not opened; one rewritten without growing, truncated, replaced or
+    /// whose start changed is read again from the start (derived ids keep
+    /// what did not change from being recorded twice). An export of a
+    /// session another source records is skipped.
+    fn export(&mut self, src: &Source) -> Result<bool, Error> {
+        let harness = Harness::SpecStory;
+        let path = Self::path_text(&src.path);
+        let t = Instant::now();
+        let cursor = self.cursors.get(&path).cloned();
+        let file = File::open(&src.path).map_err(|e| Error::io(&src.path, e))?;
+        let meta = file.metadata().map_err(|e| Error::io(&src.path, e))?;
+        let (size, mtime) = (meta.len(), mtime_ms(&meta));
+        let ident = FileIdent::of(&file, &meta, &src.path)?;
+        let same_file = cursor
+            .as_ref()
+            .and_then(|c| FileIdent::parse(&c.file_id))
+            .is_some_and(|w| (w.dev, w.ino) == (ident.dev, ident.ino));
+        let resume = match &cursor {
+            Some(c) if same_file && c.size == size && c.mtime_ms == mtime => Resume::Unchanged,
+            Some(c) if c.size == size => {
+                Resume::Restart { reason: "the file was modified without growing (rewritten)" }
+            }
+            _ => decide(cursor.as_ref(), &ident, size, mtime, head_of(&file, &src.path))?,
+        };
+        let (mut pos, mut state, mut restarted) = match resume {
+            Resume::Unchanged => {
+                self.summary.timings.read_ms += ms(t);
+                return Ok(false);
+            }
+            Resume::Fresh => (0, Value::Null, false),
+            Resume::Append { offset, state } => (offset, state, false),
+            Resume::Restart { reason } => {
+                tracing::info!(file = %path, reason, "reading the export again from the start");
+                (0, Value::Null, true)
+            }
+        };
+        let remaining = size - pos;
+        if remaining > self.limits.max_line_bytes as u64 {
+            return Err(Error::TooLarge {
+                path: src.path.clone(),
+                bytes: remaining,
+                limit: self.limits.max_line_bytes,
+            });
+        }
+        let mut bytes = vec![0u8; remaining as usize];
+        source::read_exact_at(&file, &mut bytes, pos, &src.path)?;
+        self.summary.timings.read_ms += ms(t);
+        let privacy = Rc::clone(&self.privacy);
+        let mut ctx = ParseContext::new(&path, Ts(mtime), &privacy);
+        ctx.redact = self.config.privacy.redact;
+        let fresh_state = |ctx: &ParseContext<'_>| -> Result<Value, Error> {
+            let mut head = vec![0u8; (size as usize).min(HEAD_BYTES)];
+            source::read_exact_at(&file, &mut head, 0, &src.path)?;
+            Ok(adapters::initial_state(src.kind, ctx, &head).unwrap_or(Value::Null))
+        };
+        if state.is_null() {
+            state = fresh_state(&ctx)?;
+        }
+        // One session, one record: an export of a session another source holds is skipped.
+        let elsewhere = match adapters::specstory::session_of(&state) {
+            Some(key) => self.recorded_elsewhere(&key, &path)?.map(|other| (key, other)),
+            None => None,
+        };
+        if elsewhere.is_none() && state.get("duplicate_of").is_some() {
+            // Skipped before, no longer recorded elsewhere: read it all.
+            (pos, restarted) = (0, true);
+            bytes = vec![0u8; size as usize];
+            source::read_exact_at(&file, &mut bytes, 0, &src.path)?;
+            state = fresh_state(&ctx)?;
+        }
+        if let Some((key, other)) = elsewhere {
+            tracing::info!(file = %path, session = %key, source = %other, "this export's session is recorded from another source; skipped");
+            self.harness(harness).duplicates += 1;
+            let mut state = state;
+            if let Value::Object(m) = &mut state {
+                m.insert("duplicate_of".to_owned(), Value::from(other));
+            }
+            let cursor = self.cursor_event(SourceCursor {
+                harness: harness.name().to_owned(),
+                path: path.clone(),
+                file_id: ident.encode(),
+                offset: size,
+                size,
+                mtime_ms: mtime,
+                state,
+            });
+            self.add(harness, ParseOutput::default(), cursor, 0, false)?;
+            return Ok(false);
+        }
+        let t = Instant::now();
+        let parsed = match adapters::parse_chunk(src.kind, &ctx, &bytes, pos, &state) {
+            Err(e @ Error::ResumeState { .. }) if pos > 0 => {
+                tracing::info!(file = %path, error = %e, "reading the export again from the start");
+                restarted = true;
+                pos = 0;
+                bytes = vec![0u8; size as usize];
+                source::read_exact_at(&file, &mut bytes, 0, &src.path)?;
+                state = fresh_state(&ctx)?;
+                adapters::parse_chunk(src.kind, &ctx, &bytes, 0, &state)
+            }
+            other => other,
+        };
+        self.summary.timings.parse_ms += ms(t);
+        let mut out = parsed?;
+        if restarted {
+            self.harness(harness).files_reread += 1;
+        }
+        version_ids(&mut out.events);
+        let cursor = self.cursor_event(SourceCursor {
+            harness: harness.name().to_owned(),
+            path: path.clone(),
+            file_id: ident.encode(),
+            offset: pos + out.consumed,
+            size,
+            mtime_ms: mtime,
+            state: out.state.clone(),
+        });
+        let bytes_read = bytes.len() as u64;
+        self.add(harness, out, cursor, bytes_read, pos == 0)?;
+        self.progress.bytes_done += bytes_read;
+        Ok(true)
+    }
+
+    /// Where a session is recorded from besides the SpecStory export at
+    /// `path`: a native log of this scan, or the projection's source of a
+    /// session it holds (when that source is not an export).
+    fn recorded_elsewhere(&mut self, key: &SessionKey, path: &str) -> Result<Option<String>, Error> {
+        if self.native.contains(key.as_str()) {
+            return Ok(Some(format!("{} transcript", key.harness())));
+        }
+        let source = self.journal.store().session_source(key.as_str()).context("look a session's source up")?;
+        Ok(match source {
+            None => None,
+            Some(Some(p)) if p == path || p.ends_with(".md") => None,
+            Some(Some(p)) => Some(p),
+            Some(None) => Some("a session recorded without a transcript path".to_owned()),
+        })
     }
 
     /// Position of the first `\n` at or after `from`, if any before `size`.
@@ -1021,7 +1253,7 @@ impl Scanner<'_> {
         let idle = self.journal.store().idle_sessions(cutoff).context("list idle sessions")?;
         let mut events = Vec::new();
         for s in idle {
-            let Some(h) = Harness::from_name(s.key.harness()).filter(|h| harnesses.contains(h)) else {
+            let Some(h) = Harness::from_name(s.key.harness()).filter(|h| harnesses.iter().any(|a| a.covers(*h))) else {
                 continue;
             };
             self.harness(h).sessions_ended += 1;

@@ -106,6 +106,11 @@ const KEYS: &[Key] = &[
     ("scan.codex_home", "Codex's home (empty: $CODEX_HOME or ~/.codex).", None),
     ("scan.gemini_dir", "Gemini CLI's directory (empty: ~/.gemini).", None),
     ("scan.opencode_dir", "OpenCode's data directory (empty: ~/.local/share/opencode).", None),
+    (
+        "scan.specstory_roots",
+        "Directories searched for SpecStory exports (.specstory/history/*.md in the repositories below them), besides the projects Engram knows.",
+        None,
+    ),
     ("scan.idle_end_minutes", "A session with no new content for this long is ended.", Some((1.0, 100_000.0))),
     ("extractor.command", "Program and arguments, one per entry; empty means off.", None),
     ("extractor.timeout_ms", "Kill the command after this long.", Some((1.0, 3_600_000.0))),

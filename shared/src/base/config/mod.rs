@@ -198,13 +198,24 @@ pub struct ScanConfig {
     pub gemini_dir: Option<String>,
     /// OpenCode data directory (default `~/.local/share/opencode`).
     pub opencode_dir: Option<String>,
+    /// Directories searched for SpecStory exports (`.specstory/history/*.md`
+    /// in the repositories below them, a few levels deep), besides the
+    /// projects Engram already knows (default none).
+    pub specstory_roots: Vec<String>,
     /// A session with no new content for this long is considered ended.
     pub idle_end_minutes: u64,
 }
 
 impl Default for ScanConfig {
     fn default() -> Self {
-        ScanConfig { claude_dir: None, codex_home: None, gemini_dir: None, opencode_dir: None, idle_end_minutes: 60 }
+        ScanConfig {
+            claude_dir: None,
+            codex_home: None,
+            gemini_dir: None,
+            opencode_dir: None,
+            specstory_roots: Vec::new(),
+            idle_end_minutes: 60,
+        }
     }
 }
 

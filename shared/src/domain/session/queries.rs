@@ -87,6 +87,18 @@ impl Store {
         Ok(known)
     }
 
+    /// The transcript a known session was read from: `None` when the
+    /// projection has no such session, `Some(None)` when it has one without a
+    /// source path (recorded by hooks or tools).
+    pub fn session_source(&self, key: &str) -> Result<Option<Option<String>>> {
+        use rusqlite::OptionalExtension;
+        let mut stmt = self
+            .conn()
+            .prepare_cached("SELECT source_path FROM sessions WHERE session_key = ?1")
+            .sql("prepare session source lookup")?;
+        stmt.query_row([key], |r| r.get::<_, Option<String>>(0)).optional().sql("look up a session's source")
+    }
+
     /// Which of `keys` have a row in `sessions`.
     pub fn known_sessions<'a>(&self, keys: impl IntoIterator<Item = &'a str>) -> Result<HashSet<String>> {
         let mut stmt = self

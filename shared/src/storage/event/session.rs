@@ -19,6 +19,12 @@ pub mod harness {
     pub const GEMINI: &str = "gemini";
     /// OpenCode.
     pub const OPENCODE: &str = "opencode";
+    /// Cursor (its sessions reach Engram as SpecStory exports).
+    pub const CURSOR: &str = "cursor";
+    /// GitHub Copilot in VS Code (its sessions reach Engram as SpecStory exports).
+    pub const COPILOT: &str = "copilot";
+    /// A SpecStory export of a tool Engram has no other name for.
+    pub const SPECSTORY: &str = "specstory";
     /// Sessions created by Engram itself (MCP, CLI, demo corpus, benchmarks).
     pub const ENGRAM: &str = "engram";
 }
@@ -27,7 +33,8 @@ pub mod harness {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SessionStarted {
-    /// `claude`, `codex`, `gemini`, `opencode`, `engram`.
+    /// `claude`, `codex`, `gemini`, `opencode`, `cursor`, `copilot`,
+    /// `specstory`, `engram`.
     pub harness: String,
     /// The harness's own id for the session.
     pub harness_session_id: String,
