@@ -30,6 +30,8 @@ use shared::base::shutdown::Shutdown;
 use shared::base::time::Ts;
 use shared::domain::injection::{self, ServeRequest, SessionContext};
 use shared::domain::memory::queries::MemoryFilter;
+use shared::domain::moment::preview;
+use shared::domain::moment::{Kind, Moment};
 use shared::storage::event::{Body, Event, FtsHits, trigger};
 use shared::storage::journal::Journal;
 
@@ -217,7 +219,7 @@ pub fn run(
     });
     let serving = model.as_ref().map(injection::LoadedModel::serving);
     o.line(&format!("4. What a session started in {} would get, and why", opts.cwd.display()))?;
-    let preview = injection::preview_session_start(journal.store(), config, serving, &opts.cwd, now, 3)
+    let preview = preview::preview_session_start(journal.store(), config, serving, &opts.cwd, now, 3)
         .context("preview the injection")?;
     summary.injected_here = preview.items.iter().filter(|i| i.injected).count();
     o.block(&preview.render(), "   ")?;
@@ -226,27 +228,15 @@ pub fn run(
     {
         o.line("")?;
         o.line(&format!("   The demo project {} at session start:", s.cwd))?;
-        let p = injection::preview_session_start(journal.store(), config, serving, Path::new(&s.cwd), now, 2)
+        let p = preview::preview_session_start(journal.store(), config, serving, Path::new(&s.cwd), now, 2)
             .context("preview the injection")?;
         o.block(&p.render(), "   ")?;
         let prompt = "pnpm test fails with a Redis connection error, how do I run the tests?";
         let env = demo_env(&s.cwd);
-        let tz = injection::time_zone(config);
-        let served = injection::serve(
-            journal.store(),
-            config,
-            serving,
-            &tz,
-            &ServeRequest {
-                project: Some(&env.project),
-                env: Some(&env),
-                ..ServeRequest::new(trigger::PROMPT, prompt, now)
-            },
-        )
-        .context("preview a prompt")?;
+        let moment = Moment { cwd: Some(&s.cwd), env: Some(&env), ..Moment::new(Kind::Prompt(prompt), now) };
+        let p = preview::preview(journal.store(), config, serving, &moment, 2).context("preview a prompt")?;
         o.line("")?;
         o.line(&format!("   And at the prompt {prompt:?}:"))?;
-        let p = injection::Preview::new(&served, trigger::PROMPT, prompt, None, 2);
         o.block(&p.render(), "   ")?;
     }
     drop(journal);

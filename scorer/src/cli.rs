@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use shared::base::config::Config;
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
-use shared::domain::injection::{self, Preview, ServeRequest};
-use shared::storage::event::trigger;
+use shared::domain::injection;
+use shared::domain::moment::preview::{self, Preview};
 use shared::storage::store::Store;
 
 use crate::error::{Error, Result};
@@ -86,25 +86,10 @@ pub fn context(
         None => std::env::current_dir().map_err(|e| Error::io("read the current directory", Path::new("."), e))?,
     };
     let now = Ts::now();
-    let env = shared::domain::env::detect(&cwd, &shared::domain::env::DetectOptions::from_env(&config.env, true));
+    let env = preview::environment(&config, &cwd);
     let preview: Preview = match prompt {
-        None => injection::preview_session_start(&store, &config, serving, &cwd, now, NEXT_BEST)?,
-        Some(prompt) => {
-            let project = Some(env.project.clone());
-            let tz = config.time.zone();
-            let served = injection::serve(
-                &store,
-                &config,
-                serving,
-                &tz,
-                &ServeRequest {
-                    project: project.as_deref(),
-                    env: Some(&env),
-                    ..ServeRequest::new(trigger::PROMPT, &prompt, now)
-                },
-            )?;
-            Preview::new(&served, trigger::PROMPT, &prompt, None, NEXT_BEST)
-        }
+        None => preview::preview_session_start(&store, &config, serving, &cwd, now, NEXT_BEST)?,
+        Some(prompt) => preview::preview_prompt(&store, &config, serving, &cwd, &prompt, now, NEXT_BEST)?,
     };
     if json {
         let mut value = serde_json::to_value(&preview).unwrap_or_default();

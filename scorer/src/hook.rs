@@ -1,17 +1,13 @@
 //! `engram-scorer hook session-start | user-prompt-submit | pre-tool-use`:
 //! the read-side hooks of Claude Code and Codex.
 //!
-//! One process per hook call: read the hook JSON on stdin, build the query
-//! of the moment (session start: the session context of the project from the
-//! projection; prompt: the prompt; tool: the tool and its salient input),
-//! rank with the serving model, record what was served (`session.started`
-//! at session start, `ranking.served` always, `fts.hits` at prompts) and print
-//! `{"hookSpecificOutput":{"hookEventName":…,"additionalContext":…}}`, or
-//! nothing when no memory is injected. Before an edit, a "why this code
-//! exists" note may come first ([`shared::domain::provenance::note`]), from the same
-//! budget. The text is bounded by
-//! `injection.max_chars` and memories already shown in the session are
-//! never repeated (see [`shared::domain::injection`]).
+//! One process per hook call: read the hook JSON on stdin, detect the
+//! environment, open the projection as it is, and ask the read side's
+//! orchestrator ([`shared::domain::moment::answer`]) what reaches the agent
+//! at this moment and which events record it; then spool those events and
+//! print `{"hookSpecificOutput":{"hookEventName":…,"additionalContext":…}}`,
+//! or nothing when nothing is said. `engram-scorer context` and quickstart
+//! show the same answer without recording it.
 //!
 //! **Recording off the critical path.** A hook never takes the tape lock and
 //! never waits for a disk sync. It reads the projection as it is, writes its
@@ -46,8 +42,8 @@ use shared::base::config::Config;
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
 use shared::domain::hook::{HookEvent, HookInput};
-use shared::domain::injection::{self, ServeRequest, SessionContext};
-use shared::storage::event::{Body, Event, FtsHits, Meta, SessionStarted, context_reset, trigger};
+use shared::domain::injection;
+use shared::domain::moment::{self, Moment};
 use shared::storage::store::Store;
 
 use crate::error::{Error, Result};
@@ -55,13 +51,6 @@ use crate::native::writer_name;
 
 /// Largest hook input read (a Write tool's input carries the whole file).
 const MAX_INPUT: usize = 32 << 20;
-/// BM25 hits of a prompt recorded as its `fts.hits`.
-const FTS_HITS: u32 = 10;
-/// Tools before which nothing is injected: Engram's own (the agent is already
-/// asking memory) and bookkeeping tools.
-fn skipped_tool(name: &str) -> bool {
-    name.starts_with("mcp__engram__") || matches!(name, "TodoWrite" | "update_plan")
-}
 
 /// What one hook call produced.
 #[derive(Debug, Default)]
@@ -113,35 +102,37 @@ pub fn run(
     let input = HookInput::parse(input).map_err(|why| Error::params("stdin", why))?;
     let harness = input.harness(harness);
     let session = input.session_key(harness);
-    let mut config = Config::load(&paths.config()).unwrap_or_else(|e| {
+    let config = Config::load(&paths.config()).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "invalid configuration; using the defaults");
         Config::default()
     });
+    let kind = match event {
+        HookEvent::SessionStart => moment::Kind::SessionStart {
+            // A start on an emptied context: a compaction, or a clear.
+            restart: input.source.as_deref().filter(|s| matches!(*s, "compact" | "clear")),
+        },
+        HookEvent::UserPromptSubmit => moment::Kind::Prompt(input.prompt.as_deref().unwrap_or_default()),
+        HookEvent::PreToolUse => {
+            moment::Kind::Tool { name: input.tool_name.as_deref().unwrap_or_default(), input: &input.tool_input }
+        }
+        _ => unreachable!("checked above"),
+    };
+    let quiet = match kind {
+        moment::Kind::Prompt(p) => p.trim().is_empty(),
+        moment::Kind::Tool { name, .. } => name.is_empty() || moment::skipped_tool(name) || config.env.skips_tool(name),
+        moment::Kind::SessionStart { .. } => false,
+    };
+    if quiet {
+        return Ok(HookOutcome::default());
+    }
     // The project is detected from the working directory at every call (a
     // few system calls): the session may have moved, and the projection may
     // not hold this session's start yet.
     let env = input.env(&shared::domain::env::DetectOptions::from_env(&config.env, event == HookEvent::SessionStart));
-    let project = env.as_ref().map(|e| e.project.clone());
-    // A session start on an emptied context: a compaction, or a clear.
-    let restart = event == HookEvent::SessionStart && matches!(input.source.as_deref(), Some("compact" | "clear"));
-    let (trigger, query, branch, read_only) = match event {
-        HookEvent::SessionStart => (trigger::SESSION_START, None, input.cwd.as_deref().map(Path::new), false),
-        HookEvent::UserPromptSubmit => match input.prompt.as_deref().map(str::trim) {
-            Some(p) if !p.is_empty() => (trigger::PROMPT, Some(p.to_owned()), None, false),
-            _ => return Ok(HookOutcome::default()),
-        },
-        HookEvent::PreToolUse => match input.tool_name.as_deref() {
-            Some(t) if !skipped_tool(t) && !config.env.skips_tool(t) => (
-                trigger::TOOL,
-                Some(injection::tool_query(t, &input.tool_input)),
-                None,
-                injection::read_only_tool(t, &input.tool_input),
-            ),
-            _ => return Ok(HookOutcome::default()),
-        },
-        _ => unreachable!("checked above"),
+    let branch = match event {
+        HookEvent::SessionStart => input.cwd.as_deref().map(Path::new).and_then(shared::domain::hook::git_branch),
+        _ => None,
     };
-    let branch = branch.and_then(shared::domain::hook::git_branch);
     phases.lap("input");
     // The projection as it is: no tape lock, no catch-up (the recorder
     // catches up when it appends).
@@ -150,157 +141,44 @@ pub fn run(
     phases.lap("open");
     // Read before the ranking's snapshot: see `shared::domain::hook::pending`.
     let pending = shared::domain::hook::pending(paths)?;
-    // Just before this hook's own ranking, so that what it injects is in the new context.
-    let own_reset = restart.then_some(now.0 - 1);
-    let context_reset_ms = pending.reset_of(session.as_ref()).max(own_reset);
     phases.lap("pending");
-    let query = match query {
-        Some(q) => q,
-        None => {
-            let mut ctx = match (&session, restart) {
-                (Some(key), true) => {
-                    SessionContext::load_restart(&store, project.clone(), input.cwd.clone(), branch.clone(), key)?
-                }
-                _ => {
-                    SessionContext::load(&store, project.clone(), input.cwd.clone(), branch.clone(), session.as_ref())?
-                }
-            };
-            ctx.name = env.as_ref().map(|e| e.name.clone());
-            ctx.tags = env.as_ref().map(|e| e.tags.clone()).unwrap_or_default();
-            ctx.query()
-        }
-    };
-    let note = if event == HookEvent::PreToolUse {
-        provenance_note(&store, session.as_ref(), &input, &mut config)
-    } else {
-        None
-    };
     let model = injection::load_model(paths).unwrap_or_else(|e| {
         tracing::warn!(error = %e, "cannot load the serving model; ranking with the baseline only");
         None
     });
-    let tz = injection::time_zone(&config);
-    let status_line = event == HookEvent::SessionStart && {
-        let state = shared::domain::rank::PredictorState::load(&store, &config.predictor)?;
-        injection::status_is_news(&store, &state, session.as_ref())?
-    };
-    phases.lap("query+model");
-    // Seed 004's memory model: what it adds is counted against the budget.
-    let extra = shared::domain::knowledge::prompt::for_hook(
-        &store,
-        &config,
-        event.name(),
-        session.as_ref(),
-        project.as_deref(),
-        &query,
-        input.tool_name.as_deref().unwrap_or_default(),
-        &input.tool_input,
-        now,
-    )
-    .unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "seed 004 additions failed; serving memories only");
-        shared::domain::knowledge::prompt::Notes::default()
-    });
-    let config = extra.within_budget(config);
-    phases.lap("knowledge");
-    let served = injection::serve(
+    phases.lap("model");
+    let writer = writer_name();
+    let answer = moment::answer(
         &store,
         &config,
         model.as_ref().map(injection::LoadedModel::serving),
-        &tz,
-        &ServeRequest {
-            trigger,
-            query: &query,
+        &writer,
+        &Moment {
+            kind,
             session: session.as_ref(),
-            project: project.as_deref(),
-            stack: env.as_ref().map(|e| e.stack.as_slice()),
+            harness,
+            cwd: input.cwd.as_deref(),
+            env: env.as_ref(),
+            branch,
+            model: input.model.as_deref(),
+            transcript: input.transcript_path.as_deref(),
             now,
-            status_line,
             explore_draw: rand::random::<f32>(),
             unapplied: &pending.rankings,
-            env: env.as_ref(),
-            context_reset_ms,
-            restart,
-            read_only,
+            pending_reset_ms: pending.reset_of(session.as_ref()),
         },
     )?;
-    phases.lap("rank");
+    phases.lap("answer");
     if let Some(&(_, ms)) = phases.laps.last() {
         shared::base::telemetry::latency::note(
-            format!("score.{trigger}"),
+            format!("score.{}", answer.trigger),
             std::time::Duration::from_secs_f64(ms / 1e3),
             true,
         );
     }
-
-    let writer = writer_name();
-    let mut events = Vec::new();
-    if event == HookEvent::SessionStart
-        && let Some(key) = &session
-    {
-        events.push(Event::new(
-            now,
-            &writer,
-            Some(key.clone()),
-            Body::SessionStarted(SessionStarted {
-                harness: harness.to_owned(),
-                harness_session_id: key.harness_id().to_owned(),
-                project: project.clone(),
-                cwd: input.cwd.clone(),
-                git_branch: branch,
-                model: input.model.clone(),
-                source_path: input.transcript_path.clone(),
-                ..SessionStarted::default()
-            }),
-        ));
-        if let Some(env) = env {
-            events.push(Event::new(now, &writer, Some(key.clone()), Body::EnvDetected(env)));
-        }
-    }
-    if let (Some(at), Some(key)) = (own_reset, &session) {
-        events.push(Event::new(
-            Ts(at),
-            &writer,
-            Some(key.clone()),
-            Body::Meta(Meta {
-                label: context_reset::CONTEXT_RESET.to_owned(),
-                text: input.source.clone(),
-                ..Meta::default()
-            }),
-        ));
-    }
-    events.extend(extra.events.iter().map(|b| Event::new(now, &writer, session.clone(), b.clone())));
-    let ranking_id = served.ranking.ranking_id.clone();
-    let fts: Vec<_> = served
-        .ranking
-        .items
-        .iter()
-        .filter(|it| it.memory.signals.bm25_rank.is_some_and(|r| r <= FTS_HITS))
-        .map(|it| it.memory.id.clone())
-        .collect();
-    if !served.ranking.served.candidates.is_empty() {
-        events.push(Event::new(now, &writer, session.clone(), Body::RankingServed(served.ranking.served)));
-    }
-    if event == HookEvent::UserPromptSubmit && !fts.is_empty() {
-        events.push(Event::new(
-            now,
-            &writer,
-            session.clone(),
-            Body::FtsHits(FtsHits { ranking_id: Some(ranking_id), memory_ids: fts }),
-        ));
-    }
-    if let Some((n, text)) = &note {
-        let body = Body::ProvenanceNoted(shared::storage::event::ProvenanceNoted {
-            source_session: n.source.clone(),
-            file: n.file.clone(),
-            confidence: n.confidence,
-            chars: u32::try_from(text.chars().count()).unwrap_or(u32::MAX),
-        });
-        events.push(Event::new(now, &writer, session.clone(), body));
-    }
     let mut recorder_started = false;
-    if !events.is_empty() {
-        shared::domain::hook::spool_unsynced(paths, &events)?;
+    if !answer.events.is_empty() {
+        shared::domain::hook::spool_unsynced(paths, &answer.events)?;
         phases.lap("spool");
         if let Some(exe) = exe {
             let lock = shared::domain::hook::recorder_lock(paths);
@@ -313,42 +191,10 @@ pub fn run(
     }
     drop(store);
     phases.lap("close");
-    tracing::debug!(event = event.name(), injected = served.injected.len(), phases_ms = ?phases.laps, "hook served");
-    let context = shared::domain::knowledge::prompt::join_context(&extra.text, served.context);
-    let context = match (note.map(|(_, text)| text), context) {
-        (Some(n), Some(c)) => Some(format!("{n}\n{c}")),
-        (n, c) => n.or(c),
-    };
-    let stdout = context.map(|text| output(event, &text));
-    Ok(HookOutcome { stdout, injected: served.injected.len(), recorder_started })
-}
-
-/// Before an edit, the "why this code exists" note (provenance, seed 003;
-/// see [`shared::domain::provenance::note`]), framed, with the injection budget
-/// lowered by its size so that note and memories together stay within
-/// `injection.max_chars`. `None` (logged on error) when there is nothing
-/// strong to say or no room.
-fn provenance_note(
-    store: &Store,
-    session: Option<&shared::base::ids::SessionKey>,
-    input: &HookInput,
-    config: &mut Config,
-) -> Option<(shared::domain::provenance::note::Note, String)> {
-    use shared::storage::event::{INJECTION_CLOSE, INJECTION_OPEN};
-    let tool = input.tool_name.as_deref()?;
-    let note = shared::domain::provenance::note::note(store, session, tool, &input.tool_input, input.cwd.as_deref())
-        .inspect_err(|e| tracing::warn!(error = %e, "no provenance note: explain failed"))
-        .ok()??;
-    let clean = note.text.replace(INJECTION_CLOSE, "").replace(INJECTION_OPEN, "");
-    let text = format!("{INJECTION_OPEN}\n{clean}\n{INJECTION_CLOSE}");
-    let room = text.chars().count() + 1;
-    let inj = &mut config.injection;
-    if room * 2 > inj.max_chars {
-        return None;
-    }
-    inj.max_chars -= room;
-    inj.budget_chars = inj.budget_chars.saturating_sub(room);
-    Some((note, text))
+    let injected = answer.injected();
+    tracing::debug!(event = event.name(), injected, phases_ms = ?phases.laps, "hook served");
+    let stdout = answer.context.map(|text| output(event, &text));
+    Ok(HookOutcome { stdout, injected, recorder_started })
 }
 
 /// The internal `engram-scorer hook` argument of the recorder.

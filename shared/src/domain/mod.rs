@@ -7,6 +7,7 @@ pub mod hook;
 pub mod injection;
 pub mod knowledge;
 pub mod memory;
+pub mod moment;
 pub mod provenance;
 pub mod rank;
 pub mod session;
