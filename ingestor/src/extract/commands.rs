@@ -22,7 +22,9 @@
 use std::collections::HashSet;
 
 use serde_json::Value;
-pub use shared::base::shell::{goal, is_read_only, main_segment, program, writes_file};
+pub use shared::base::shell::{
+    goal, is_diagnostic, is_read_only, is_setup, is_vcs, main_segment, program, runs_tests, writes_file,
+};
 use shared::storage::event::{Body, Event};
 
 /// How a tool call ended.
@@ -226,6 +228,10 @@ fn line_score(l: &str) -> i32 {
     {
         return 0;
     }
+    // A test runner's line for a test that passed.
+    if l.starts_with(['✓', '✔', '√']) || low.starts_with("pass ") || low.starts_with("ok ") {
+        return 0;
+    }
     let mut s = 0;
     let named = l.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| {
         (w.len() > 5 && (w.ends_with("Error") || w.ends_with("Exception")))
@@ -357,6 +363,13 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
         since: u32,
         /// Source files were edited since the last failure.
         edited: bool,
+        /// Source files were edited since the first failure.
+        edited_ever: bool,
+        /// Every failure so far printed the same first line.
+        same_error: bool,
+        /// A command that changes state, of another goal, passed since the
+        /// first failure.
+        busy: bool,
     }
     impl Open<'_> {
         fn fix(&self, success: usize, how: How) -> Fix {
@@ -383,6 +396,9 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
             workaround: None,
             since: 0,
             edited: false,
+            edited_ever: false,
+            same_error: true,
+            busy: false,
         }
     }
     let mut open: Vec<Open<'_>> = Vec::new();
@@ -390,7 +406,9 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
     let close = |f: Open<'_>, out: &mut Vec<Fix>| {
         if let Some(w) = f.workaround.clone() {
             out.push(f.fix(f.last.at, How::Changed(w)));
-        } else if f.failures >= UNRESOLVED_FAILURES {
+        } else if f.failures >= UNRESOLVED_FAILURES && f.same_error && !f.edited_ever {
+            // The same error every time, and no code changed in between: the
+            // command itself does not work here (code being debugged is not).
             out.push(f.fix(f.last.at, How::Unresolved));
         }
     };
@@ -399,7 +417,16 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
             f.since += 1;
             if o.status == Status::Ok && o.is_edit() {
                 let file = o.file.clone().or_else(|| o.command.as_deref().and_then(writes_file).flatten());
-                f.edited |= file.as_deref().is_none_or(|f| !is_config_file(f));
+                let source = file.as_deref().is_none_or(|f| !is_config_file(f));
+                f.edited |= source;
+                f.edited_ever |= source;
+            }
+            if o.status == Status::Ok
+                && let Some(c) = o.command.as_deref()
+                && !is_diagnostic(c)
+                && goal(c) != f.goal
+            {
+                f.busy = true;
             }
         }
         let Some(cmd) = o.command.as_deref() else { continue };
@@ -417,7 +444,7 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
         let status = if o.status == Status::Ok && did_nothing(&o.output) { Status::Failed } else { o.status };
         match status {
             Status::Failed => {
-                if is_read_only(cmd) && !matches!(g.as_str(), "curl" | "wget") {
+                if is_diagnostic(cmd) && !matches!(g.as_str(), "curl" | "wget") {
                     continue;
                 }
                 match open.iter().position(|f| f.goal == g) {
@@ -435,6 +462,7 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
                             let done = std::mem::replace(f, open_at(o, g, pos));
                             out.push(done.fix(o.at, How::Changed(main_segment(cmd))));
                         } else {
+                            f.same_error &= first_line(&o.output) == first_line(&f.last.output);
                             f.failures += 1;
                             f.failed_at.push(o.at);
                             f.last = o;
@@ -463,7 +491,8 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
                         if f.workaround.is_none()
                             && f.since <= 3
                             && !f.edited
-                            && !is_read_only(cmd)
+                            && !is_diagnostic(cmd)
+                            && !is_vcs(cmd)
                             && runs.is_some()
                             && runs == program(f.last.command.as_deref().unwrap_or_default())
                         {
@@ -480,7 +509,7 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
                         continue;
                     }
                     if let (Some(c), Status::Ok) = (&b.command, b.status)
-                        && !is_read_only(c)
+                        && is_setup(c)
                         && goal(c) != f.goal
                     {
                         let seg = main_segment(c);
@@ -493,9 +522,9 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
                 let how = if !first.is_empty() {
                     first.truncate(2);
                     How::RanFirst(first)
-                } else if squash(&now) != squash(&failed) && !f.edited {
+                } else if squash(&now) != squash(&failed) && !f.edited && !is_diagnostic(&now) {
                     How::Changed(now)
-                } else if !f.edited && f.failures >= 2 {
+                } else if !f.edited_ever && !f.busy && f.same_error && f.failures >= 2 {
                     How::Retry
                 } else {
                     continue;

@@ -49,11 +49,12 @@ use shared::storage::event::{
     Body, Event, INJECTION_OPEN, MemoryAdded, MemoryType, MemoryUpdated, SCHEMA_VERSION, origin,
 };
 
-use crate::adapter::{WRITER, project_of};
+use crate::adapter::{WRITER, is_harness_prompt, project_of, typed_text};
 use crate::dedup::{self, MemoryLookup};
 use crate::redact;
 use commands::{Fix, How, Outcome, Status};
 use prose::{Role, word_count};
+use shared::domain::memory::quality;
 
 pub use prose::sentences;
 
@@ -122,7 +123,9 @@ pub struct Extraction {
 /// Whether an event's text may be learned from.
 pub fn learnable_input(e: &Event) -> Option<&str> {
     match &e.body {
-        Body::MsgIn(m) if m.is_user_prompt() && !m.text.contains(INJECTION_OPEN) => Some(&m.text),
+        Body::MsgIn(m) if m.is_user_prompt() && !m.text.contains(INJECTION_OPEN) && !is_harness_prompt(&m.text) => {
+            Some(typed_text(&m.text)).filter(|t| !t.is_empty())
+        }
         _ => None,
     }
 }
@@ -150,14 +153,49 @@ fn rewound(events: &[Event]) -> HashSet<usize> {
     out
 }
 
+/// Whether an error says a file or path does not exist (a typo, or the
+/// state of the working tree at that moment).
+fn missing_path(err: &str) -> bool {
+    let e = err.to_lowercase();
+    ["pathspec", "did not match any file", "no such file or directory", "cannot find the path", "enoent"]
+        .iter()
+        .any(|m| e.contains(m))
+}
+
+/// Where the last parenthesis, bracket, quote or code span still open at
+/// the end of `text` begins.
+fn unclosed_at(text: &str) -> Option<usize> {
+    let mut parens: Vec<usize> = Vec::new();
+    let mut quote: Option<usize> = None;
+    let mut tick: Option<usize> = None;
+    for (i, c) in text.char_indices() {
+        match c {
+            '`' => tick = if tick.is_some() { None } else { Some(i) },
+            _ if tick.is_some() => {}
+            '(' | '[' => parens.push(i),
+            ')' | ']' => {
+                parens.pop();
+            }
+            '"' => quote = if quote.is_some() { None } else { Some(i) },
+            _ => {}
+        }
+    }
+    [parens.first().copied(), quote, tick].into_iter().flatten().min()
+}
+
 /// Cuts to [`MAX_MEMORY_TEXT`] characters at a word boundary, capitalises,
 /// and ends with punctuation.
 pub fn tidy(text: &str) -> String {
     let t = prose::without_markers(text.trim()).trim();
     let mut out: String = if t.chars().count() > MAX_MEMORY_TEXT {
         let cut: String = t.chars().take(MAX_MEMORY_TEXT).collect();
-        let at = cut.rfind(' ').unwrap_or(cut.len());
-        format!("{}…", cut[..at].trim_end_matches([',', ';', ':']))
+        let mut at = cut.rfind(' ').unwrap_or(cut.len());
+        // Never cut inside a parenthesis, a quote or a code span: drop the
+        // whole aside instead.
+        if let Some(open) = unclosed_at(&cut[..at]) {
+            at = open;
+        }
+        format!("{}…", cut[..at].trim_end().trim_end_matches([',', ';', ':', '-', '–', '—']).trim_end())
     } else {
         t.to_owned()
     };
@@ -339,6 +377,14 @@ impl Maker<'_> {
         if word_count(&text) < 3 {
             return;
         }
+        // A lesson the user stated must stand alone; a command's lesson is
+        // written by us and quotes its error.
+        if tool.is_none()
+            && let Some(why) = quality::defect(&text)
+        {
+            tracing::debug!(text = %text, why = %why, "not a stand-alone lesson");
+            return;
+        }
         let ordinal = self.ordinals.entry((e.id.clone(), kind)).or_insert(0);
         let n = *ordinal;
         *ordinal += 1;
@@ -415,7 +461,14 @@ pub fn candidates_in(events: &[Event], known: Option<&str>) -> Vec<Candidate> {
     let mut explained: HashSet<String> = HashSet::new();
     for o in outcomes.iter().filter(|o| o.status == Status::Failed && !covered(o)) {
         let Some(cmd) = o.command.as_deref() else { continue };
+        // A failing test is the code's problem; a missing path, the moment's.
+        if commands::runs_tests(cmd) {
+            continue;
+        }
         let Some(err) = commands::error_line(&o.output) else { continue };
+        if missing_path(&err) {
+            continue;
+        }
         let seg = commands::main_segment(cmd);
         if !explained.insert(commands::goal(cmd)) {
             continue;

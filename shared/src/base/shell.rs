@@ -145,14 +145,140 @@ pub fn is_read_only(cmd: &str) -> bool {
     }
     let sub = w.get(1).copied().unwrap_or("");
     match first {
-        "git" => {
-            matches!(sub, "status" | "log" | "diff" | "show" | "branch" | "remote" | "rev-parse" | "blame" | "grep")
-        }
+        "git" => matches!(
+            sub,
+            "status"
+                | "log"
+                | "diff"
+                | "show"
+                | "branch"
+                | "remote"
+                | "rev-parse"
+                | "blame"
+                | "grep"
+                | "ls-files"
+                | "ls-remote"
+                | "check-ignore"
+                | "reflog"
+                | "shortlog"
+                | "describe"
+        ),
         "docker" | "podman" => matches!(sub, "ps" | "logs" | "images" | "inspect" | "version" | "info"),
         "kubectl" => matches!(sub, "get" | "describe" | "logs"),
         "systemctl" | "service" => matches!(sub, "status" | "is-active"),
         _ => w.iter().any(|x| matches!(*x, "--version" | "-V" | "--help" | "-h")) && w.len() <= 3,
     }
+}
+
+/// Whether a command only looks something up: it reads ([`is_read_only`]),
+/// asks for help or a version, or lists, shows or checks state
+/// (`gh run list`, `kubectl get pods`, `npm outdated`). A look-up is never
+/// the fix of a failure, and its failure is no lesson.
+pub fn is_diagnostic(cmd: &str) -> bool {
+    if is_read_only(cmd) {
+        return true;
+    }
+    let seg = main_segment(cmd);
+    let w: Vec<&str> = seg.split_whitespace().filter(|x| !is_assignment(x)).collect();
+    if w.iter().skip(1).any(|x| matches!(*x, "--help" | "-h" | "help" | "--version" | "-V" | "version" | "-v")) {
+        return true;
+    }
+    w.iter().skip(1).take(2).any(|x| {
+        matches!(
+            *x,
+            "list"
+                | "ls"
+                | "status"
+                | "info"
+                | "show"
+                | "view"
+                | "describe"
+                | "inspect"
+                | "logs"
+                | "ps"
+                | "whoami"
+                | "doctor"
+                | "outdated"
+                | "check-ignore"
+                | "ls-files"
+                | "which"
+        )
+    })
+}
+
+/// Whether a command is a version-control operation (`git`, `hg`, `svn`):
+/// what it needs first depends on the repository's state at that moment
+/// (a commit, a stash, a fetch), not on the project's environment, so a
+/// failure and its fix are no lesson for later sessions.
+pub fn is_vcs(cmd: &str) -> bool {
+    matches!(program(cmd).as_deref(), Some("git" | "hg" | "svn"))
+}
+
+/// Whether a command runs tests: their failures are the code's, not the
+/// environment's.
+pub fn runs_tests(cmd: &str) -> bool {
+    let g = goal(cmd);
+    g.contains("test") || g.contains("spec") || matches!(g.as_str(), "jest" | "vitest" | "mocha" | "rspec" | "phpunit")
+}
+
+/// Whether a command prepares the environment another command needs: it
+/// starts a service, installs or fetches dependencies, builds or generates
+/// code, migrates or seeds a database, creates something, logs in or
+/// activates an environment. Only such a command, run between a failure and
+/// its success, is credited as what had to run first.
+pub fn is_setup(cmd: &str) -> bool {
+    if is_diagnostic(cmd) || writes_file(cmd).is_some() {
+        return false;
+    }
+    let seg = main_segment(cmd);
+    let w: Vec<&str> = seg.split_whitespace().filter(|x| !is_assignment(x)).collect();
+    let Some(first) = w.first().map(|f| f.rsplit('/').next().unwrap_or(f)) else { return false };
+    if is_vcs(cmd) {
+        // Configuring the repository is setup; committing, stashing or
+        // fetching is the moment's workflow.
+        let (sub, third) = (w.get(1).copied().unwrap_or(""), w.get(2).copied().unwrap_or(""));
+        return matches!(sub, "config" | "submodule" | "lfs")
+            || (sub == "remote" && matches!(third, "set-url" | "add"));
+    }
+    if matches!(first, "source" | "." | "export" | "createdb" | "initdb" | "mkdir" | "ln" | "chmod" | "direnv") {
+        return true;
+    }
+    w.iter().skip(1).take(3).any(|x| {
+        matches!(
+            *x,
+            "up" | "start"
+                | "serve"
+                | "install"
+                | "i"
+                | "add"
+                | "sync"
+                | "restore"
+                | "get"
+                | "fetch"
+                | "pull"
+                | "build"
+                | "generate"
+                | "gen"
+                | "codegen"
+                | "prisma"
+                | "migrate"
+                | "seed"
+                | "compile"
+                | "init"
+                | "create"
+                | "login"
+                | "auth"
+                | "activate"
+                | "setup"
+                | "bootstrap"
+                | "prepare"
+                | "link"
+                | "configure"
+                | "enable"
+                | "use"
+                | "venv"
+        )
+    })
 }
 
 /// The file a shell command writes, when it patches or writes one (`Some(None)`
