@@ -568,6 +568,7 @@ pub fn pending(paths: &Paths) -> Result<Pending> {
     for e in events {
         match e.body {
             Body::RankingServed(r) => out.rankings.push(Unapplied {
+                trigger: r.trigger,
                 ranking_id: r.ranking_id,
                 session: e.session,
                 injected: r.candidates.into_iter().filter(|c| c.injected).map(|c| c.memory_id).collect(),

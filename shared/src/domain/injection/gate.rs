@@ -23,13 +23,22 @@
 //!   this project's own ([`super::stack`]).
 //!
 //! Memories without a project are the user's own, welcome in every project.
+//!
+//! At every moment but a restart, a memory learned from the session itself
+//! is not brought back to it (its words are in the agent's context already),
+//! unless it was learned before the context was last emptied. At the moments
+//! of a session, a memory that does not stand alone as a lesson (a fragment,
+//! a question, a pointer at something it does not name, a log line:
+//! [`crate::domain::memory::quality`]) is not injected, whichever version
+//! stored it; pinned memories and quoted conversation turns are exempt.
 
 use std::collections::BTreeSet;
 
 use super::evidence::{Evidence, QueryWords, evidence};
 use super::stack::Stacks;
 use crate::base::config::FloorsConfig;
-use crate::base::ids::MemoryId;
+use crate::base::ids::{MemoryId, SessionKey};
+use crate::domain::memory::quality;
 use crate::domain::rank::{RankedMemory, Ranking};
 use crate::storage::event::trigger;
 
@@ -73,6 +82,8 @@ pub struct Gate<'a> {
     before_reset: &'a BTreeSet<MemoryId>,
     stacks: &'a Stacks,
     words: QueryWords,
+    session: Option<&'a SessionKey>,
+    context_reset_ms: Option<i64>,
 }
 
 impl<'a> Gate<'a> {
@@ -96,7 +107,24 @@ impl<'a> Gate<'a> {
             before_reset,
             stacks,
             words: QueryWords::new(query, &ranking.query_terms, ranking.corpus),
+            session: None,
+            context_reset_ms: None,
         }
+    }
+
+    /// The gate of a moment in `session`, whose context was last emptied at
+    /// `context_reset_ms`: what the session taught since is not repeated to it.
+    pub fn in_session(mut self, session: Option<&'a SessionKey>, context_reset_ms: Option<i64>) -> Gate<'a> {
+        self.session = session;
+        self.context_reset_ms = context_reset_ms;
+        self
+    }
+
+    /// Whether `m` was learned from this session since its context was last
+    /// emptied (so the agent has its words already).
+    fn learned_here(&self, m: &crate::domain::rank::PoolMemory) -> bool {
+        let Some(session) = self.session else { return false };
+        m.source_session.as_deref() == Some(session.as_str()) && self.context_reset_ms.is_none_or(|r| m.created_ms > r)
     }
 
     /// The evidence the moment's query gives for a memory.
@@ -105,10 +133,16 @@ impl<'a> Gate<'a> {
     }
 
     /// `Ok` when the memory may be injected now, else why not, for people.
+    /// A memory that warns against what the moment's tool call is about to
+    /// do ([`RankedMemory::reminder`]) is injected as a reminder, even when
+    /// the session has seen it, if it is a lesson that stands.
     pub fn verdict(&self, it: &RankedMemory) -> Result<(), String> {
         let m = &it.memory;
         if let Some(why) = m.excluded {
             return Err(why.into());
+        }
+        if it.reminder.is_some() && !m.superseded && (m.pinned || quality::defect(&m.content).is_none()) {
+            return Ok(());
         }
         if m.shown {
             return Err("already in the agent's context (shown in this session)".into());
@@ -118,6 +152,17 @@ impl<'a> Gate<'a> {
         }
         if m.content.trim().is_empty() {
             return Err("empty".into());
+        }
+        if !matches!(self.moment, Moment::Other | Moment::Restart) && self.learned_here(m) {
+            return Err("learned from this session (its words are in the agent's context)".into());
+        }
+        if self.moment != Moment::Other {
+            if !m.pinned
+                && m.speaker.is_none()
+                && let Some(defect) = quality::defect(&m.content)
+            {
+                return Err(format!("not a lesson as stored: {defect}"));
+            }
         }
         let mut here = m.project.is_none() || m.project.as_deref() == self.project;
         if let Some(p) = m.project.as_deref().filter(|_| !here) {

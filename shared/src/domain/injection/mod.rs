@@ -37,6 +37,7 @@ use crate::storage::store::Store;
 
 pub mod evidence;
 pub mod gate;
+pub mod remind;
 pub mod stack;
 
 /// Previous-session prompts put into the session-start query.
@@ -394,6 +395,9 @@ pub struct ServeRequest<'a> {
     /// Before a tool that only looks (reads, searches, lists): reading needs
     /// no warning, so the floor is higher.
     pub read_only: bool,
+    /// Before a tool call: what it runs and writes, so that a memory warning
+    /// against it is named as a reminder ([`remind`]).
+    pub call: Option<&'a remind::Call>,
 }
 
 impl<'a> ServeRequest<'a> {
@@ -413,6 +417,7 @@ impl<'a> ServeRequest<'a> {
             context_reset_ms: None,
             restart: false,
             read_only: false,
+            call: None,
         }
     }
 }
@@ -484,13 +489,23 @@ pub fn serve(
         _ => Default::default(),
     };
     let moment = gate::Moment::of(req.trigger, req.restart, req.read_only);
+    let last_reset = match req.session {
+        Some(s) => Some(rank::context_reset(store, s, req.context_reset_ms)?).filter(|r| *r >= 0),
+        None => None,
+    };
+    remind_of(store, req, last_reset, &mut ranking)?;
     let others = ranking.items.iter().filter_map(|it| it.memory.project.as_deref());
     let stacks = stack::Stacks::load(store, req.project, req.stack, others, moment == gate::Moment::SessionStart)?;
-    let gate = gate::Gate::new(&inj.floors, moment, req.project, &before_reset, &stacks, req.query, &ranking);
+    let gate = gate::Gate::new(&inj.floors, moment, req.project, &before_reset, &stacks, req.query, &ranking)
+        .in_session(req.session, last_reset);
     let verdicts: Vec<Result<(), String>> = ranking.items.iter().map(|it| gate.verdict(it)).collect();
     let mut chosen: Vec<usize> = Vec::new();
     let mut used = 0usize;
-    for (i, it) in ranking.items.iter().enumerate() {
+    // Reminders first: they are what this moment is for.
+    let mut order: Vec<usize> = (0..ranking.items.len()).collect();
+    order.sort_by_key(|&i| ranking.items[i].reminder.is_none());
+    for i in order {
+        let it = &ranking.items[i];
         if chosen.len() >= k {
             break;
         }
@@ -545,6 +560,34 @@ pub fn serve(
     Ok(Served { ranking, context, injected, verdicts })
 }
 
+/// Marks the ranked memories that warn against what the request's tool
+/// call is about to do ([`remind`]), except those already injected at a tool
+/// call of this segment of the session (since its context was last reset):
+/// one reminder per memory per segment.
+fn remind_of(store: &Store, req: &ServeRequest<'_>, last_reset: Option<i64>, ranking: &mut Ranking) -> Result<()> {
+    let Some(call) = req.call.filter(|c| !c.is_empty() && !req.read_only) else { return Ok(()) };
+    let mut warned: Vec<(usize, String)> = Vec::new();
+    for (i, it) in ranking.items.iter().enumerate() {
+        if let Some(w) = remind::warned(&it.memory.content).into_iter().find(|w| call.repeats(w)) {
+            warned.push((i, w.text()));
+        }
+    }
+    if warned.is_empty() {
+        return Ok(());
+    }
+    let reminded = match req.session {
+        Some(s) => rank::injected_at_tools_since(store, s, last_reset.unwrap_or(-1), req.unapplied)?,
+        None => Default::default(),
+    };
+    for (i, form) in warned {
+        let it = &mut ranking.items[i];
+        if !reminded.contains(&it.memory.id) {
+            it.reminder = Some(form);
+        }
+    }
+    Ok(())
+}
+
 /// Per-memory cost in the budget (what [`rank`] counts: bullet, id, type).
 const ITEM_OVERHEAD: usize = 48;
 
@@ -583,7 +626,21 @@ pub fn format_context(
     for it in items {
         let m = &it.memory;
         let pin = if m.pinned { " pinned" } else { "" };
-        let _ = writeln!(out, "- {} [{}{pin}] {}", m.id, m.memory_type, clean(&m.content));
+        match &it.reminder {
+            Some(form) => {
+                let _ = writeln!(
+                    out,
+                    "- {} [{}{pin}] Reminder, this call runs `{}`: {}",
+                    m.id,
+                    m.memory_type,
+                    clean(form).replace('`', "'"),
+                    clean(&m.content)
+                );
+            }
+            None => {
+                let _ = writeln!(out, "- {} [{}{pin}] {}", m.id, m.memory_type, clean(&m.content));
+            }
+        }
     }
     out.push_str(INJECTION_CLOSE);
     out
@@ -720,5 +777,102 @@ mod tests {
         let text = served.context.unwrap();
         assert_eq!(text.matches(INJECTION_CLOSE).count(), 1);
         assert!(!text.contains("[predictor"));
+    }
+
+    #[test]
+    fn a_session_is_not_told_what_it_taught_nor_what_is_not_a_lesson() {
+        let (_d, mut j) = journal();
+        let here = SessionKey::new("claude", "here");
+        let added = |i: usize, text: &str, from: Option<&SessionKey>| {
+            let mut e = memory(i, text.to_owned());
+            if let Body::MemoryAdded(m) = &mut e.body {
+                m.source_session = from.cloned();
+            }
+            e
+        };
+        let elsewhere = SessionKey::new("claude", "before");
+        j.append(&[
+            added(1, "Bookings must not overlap for the same berth.", Some(&here)),
+            added(2, "That's not right, the berth bookings are still wrong.", Some(&elsewhere)),
+            added(3, "Berth bookings are stored in UTC and shown in the harbour's time zone.", Some(&elsewhere)),
+        ])
+        .unwrap();
+        let serve_at = |reset: Option<i64>| {
+            let mut config = Config::default();
+            config.injection.floors.prompt = 0.0;
+            serve(
+                j.store(),
+                &config,
+                None,
+                &jiff::tz::TimeZone::UTC,
+                &ServeRequest {
+                    session: Some(&here),
+                    project: Some("web"),
+                    context_reset_ms: reset,
+                    ..ServeRequest::new(trigger::PROMPT, "how do berth bookings work", Ts(100_000))
+                },
+            )
+            .unwrap()
+        };
+        let why = |served: &Served, id: &str| {
+            let at = served.ranking.items.iter().position(|it| it.memory.id.as_str() == id).unwrap();
+            served.verdicts[at].clone()
+        };
+        let served = serve_at(None);
+        assert_eq!(served.injected, vec![MemoryId("mem_0003".into())]);
+        assert!(why(&served, "mem_0001").unwrap().starts_with("learned from this session"));
+        assert!(why(&served, "mem_0002").unwrap().starts_with("not a lesson as stored"));
+        // After the context was emptied, what the session taught before is news again.
+        let served = serve_at(Some(50_000));
+        assert!(served.injected.contains(&MemoryId("mem_0001".into())), "{:?}", served.verdicts);
+        assert!(!served.injected.contains(&MemoryId("mem_0002".into())));
+    }
+
+    #[test]
+    fn a_tool_call_that_repeats_a_warned_form_gets_one_reminder_per_segment() {
+        let (_d, mut j) = journal();
+        j.append(&[
+            memory(1, "Use pnpm, not npm: the lockfile is pnpm-lock.yaml.".into()),
+            memory(2, "The npm registry mirror is configured in .npmrc.".into()),
+        ])
+        .unwrap();
+        let session = SessionKey::new("claude", "s");
+        let serve_call = |j: &Journal, command: &str, at: i64| {
+            let input = serde_json::json!({ "command": command });
+            let call = remind::Call::of("Bash", &input);
+            let query = tool_query("Bash", &input);
+            serve(
+                j.store(),
+                &Config::default(),
+                None,
+                &jiff::tz::TimeZone::UTC,
+                &ServeRequest {
+                    session: Some(&session),
+                    project: Some("web"),
+                    call: Some(&call),
+                    ..ServeRequest::new(trigger::TOOL, &query, Ts(at))
+                },
+            )
+            .unwrap()
+        };
+        let first = serve_call(&j, "npm install lodash", 100_000);
+        assert_eq!(first.injected.first(), Some(&MemoryId("mem_0001".into())), "{:?}", first.verdicts);
+        let text = first.context.clone().unwrap();
+        assert!(text.contains("mem_0001 [fact] Reminder, this call runs `npm`: Use pnpm, not npm"), "{text}");
+        assert!(!text.contains("mem_0002] Reminder"), "a memory that only mentions npm is no reminder: {text}");
+        j.append(&[Event::new(
+            Ts(100_000),
+            "test",
+            Some(session.clone()),
+            Body::RankingServed(first.ranking.served.clone()),
+        )])
+        .unwrap();
+        // The same mistake again in the same segment: reminded once already.
+        let again = serve_call(&j, "npm install lodash", 200_000);
+        assert!(again.ranking.items.iter().all(|it| it.reminder.is_none()));
+        assert!(!again.injected.contains(&MemoryId("mem_0001".into())));
+        // The right tool: nothing to remind.
+        let right = serve_call(&j, "pnpm add lodash", 300_000);
+        assert!(right.ranking.items.iter().all(|it| it.reminder.is_none()));
     }
 }

@@ -14,8 +14,9 @@
 //! ([`crate::domain::provenance::note`]); the knowledge model's notes (a
 //! conflict to surface, a topic shift, a checkpoint:
 //! [`crate::domain::knowledge::prompt`]); the ranking with what is left of
-//! the budget ([`injection::serve`]); then the events, in the order they
-//! are appended.
+//! the budget ([`injection::serve`]), where a memory that warns against
+//! what a tool call is about to do comes first, as a reminder
+//! ([`injection::remind`]); then the events, in the order they are appended.
 
 pub mod preview;
 
@@ -247,6 +248,10 @@ pub fn answer(
     });
     let config = notes.within_budget(config);
     let tz = injection::time_zone(&config);
+    let call = match moment.kind {
+        Kind::Tool { name, input } => Some(injection::remind::Call::of(name, input)),
+        _ => None,
+    };
     let served = injection::serve(
         store,
         &config,
@@ -266,6 +271,7 @@ pub fn answer(
             context_reset_ms,
             restart,
             read_only,
+            call: call.as_ref(),
         },
     )?;
     let events = events(moment, writer, own_reset, &notes, &served, provenance.as_ref());

@@ -37,7 +37,7 @@ use crate::base::error::{Result, SqlContext};
 use crate::base::ids::{MemoryId, SessionKey};
 use crate::base::text;
 use crate::base::time::Ts;
-use crate::storage::event::{RankingServed, ServedCandidate, source};
+use crate::storage::event::{RankingServed, ServedCandidate, source, trigger};
 use crate::storage::store::Store;
 pub use pool::{Pool, PoolLimits, PoolMemory, PoolQuery};
 pub use state::PredictorState;
@@ -114,6 +114,9 @@ pub struct RankedMemory {
     pub explored: bool,
     /// Why it ranks where it does, for people and agents.
     pub reasons: Vec<String>,
+    /// The form the moment's tool call repeats that this memory warns
+    /// against, when it does (`shared::domain::injection::remind`).
+    pub reminder: Option<String>,
 }
 
 /// The outcome of a ranking.
@@ -311,6 +314,8 @@ pub struct Unapplied {
     /// When it was served (ms): a context reset after it makes its memories
     /// injectable again.
     pub served_ms: i64,
+    /// Its trigger (`session_start`, `prompt`, `tool`, …).
+    pub trigger: String,
 }
 
 impl Unapplied {
@@ -321,6 +326,7 @@ impl Unapplied {
             session: session.cloned(),
             injected: ranking.injected().map(|i| i.memory.id.clone()).collect(),
             served_ms: ranking.served_ms,
+            trigger: ranking.served.trigger.clone(),
         }
     }
 }
@@ -386,8 +392,8 @@ fn not_applied<'u>(store: &Store, unapplied: &'u [Unapplied]) -> Result<Vec<&'u 
 }
 
 /// The latest reset of `session`'s context (ms): the projection's, or
-/// `pending` when later.
-fn context_reset(store: &Store, session: &SessionKey, pending: Option<i64>) -> Result<i64> {
+/// `pending` when later; -1 when it never was.
+pub fn context_reset(store: &Store, session: &SessionKey, pending: Option<i64>) -> Result<i64> {
     let stored: Option<i64> = store
         .conn()
         .prepare_cached("SELECT context_reset_ms FROM sessions WHERE session_key = ?1")
@@ -582,6 +588,7 @@ fn assemble(
             injected: injected[i],
             explored: explored == Some(i),
             reasons: Vec::new(),
+            reminder: None,
         };
         if item.explored {
             item.memory.sources.insert(source::EXPLORATION);
@@ -702,6 +709,35 @@ pub fn learned_in_session(store: &Store, session: &SessionKey) -> Result<BTreeSe
         "SELECT id FROM memories WHERE source_session = ?1 AND is_deleted = 0 AND deprecated = 0",
         session,
     )
+}
+
+/// Memories injected at a tool call of `session` after `since` (ms), in the
+/// projection or in `unapplied`: reminded in this segment of the session.
+pub fn injected_at_tools_since(
+    store: &Store,
+    session: &SessionKey,
+    since: i64,
+    unapplied: &[Unapplied],
+) -> Result<BTreeSet<MemoryId>> {
+    let mut stmt = store
+        .conn()
+        .prepare_cached(
+            "SELECT DISTINCT c.memory_id FROM rankings AS r
+             JOIN ranking_candidates AS c ON c.ranking_id = r.ranking_id
+             WHERE r.session_key = ?1 AND r.trigger = ?2 AND r.served_ms > ?3 AND c.injected = 1",
+        )
+        .sql("prepare the memories of a segment's tool calls")?;
+    let rows = stmt
+        .query_map(rusqlite::params![session.as_str(), trigger::TOOL, since], |r| r.get::<_, String>(0).map(MemoryId))
+        .sql("the memories of a segment's tool calls")?;
+    let mut out: BTreeSet<MemoryId> =
+        rows.collect::<rusqlite::Result<_>>().sql("the memories of a segment's tool calls")?;
+    for u in unapplied {
+        if u.session.as_ref() == Some(session) && u.trigger == trigger::TOOL && u.served_ms > since {
+            out.extend(u.injected.iter().cloned());
+        }
+    }
+    Ok(out)
 }
 
 /// Memories already injected in `session` (used by callers that list them).
