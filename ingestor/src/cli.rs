@@ -1131,7 +1131,7 @@ fn shared_report(env: &mut Env<'_>, reports: &[shared::storage::share::FolderRep
         }
         problems += r.problems.len();
         if !r.problems.is_empty() {
-            env.line(&format!("{}: damaged, not {verb}", r.folder.display()))?;
+            env.line(&format!("{}: not {verb}: {} problem(s) above", r.folder.display(), r.problems.len()))?;
         } else if verb == "imported" {
             env.line(&format!(
                 "{}: {} segment(s), {} event(s): {} added, {} already here{}",
