@@ -273,7 +273,7 @@ impl TapeLog {
     /// Completes (or abandons) a rewrite that a crash interrupted: if its
     /// successor was written, the segment it replaces is removed; then the
     /// intent goes.
-    fn finish_rewrite(&self) -> Result<()> {
+    pub(super) fn finish_rewrite(&self) -> Result<()> {
         let intent = self.dir.join(REWRITE_INTENT);
         let text = match fs::read_to_string(&intent) {
             Ok(t) => t,
