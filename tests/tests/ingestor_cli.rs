@@ -702,3 +702,34 @@ fn repair_renames_a_misnamed_segment_that_verify_rejects() {
     assert!(tape_files(&w).contains(&first));
     w.ok(&["tapes", "verify"]);
 }
+
+/// A damaged first frame of the active segment: `tapes list` showed "0
+/// events" and exited 0, and `memory add` appended behind the damage
+/// without a word. Both now refuse, pointing at verify and repair.
+#[test]
+fn a_damaged_first_frame_fails_list_and_writers_until_repaired() {
+    let w = World::new();
+    w.copy(&ingestor_data("claude_session.jsonl"), &claude_file(&w));
+    w.scan();
+    let active = w.home().join("tapes").join(tape_files(&w).into_iter().find(|n| n.ends_with(".tape")).unwrap());
+    let mut bytes = std::fs::read(&active).unwrap();
+    let first_payload = shared::storage::tape::ACTIVE_HEADER + shared::storage::tape::FRAME_HEADER;
+    bytes[first_payload + 5] ^= 0x20;
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&active, &bytes).unwrap();
+
+    let list = w.run(&["tapes", "list"]);
+    assert_eq!(list.status.code(), Some(3), "{}", String::from_utf8_lossy(&list.stdout));
+    let err = String::from_utf8_lossy(&list.stderr);
+    assert!(err.contains("tapes verify") && err.contains("tapes repair"), "{err}");
+    let add = w.run(&["memory", "add", "--no-check", "Must not land behind the damage."]);
+    assert_eq!(add.status.code(), Some(3), "{}", String::from_utf8_lossy(&add.stdout));
+    assert!(String::from_utf8_lossy(&add.stderr).contains("tapes repair"));
+    assert_eq!(std::fs::read(&active).unwrap(), bytes, "nothing appended, nothing cut");
+
+    let repaired = w.ok(&["tapes", "repair"]);
+    assert!(repaired.contains("tape.lost"), "{repaired}");
+    w.ok(&["tapes", "verify"]);
+    w.ok(&["tapes", "list"]);
+    w.ok(&["memory", "add", "--no-check", "After the repair."]);
+}

@@ -432,22 +432,28 @@ fn seal_refuses_a_damaged_frame_in_the_active_segment_and_changes_nothing() {
     let second = ACTIVE_HEADER + FRAME_HEADER + payload(1).len();
     let at = second + FRAME_HEADER + 3;
     bytes[at] ^= 0x01;
-    fs::write(&active, &bytes).unwrap();
     let named = |log: &TapeLog| {
         let report = log.verify().unwrap();
         report.problems.iter().any(|p| p.file == active && p.offset == second as u64)
     };
-    assert!(named(&log));
     let before = files(&log);
-    let err = log.lock().unwrap().seal().unwrap_err();
+    // Damaged while a writer holds the lock: its seal reads the frame back.
+    let mut w = log.lock().unwrap();
+    fs::write(&active, &bytes).unwrap();
+    let err = w.seal().unwrap_err();
+    drop(w);
     assert_eq!(err.class(), ErrorClass::Corrupt, "{err}");
     assert!(err.to_string().contains(&second.to_string()), "{err}");
     assert_eq!(files(&log), before);
     assert_eq!(fs::read(&active).unwrap(), bytes);
-    // The refused seal left the hint alone: the next opener does not take the
-    // damage for a torn tail and cut the frames after it.
     assert!(named(&log));
-    assert_eq!(log.lock().unwrap().last_lsn(), 5);
+    // The refused seal left the hint alone: the next opener neither takes the
+    // damage for a torn tail and cuts the frames after it, nor appends
+    // behind it.
+    let err = log.lock().map(|_| ()).expect_err("damage before the last frame");
+    assert_eq!(err.class(), ErrorClass::Corrupt, "{err}");
+    assert_eq!(fs::read(&active).unwrap(), bytes);
+    assert!(named(&log));
 }
 
 /// A copy of the log written by format version 1 (`testdata/v1`: one sealed
@@ -579,13 +585,14 @@ fn an_append_whose_automatic_seal_fails_still_succeeds() {
     let dir = tempfile::tempdir().unwrap();
     let big = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
     append_n(&big, 1, 5);
-    // Damage an earlier session's frame: the seal reads it back and refuses.
+    // Damage an earlier session's frame (while this writer holds the lock,
+    // or it would refuse to open): the seal reads it back and refuses.
     let active = dir.path().join(active_name(1));
     let mut bytes = fs::read(&active).unwrap();
     bytes[frame_offset(2) + FRAME_HEADER + 3] ^= 0x01;
-    fs::write(&active, &bytes).unwrap();
     let log = TapeLog::open(dir.path(), opts(100)).unwrap();
     let mut w = log.lock().unwrap();
+    fs::write(&active, &bytes).unwrap();
     assert_eq!(w.append(&[&payload(6)]).unwrap(), 6, "the events are durable: the append succeeds");
     // No retry in this session; the next append goes on in the same segment.
     assert_eq!(w.append(&[&payload(7)]).unwrap(), 7);
@@ -1092,4 +1099,45 @@ fn repair_renames_a_misnamed_sealed_segment() {
         assert!(sealed[0].exists(), "back under its name");
         assert_repaired(&log, 13, &[]);
     }
+}
+
+/// A frame damaged before the last one of the active segment (after its
+/// appends, the lock hint in place): the listing reports it instead of
+/// showing the segment empty, and no writer appends behind it until repair.
+#[test]
+fn a_damaged_first_frame_is_listed_as_damage_and_refused_to_writers() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 5);
+    let active = dir.path().join(active_name(1));
+    let mut bytes = fs::read(&active).unwrap();
+    bytes[frame_offset(1) + FRAME_HEADER + 4] ^= 0x08;
+    // The file changes after the last append (its change time with it).
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    fs::write(&active, &bytes).unwrap();
+    let err = log.lock().map(|_| ()).expect_err("a writer must not append behind the damage");
+    assert_eq!(err.class(), ErrorClass::Corrupt, "{err}");
+    assert!(err.to_string().contains("tapes repair"), "{err}");
+    assert_eq!(fs::read(&active).unwrap(), bytes, "nothing was cut or appended");
+    assert!(log.segments().is_err(), "the listing reports the damage");
+    let report = log.repair(0, &mut lost_marker).unwrap();
+    assert_eq!(report.frames_lost(), 1);
+    assert_repaired(&log, 5, &[1]);
+}
+
+/// The listing reads every frame of the active segment: a damaged one is an
+/// error, even when the lock's hint did not notice (a file changed within
+/// the same tick of its clock as its last append).
+#[test]
+fn segments_of_a_damaged_active_segment_is_an_error_not_zero_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 3);
+    let snap = log.snapshot().unwrap();
+    let active = dir.path().join(active_name(1));
+    let mut bytes = fs::read(&active).unwrap();
+    bytes[frame_offset(1) + FRAME_HEADER + 1] ^= 0x01;
+    fs::write(&active, &bytes).unwrap();
+    let err = snap.segments().expect_err("damage is not an empty segment");
+    assert!(err.to_string().contains("tapes verify"), "{err}");
 }
