@@ -998,7 +998,7 @@ fn a_chunk_header_damaged_near_the_largest_lsn_is_not_skipped() {
 
 /// A log of sealed segments of 5 frames each (`sealed` of them) and an
 /// active one holding 3 more; returns the sealed segments' paths.
-fn sealed_log(log: &TapeLog, sealed: u64) -> Vec<std::path::PathBuf> {
+fn sealed_log(log: &TapeLog, sealed: u64) -> Vec<PathBuf> {
     let mut paths = Vec::new();
     for i in 0..sealed {
         append_n(log, i * 5 + 1, 5);
