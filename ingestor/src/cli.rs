@@ -688,12 +688,15 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
                     } else {
                         format!("lsn {}..={} replaced by tape.lost events", r.first_lsn, r.last_lsn)
                     };
-                    env.line(&format!(
-                        "{}: {}: {what}; bytes kept in {}",
-                        r.file.display(),
-                        r.reason,
-                        r.quarantine.display()
-                    ))?;
+                    let kept = if r.quarantine.as_os_str().is_empty() {
+                        "no bytes left to keep".to_owned()
+                    } else {
+                        format!("bytes kept in {}", r.quarantine.display())
+                    };
+                    env.line(&format!("{}: {}: {what}; {kept}", r.file.display(), r.reason))?;
+                }
+                for f in &report.fixed {
+                    env.line(&format!("fixed: {f}"))?;
                 }
                 for u in &report.unrepaired {
                     env.line(&format!("not repaired: {u}"))?;
@@ -701,14 +704,30 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
                 if !report.unrepaired.is_empty() {
                     return Err(Error::Damaged { problems: report.unrepaired.len() });
                 }
-                if report.lost.is_empty() {
-                    env.line("nothing to repair")?;
-                } else {
-                    env.line(&format!(
-                        "repaired: {} frame(s) lost; `engram-ingestor tapes verify` should now pass",
-                        report.frames_lost()
-                    ))?;
+                if report.is_empty() {
+                    let verified = tapes::verify(&env.paths)?;
+                    if verified.problems.is_empty() {
+                        env.line("nothing to repair")?;
+                        return Ok(0);
+                    }
+                    // Damage repair does not know how to mend: never claim it is fine.
+                    for p in &verified.problems {
+                        env.line(&format!("not repaired: {}:{}: {}", p.file.display(), p.offset, p.what))?;
+                    }
+                    return Err(Error::Damaged { problems: verified.problems.len() });
                 }
+                let verified = tapes::verify(&env.paths)?;
+                for p in &verified.problems {
+                    env.line(&format!("still damaged: {}:{}: {}", p.file.display(), p.offset, p.what))?;
+                }
+                if !verified.problems.is_empty() {
+                    return Err(Error::Damaged { problems: verified.problems.len() });
+                }
+                env.line(&format!(
+                    "repaired: {} frame(s) lost, {} file(s) fixed; `engram-ingestor tapes verify` passes",
+                    report.frames_lost(),
+                    report.fixed.len()
+                ))?;
                 Ok(0)
             }
         },
@@ -1133,7 +1152,7 @@ fn shared_report(env: &mut Env<'_>, reports: &[shared::storage::share::FolderRep
         }
         problems += r.problems.len();
         if !r.problems.is_empty() {
-            env.line(&format!("{}: damaged, not {verb}", r.folder.display()))?;
+            env.line(&format!("{}: not {verb}: {} problem(s) above", r.folder.display(), r.problems.len()))?;
         } else if verb == "imported" {
             env.line(&format!(
                 "{}: {} segment(s), {} event(s): {} added, {} already here{}",

@@ -44,7 +44,7 @@ enum Gen {
     Embedded(usize, Vec<f32>),
     Ranking(usize, Vec<(usize, bool)>),
     Hits(usize, Vec<usize>),
-    Scored(usize, f32, Vec<(usize, f32)>),
+    Scored(usize, f32, Vec<(usize, f32)>, Option<u64>),
     Comparison(usize, f32, f32),
     Training(bool, f32),
     Promoted(u64),
@@ -87,8 +87,8 @@ fn any_event() -> impl Strategy<Value = Gen> {
         1 => (m.clone(), prop::collection::vec(-1.0f32..1.0, 4)).prop_map(|(m, v)| Gen::Embedded(m, v)),
         3 => (s.clone(), prop::collection::vec((m.clone(), any::<bool>()), 1..5)).prop_map(|(s, c)| Gen::Ranking(s, c)),
         2 => (s.clone(), prop::collection::vec(m.clone(), 1..3)).prop_map(|(s, h)| Gen::Hits(s, h)),
-        1 => (s.clone(), 0.0f32..1.0, prop::collection::vec((m.clone(), 0.0f32..1.0), 0..3))
-            .prop_map(|(s, sc, r)| Gen::Scored(s, sc, r)),
+        1 => (s.clone(), 0.0f32..1.0, prop::collection::vec((m.clone(), 0.0f32..1.0), 0..3), prop::option::of(0u64..20))
+            .prop_map(|(s, sc, r, n)| Gen::Scored(s, sc, r, n)),
         1 => (s.clone(), 0.0f32..1.0, 0.0f32..1.0).prop_map(|(s, p, b)| Gen::Comparison(s, p, b)),
         1 => (any::<bool>(), 0.0f32..2.0).prop_map(|(g, l)| Gen::Training(g, l)),
         1 => (1u64..4).prop_map(Gen::Promoted),
@@ -292,9 +292,10 @@ fn build(items: &[Gen]) -> Vec<Event> {
                 Some(sk(*s)),
                 Body::FtsHits(FtsHits { ranking_id: None, memory_ids: h.iter().map(|m| mid(*m)).collect() }),
             ),
-            Gen::Scored(s, score, rel) => ev(
+            Gen::Scored(s, score, rel, content_events) => ev(
                 Some(sk(*s)),
                 Body::SessionScored(SessionScored {
+                    content_events: *content_events,
                     score: *score,
                     confidence: 0.7,
                     relevance: rel.iter().map(|(m, r)| (mid(*m), *r)).collect(),
@@ -962,4 +963,113 @@ fn a_forgotten_text_is_never_written_as_a_memory_again() {
     assert!(
         shared::domain::memory::ops::add(&mut j, new, &shared::domain::memory::ops::Origin::user(), Ts(9_000)).is_err()
     );
+}
+
+/// A session is labelled only from all of its transcript: it waits while
+/// its transcript has complete lines the cursor has not consumed, and a
+/// score made from fewer content events than the projection holds (content
+/// ingested after the labelling) makes it wait to be labelled again. The
+/// coverage travels in the events, so replay decides the same.
+#[test]
+fn a_session_waits_for_its_transcript_and_again_for_content_after_its_labelling() {
+    use shared::domain::training::waiting;
+    let (dir, paths) = home();
+    let transcript = dir.path().join("s.jsonl");
+    let path = transcript.to_str().unwrap().to_owned();
+    std::fs::write(&transcript, "{\"turn\":1}\n").unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
+    let n = std::cell::Cell::new(0);
+    let next = |s: Option<&str>, body: Body| {
+        n.set(n.get() + 1);
+        event(n.get(), s, body)
+    };
+    let s = "claude:late";
+    let msg = |t: &str| Body::MsgIn(MsgIn { text: t.into(), ..Default::default() });
+    let cursor = |offset: u64| {
+        Body::SourceCursor(SourceCursor {
+            harness: "claude".into(),
+            path: path.clone(),
+            file_id: "f".into(),
+            offset,
+            size: offset,
+            mtime_ms: 0,
+            state: serde_json::Value::Null,
+        })
+    };
+    let scored = |content_events: Option<u64>| {
+        Body::SessionScored(SessionScored {
+            score: 0.5,
+            confidence: 0.8,
+            labels: [(mid(0), 0.0)].into_iter().collect(),
+            scorer: "continuity-v1".into(),
+            content_events,
+            ..Default::default()
+        })
+    };
+    let ranking = Body::RankingServed(RankingServed {
+        ranking_id: "rk_late".into(),
+        trigger: trigger::SESSION_START.into(),
+        candidates: vec![ServedCandidate { memory_id: mid(0), rank: 1, injected: true, ..Default::default() }],
+        ..Default::default()
+    });
+    let keys = |j: &Journal| -> Vec<(String, bool)> {
+        waiting::ready(j.store()).unwrap().into_iter().map(|w| (w.session_key.0, w.relabel)).collect()
+    };
+    j.append(&[
+        added(100, "mem_a", "always retry the token refresh"),
+        next(
+            Some(s),
+            Body::SessionStarted(SessionStarted {
+                harness: "claude".into(),
+                harness_session_id: "late".into(),
+                source_path: Some(path.clone()),
+                ..Default::default()
+            }),
+        ),
+        next(Some(s), ranking),
+        next(Some(s), Body::SessionEnded(SessionEnded { reason: "prompt_input_exit".into() })),
+    ])
+    .unwrap();
+    // Ended, but none of its transcript is ingested.
+    assert_eq!(waiting::unlabelled(j.store()).unwrap().len(), 1);
+    assert!(keys(&j).is_empty(), "labelled before its transcript was read");
+    let why = waiting::ingestion_behind(j.store(), &SessionKey(s.into())).unwrap().unwrap();
+    assert!(why.contains("not ingested yet"), "{why}");
+
+    // Ingested, with a last line cut in the middle (nothing more will come of it).
+    std::fs::write(&transcript, "{\"turn\":1}\n{\"turn\":2}\n{\"tu").unwrap();
+    j.append(&[next(Some(s), msg("first")), next(Some(s), msg("second")), next(None, cursor(22))]).unwrap();
+    assert_eq!(keys(&j), vec![(s.to_owned(), false)]);
+
+    // Labelled from both content events: nothing waits.
+    j.append(&[next(Some(s), scored(Some(2)))]).unwrap();
+    assert!(waiting::unlabelled(j.store()).unwrap().is_empty());
+
+    // The session goes on: a complete line the cursor has not reached.
+    std::fs::write(&transcript, "{\"turn\":1}\n{\"turn\":2}\n{\"turn\":3}\n").unwrap();
+    assert_eq!(waiting::unlabelled(j.store()).unwrap().len(), 0, "no content applied after the labelling yet");
+    j.append(&[next(Some(s), msg("third"))]).unwrap();
+    assert_eq!(waiting::unlabelled(j.store()).unwrap().len(), 1);
+    assert!(keys(&j).is_empty(), "its transcript is not read to the end yet");
+    j.append(&[next(None, cursor(33))]).unwrap();
+    assert_eq!(keys(&j), vec![(s.to_owned(), true)], "waits to be labelled again");
+
+    // Replay decides the same from the tapes.
+    let incremental = dump(j.store(), true);
+    drop(j);
+    replay(&paths, &mut |_| {}).unwrap();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
+    assert_eq!(dump(j.store(), true), incremental);
+    assert_eq!(keys(&j), vec![(s.to_owned(), true)]);
+
+    // Labelled again from all three: nothing waits; a score from a build
+    // that did not count (no coverage) is final.
+    j.append(&[next(Some(s), scored(Some(3)))]).unwrap();
+    assert!(waiting::unlabelled(j.store()).unwrap().is_empty());
+    j.append(&[next(Some(s), msg("fourth")), next(Some(s), scored(None)), next(Some(s), msg("fifth"))]).unwrap();
+    assert!(waiting::unlabelled(j.store()).unwrap().is_empty());
+    // The transcript gone: there is nothing more to wait for.
+    let t = SessionKey(s.into());
+    std::fs::remove_file(&transcript).unwrap();
+    assert_eq!(waiting::ingestion_behind(j.store(), &t).unwrap(), None);
 }

@@ -500,3 +500,119 @@ fn a_broken_store_or_input_never_breaks_the_agent() {
     }
     assert!(Path::new(&w.home()).is_file());
 }
+
+/// `engram-trainer run`, with the world's environment; returns its stdout.
+fn trainer_run(w: &World) -> String {
+    static BIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let bin = BIN.get_or_init(|| tests::build_bin("trainer", "engram-trainer"));
+    let mut c = w.cmd(&[]);
+    let envs: Vec<(std::ffi::OsString, std::ffi::OsString)> =
+        c.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))).collect();
+    c = tests::isolated(bin, w.root());
+    c.current_dir(w.root()).arg("run").envs(envs);
+    tests::success_stdout("engram-trainer run", c.output().unwrap())
+}
+
+/// Claude Code transcript lines of session `s`, `at_ms` on: the user asks,
+/// and the assistant runs `command` (a tool call) and answers.
+fn claude_turn(s: &str, turn: usize, at_ms: i64, prompt: &str, command: &str) -> String {
+    let ts = |k: i64| Ts(at_ms + k * 1_000).to_rfc3339();
+    let base = json!({"isSidechain": false, "userType": "external", "cwd": WEB, "sessionId": s,
+                      "version": "2.1.90", "gitBranch": "main", "parentUuid": null});
+    let line = |mut v: Value| {
+        for (k, x) in base.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        format!("{v}\n")
+    };
+    let mut out = line(json!({"type": "user", "uuid": format!("u{turn}a"), "timestamp": ts(0),
+        "message": {"role": "user", "content": prompt}}));
+    out += &line(json!({"type": "assistant", "uuid": format!("u{turn}b"), "timestamp": ts(1),
+        "message": {"id": format!("msg_{turn}b"), "role": "assistant", "model": "claude-sonnet-4",
+                    "content": [{"type": "tool_use", "id": format!("toolu_{turn}"), "name": "Bash",
+                                 "input": {"command": command}}]}}));
+    out += &line(json!({"type": "user", "uuid": format!("u{turn}c"), "timestamp": ts(2),
+        "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("toolu_{turn}"),
+                                                 "content": "ok"}]}}));
+    out += &line(json!({"type": "assistant", "uuid": format!("u{turn}d"), "timestamp": ts(3),
+        "message": {"id": format!("msg_{turn}d"), "role": "assistant", "model": "claude-sonnet-4",
+                    "content": [{"type": "text", "text": "Done."}]}}));
+    out
+}
+
+/// A trainer run started by another session's end labelled a session whose
+/// SessionEnd was recorded but whose transcript was not ingested yet: the
+/// memory the agent used late in the session got label 0, for good. Now a
+/// session waits until its transcript is ingested, and one labelled before
+/// content arrived (the session went on) is labelled again.
+#[test]
+fn a_session_is_labelled_only_once_its_transcript_is_ingested_and_again_when_more_arrives() {
+    let w = World::new();
+    let memories = web_memories();
+    seed(&w, &memories);
+    let s = "5e551011-aaaa-4bbb-8ccc-000000000001";
+    let key = format!("claude:{s}");
+    let transcript = w.claude_projects().join(format!("-home-me-web/{s}.jsonl"));
+    let t0 = Ts::now().0 + 60_000;
+    w.write(&transcript, claude_turn(s, 1, t0, "Let us look at the web app.", "ls").as_bytes());
+    let input = |event: &str, extra: Value| {
+        let mut v = claude_input(event, s, extra);
+        v["transcript_path"] = json!(transcript);
+        v
+    };
+    let start = scorer_hook(&w, "session-start", &input("SessionStart", json!({"source": "startup"})));
+    let injected: Vec<String> = ids(&context(&start, "SessionStart").expect("memories injected")).into_iter().collect();
+    assert!(injected.len() >= 2, "{injected:?}");
+    w.wait_for_recorder();
+    w.ok(&["scan"]);
+    // The agent uses one injected memory (its text, run as a command) in a
+    // later turn, and another in a turn after the session ended and resumed.
+    let text = |id: &str| memories[id.trim_start_matches("mem_").parse::<usize>().unwrap()].0;
+    let (used, late) = (&injected[0], &injected[1]);
+    w.append(&transcript, claude_turn(s, 2, t0 + 10_000, "Go on.", &format!("echo '{}'", text(used))).as_bytes());
+    // SessionEnd while the session's ingestion worker is busy: the hook
+    // records the end and queues the transcript.
+    let lane = format!("t{}", &blake3::hash(transcript.to_str().unwrap().as_bytes()).to_hex()[..16]);
+    std::fs::create_dir_all(w.home().join("hooks")).unwrap();
+    let busy = FileLock::exclusive(&w.home().join(format!("hooks/ingest-{lane}.lock"))).unwrap();
+    let out = ingestor_hook(&w, "session-end", &input("SessionEnd", json!({"reason": "prompt_input_exit"})));
+    assert_silent(&out, "session-end");
+    assert!(
+        w.count(&format!("SELECT COUNT(*) FROM sessions WHERE session_key = '{key}' AND ended_ms IS NOT NULL")) == 1
+    );
+
+    let label = |id: &str| -> Option<f64> {
+        w.store()
+            .conn()
+            .query_row(
+                "SELECT label FROM session_memories WHERE session_key = ?1 AND memory_id = ?2",
+                [&key, id],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    let first = trainer_run(&w);
+    assert_eq!(w.count("SELECT COUNT(*) FROM session_scores"), 0, "labelled before its transcript was read: {first}");
+    assert_eq!(label(used), None);
+
+    // The worker gets to it: now the session is labelled, from all of it.
+    drop(busy);
+    w.ok(&["scan"]);
+    trainer_run(&w);
+    assert_eq!(w.count("SELECT COUNT(*) FROM session_scores"), 1);
+    assert!(label(used).unwrap() > 0.3, "the memory used late in the session: {:?}", label(used));
+    assert!(label(late).unwrap_or(0.0) < 0.3, "{:?}", label(late));
+
+    // The session goes on (resumed): the new content is labelled again.
+    w.append(
+        &transcript,
+        claude_turn(s, 3, t0 + 20_000, "One more thing.", &format!("echo '{}'", text(late))).as_bytes(),
+    );
+    w.ok(&["scan"]);
+    let again = trainer_run(&w);
+    assert!(again.contains("labelled again"), "{again}");
+    assert!(label(late).unwrap() > 0.3, "labelled again with the content that arrived: {:?}", label(late));
+    assert!(label(used).unwrap() > 0.3);
+    assert_eq!(w.count("SELECT COUNT(*) FROM predictor_comparisons"), 1, "a session moves the success rate once");
+    assert!(trainer_run(&w).contains("nothing new"), "then nothing waits");
+}

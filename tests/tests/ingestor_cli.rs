@@ -648,3 +648,91 @@ fn a_new_user_is_told_what_to_do_and_memory_add_defaults_to_the_project() {
     let bad = w.run(&["memory", "list", "--type", "poem"]);
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("unknown memory type"));
 }
+
+/// A data home with sealed segments 1 to 3 (a memory each) and an active
+/// segment 4; returns the world.
+fn three_sealed_segments() -> World {
+    let w = World::new();
+    for i in 1..=3 {
+        w.ok(&["memory", "add", "--no-check", &format!("Lesson number {i} about the release process.")]);
+        w.ok(&["compact"]); // seals the active segment
+    }
+    w.ok(&["memory", "add", "--no-check", "A lesson in the active segment."]);
+    let seals = tape_files(&w).into_iter().filter(|n| n.ends_with(".seg")).count();
+    assert_eq!(seals, 3, "{:?}", tape_files(&w));
+    w
+}
+
+/// `rm tapes/0000000002-*.seg; tapes repair`: the repair used to quarantine
+/// an intact frame of the active segment, claim success while verify still
+/// failed, leave a log every command refused, and then say "nothing to
+/// repair". The missing segment's LSNs are now recorded as lost, nothing
+/// intact is cut, and the log verifies and goes on.
+#[test]
+fn repairing_a_missing_middle_segment_leaves_a_log_that_verifies() {
+    let w = three_sealed_segments();
+    let second = tape_files(&w).into_iter().find(|n| n.starts_with("0000000002-")).unwrap();
+    std::fs::remove_file(w.home().join("tapes").join(&second)).unwrap();
+    assert_eq!(w.run(&["tapes", "verify"]).status.code(), Some(3));
+
+    let out = w.run(&["tapes", "repair"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("missing") && text.contains("passes"), "{text}");
+    assert!(!w.home().join("tapes/quarantine").exists(), "no intact frame was quarantined");
+    let verified = w.ok(&["tapes", "verify"]);
+    assert!(verified.starts_with("ok:"), "{verified}");
+    let lost = w.tape_events().into_iter().filter(|e| e["k"] == "tape.lost").count();
+    assert!(lost >= 1, "the missing range is recorded as lost");
+    let listed = w.ok(&["memory", "list"]);
+    assert!(listed.contains("active segment"), "{listed}");
+    w.ok(&["memory", "add", "--no-check", "The log goes on after the repair."]);
+    w.ok(&["replay"]);
+    assert!(w.ok(&["tapes", "repair"]).contains("nothing to repair"));
+}
+
+/// A sealed segment renamed (its name no longer its blake3): verify failed
+/// and repair said "nothing to repair". Repair renames it back.
+#[test]
+fn repair_renames_a_misnamed_segment_that_verify_rejects() {
+    let w = three_sealed_segments();
+    let first = tape_files(&w).into_iter().find(|n| n.starts_with("0000000001-")).unwrap();
+    let wrong = format!("0000000001-{}.seg", "a".repeat(64));
+    std::fs::rename(w.home().join("tapes").join(&first), w.home().join("tapes").join(&wrong)).unwrap();
+    assert_eq!(w.run(&["tapes", "verify"]).status.code(), Some(3));
+    let repaired = w.ok(&["tapes", "repair"]);
+    assert!(repaired.contains("renamed") && !repaired.contains("nothing to repair"), "{repaired}");
+    assert!(tape_files(&w).contains(&first));
+    w.ok(&["tapes", "verify"]);
+}
+
+/// A damaged first frame of the active segment: `tapes list` showed "0
+/// events" and exited 0, and `memory add` appended behind the damage
+/// without a word. Both now refuse, pointing at verify and repair.
+#[test]
+fn a_damaged_first_frame_fails_list_and_writers_until_repaired() {
+    let w = World::new();
+    w.copy(&ingestor_data("claude_session.jsonl"), &claude_file(&w));
+    w.scan();
+    let active = w.home().join("tapes").join(tape_files(&w).into_iter().find(|n| n.ends_with(".tape")).unwrap());
+    let mut bytes = std::fs::read(&active).unwrap();
+    let first_payload = shared::storage::tape::ACTIVE_HEADER + shared::storage::tape::FRAME_HEADER;
+    bytes[first_payload + 5] ^= 0x20;
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&active, &bytes).unwrap();
+
+    let list = w.run(&["tapes", "list"]);
+    assert_eq!(list.status.code(), Some(3), "{}", String::from_utf8_lossy(&list.stdout));
+    let err = String::from_utf8_lossy(&list.stderr);
+    assert!(err.contains("tapes verify") && err.contains("tapes repair"), "{err}");
+    let add = w.run(&["memory", "add", "--no-check", "Must not land behind the damage."]);
+    assert_eq!(add.status.code(), Some(3), "{}", String::from_utf8_lossy(&add.stdout));
+    assert!(String::from_utf8_lossy(&add.stderr).contains("tapes repair"));
+    assert_eq!(std::fs::read(&active).unwrap(), bytes, "nothing appended, nothing cut");
+
+    let repaired = w.ok(&["tapes", "repair"]);
+    assert!(repaired.contains("tape.lost"), "{repaired}");
+    w.ok(&["tapes", "verify"]);
+    w.ok(&["tapes", "list"]);
+    w.ok(&["memory", "add", "--no-check", "After the repair."]);
+}

@@ -9,7 +9,9 @@
 //! * a stash, then its resume in a later session;
 //! * an automatic checkpoint before `rm -rf`, and resuming it;
 //! * the three topic-shift tiers on scripted prompt sequences, with the
-//!   per-project counters they leave.
+//!   per-project counters they leave;
+//! * merges are unions: a conflict resolved by `merge` keeps what the new
+//!   memory says, a dedup merge keeps the absorbed memory's categories.
 //!
 //! Without Python or PyPI the tests skip with a message locally and fail under `CI`.
 
@@ -502,4 +504,58 @@ fn topic_shift_tiers_on_scripted_prompts() {
         )
         .unwrap();
     assert_eq!(counters, (1, 2, 1, 0), "one auto-stash, two false positives, one suggestion shown");
+}
+
+/// `memory resolve … --action merge` kept the existing memory's text alone:
+/// what the new memory added (here: clippy) was lost. The existing memory
+/// now holds both, with the new one's tags, an occurrence and its session.
+#[test]
+fn a_conflict_resolved_by_merge_keeps_the_new_memorys_text() {
+    let w = World::new();
+    let old = w.ok(&["memory", "add", "Run cargo fmt before committing any Rust change.", "--tag", "rust"]);
+    let old = old.trim();
+    let staged =
+        w.ok(&["memory", "add", "Run cargo fmt and cargo clippy before committing any Rust change.", "--tag", "lint"]);
+    assert!(staged.contains("staged as"), "a conflict: {staged}");
+    let list = w.json(&["memory", "staging", "--json"]);
+    let stage = list[0]["id"].as_str().unwrap().to_owned();
+    w.ok(&["memory", "resolve", &stage, "--action", "merge"]);
+    let shown = w.json(&["memory", "show", old, "--json"]);
+    let content = shown["content"].as_str().unwrap();
+    assert!(content.contains("cargo clippy"), "the new memory's text was dropped: {content}");
+    assert!(content.starts_with("Run cargo fmt before committing"), "{content}");
+    let tags: Vec<&str> = shown["tags"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    assert!(tags.contains(&"rust") && tags.contains(&"lint"), "{tags:?}");
+    assert_eq!(shown["occurrence_count"], 2, "{shown}");
+    // Found by its new words, one memory: nothing else was saved.
+    let found = w.ok(&["memory", "list", "--json"]);
+    let all: Value = serde_json::from_str(&found).unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 1, "{found}");
+}
+
+/// `engram-ingestor dedup` merged two duplicates but left the absorbed
+/// memory's categories behind: listing a category it was in no longer
+/// found the lesson. The survivor now holds the union.
+#[test]
+fn a_dedup_merge_carries_the_absorbed_memorys_categories() {
+    let w = World::new();
+    let a = w.ok(&["memory", "add", "--no-check", "The staging database resets every night at 02:00 UTC."]);
+    let b = w.ok(&["memory", "add", "--no-check", "The staging database resets every night at 02:00 UTC!"]);
+    let (a, b) = (a.trim(), b.trim());
+    w.ok(&["memory", "categorize", a, "--add", "ops/staging"]);
+    w.ok(&["memory", "categorize", b, "--add", "infra/database"]);
+    let out = w.ok(&["dedup"]);
+    assert!(out.contains("1 memory absorbed"), "{out}");
+    let live = |category: &str| -> Vec<String> {
+        let v = w.json(&["memory", "list", "--category", category, "--json"]);
+        v.as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["deprecated"] != true)
+            .map(|m| m["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let survivor = live("ops/staging");
+    assert_eq!(survivor.len(), 1, "{survivor:?}");
+    assert_eq!(live("infra/database"), survivor, "the absorbed memory's category moved to the survivor");
 }

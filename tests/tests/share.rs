@@ -190,3 +190,97 @@ fn a_data_homes_tape_folder_imports_directly_and_its_own_is_refused() {
     let own = a.run(&["tapes", "import", a.home().join("tapes").to_str().unwrap()]);
     assert!(!own.status.success());
 }
+
+/// Every folder of a shared directory is a plain folder of plain files: a
+/// committed symbolic link to another data home's tapes on the teammate's
+/// disk (or a hard link to one of its segments, or a link inside a folder)
+/// is refused by name, nothing of it is imported, and so nothing of it is
+/// published by the next export.
+#[test]
+fn an_import_refuses_links_out_of_the_shared_directory_and_publishes_nothing_of_them() {
+    let (a, _) = home("claude_session.jsonl", "aaaaaaaa-1111-4111-8111-111111111111", "Run cargo fmt first.");
+    let (other, secret) =
+        home("claude_session_2.jsonl", "bbbbbbbb-2222-4222-8222-222222222222", "The other home's private lesson.");
+    other.ok(&["compact"]); // seals: the other home's tapes hold a sealed segment
+    let root = tempfile::tempdir().unwrap();
+    let repo = root.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(repo.join(".engram/tapes")).unwrap();
+    // REPO/.engram/tapes/home-… -> ../../../<the other home>/tapes
+    let other_tapes = other.home().join("tapes");
+    let up = pathdiff(&other_tapes, &repo.join(".engram/tapes"));
+    let link = repo.join(".engram/tapes/home-aaaaaaaaaaaaaaaa");
+    std::os::unix::fs::symlink(&up, &link).unwrap();
+    assert!(link.join("LOCK").exists(), "the link resolves to the other home's tapes");
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "a link"]);
+    let repo_arg = repo.to_str().unwrap();
+    let other_before = std::fs::read_dir(&other_tapes).unwrap().count();
+
+    let (lsn, mems) = (a.last_lsn(), memories(&a));
+    for cmd in [["tapes", "import", repo_arg], ["tapes", "verify", repo_arg]] {
+        let out = a.run(&cmd);
+        assert!(!out.status.success(), "{cmd:?} must refuse a linked folder");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("home-aaaaaaaaaaaaaaaa") && text.contains("symbolic link"), "{cmd:?}: {text}");
+    }
+    assert_eq!((a.last_lsn(), memories(&a)), (lsn, mems.clone()), "nothing was imported");
+    assert!(!memories(&a).contains(&secret));
+    assert_eq!(std::fs::read_dir(&other_tapes).unwrap().count(), other_before, "nothing was written there");
+    // What the next export publishes holds nothing of the other home.
+    a.ok(&["tapes", "export", repo_arg]);
+    let published = std::fs::read_dir(repo.join(".engram/tapes")).unwrap().count();
+    assert_eq!(published, 2, "the link and this home's own folder");
+    let b = World::new();
+    std::fs::remove_file(&link).unwrap();
+    b.ok(&["tapes", "import", repo_arg]);
+    assert_eq!(memories(&b), mems, "the export carries this home's memories alone");
+
+    // A plain folder whose segment is a hard link to the other home's
+    // segment, or which holds a symbolic link: refused the same way.
+    let sealed: Vec<_> = std::fs::read_dir(&other_tapes)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "seg"))
+        .collect();
+    assert!(!sealed.is_empty());
+    let folder = repo.join(".engram/tapes/home-bbbbbbbbbbbbbbbb");
+    std::fs::create_dir_all(&folder).unwrap();
+    for s in &sealed {
+        std::fs::hard_link(s, folder.join(s.file_name().unwrap())).unwrap();
+    }
+    let out = a.run(&["tapes", "import", repo_arg]);
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("hard links") && text.contains(sealed[0].file_name().unwrap().to_str().unwrap()), "{text}");
+    for s in &sealed {
+        let copy = folder.join(s.file_name().unwrap());
+        std::fs::remove_file(&copy).unwrap();
+        std::fs::copy(s, &copy).unwrap();
+    }
+    std::os::unix::fs::symlink(other.home().join("home-id"), folder.join("notes")).unwrap();
+    let out = a.run(&["tapes", "import", repo_arg]);
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("notes") && text.contains("symbolic link"), "{text}");
+    assert_eq!((a.last_lsn(), memories(&a)), (lsn, mems), "nothing was imported");
+    // Plain copies import.
+    std::fs::remove_file(folder.join("notes")).unwrap();
+    a.ok(&["tapes", "import", repo_arg]);
+    assert!(memories(&a).contains(&secret));
+}
+
+/// `to` relative to the directory `from` (both absolute).
+fn pathdiff(to: &Path, from: &Path) -> std::path::PathBuf {
+    let (to, from) = (to.components().collect::<Vec<_>>(), from.components().collect::<Vec<_>>());
+    let common = to.iter().zip(&from).take_while(|(a, b)| a == b).count();
+    let mut out = std::path::PathBuf::new();
+    for _ in common..from.len() {
+        out.push("..");
+    }
+    for c in &to[common..] {
+        out.push(c);
+    }
+    out
+}

@@ -65,6 +65,8 @@ pub enum RunOutcome {
 pub struct RunSummary {
     /// Sessions scored.
     pub scored: u32,
+    /// Sessions labelled again because content arrived after their labelling.
+    pub relabelled: u32,
     /// Of which confident enough to count.
     pub confident: u32,
     /// Comparisons that updated the success rate.
@@ -103,7 +105,12 @@ impl fmt::Display for RunSummary {
             self.model_version.map_or("none".to_owned(), |v| format!("v{v}")),
         );
         let why_not = self.not_training.as_deref().map(|w| format!("; not training: {w}")).unwrap_or_default();
-        if self.scored == 0 && self.training.is_none() && self.unreadable == 0 && self.reconciled.is_none() {
+        if self.scored == 0
+            && self.relabelled == 0
+            && self.training.is_none()
+            && self.unreadable == 0
+            && self.reconciled.is_none()
+        {
             if self.interrupted {
                 return write!(f, "interrupted before any work: {} sessions scored; {state}", self.total_scored);
             }
@@ -114,6 +121,9 @@ impl fmt::Display for RunSummary {
             "scored {} sessions ({} confident, {} compared, predictor won {})",
             self.scored, self.confident, self.compared, self.wins
         )?;
+        if self.relabelled > 0 {
+            write!(f, "; {} labelled again (content arrived after their labelling)", self.relabelled)?;
+        }
         if self.unreadable > 0 {
             write!(f, "; {} unreadable (left pending)", self.unreadable)?;
         }
@@ -237,8 +247,9 @@ pub fn load_tracker(store: &Store, params: &TrackerParams) -> Result<Tracker> {
 }
 
 /// The `session.scored` body of an assessment.
-pub fn scored_event(a: &Assessment) -> SessionScored {
+pub fn scored_event(a: &Assessment, content_events: u64) -> SessionScored {
     SessionScored {
+        content_events: Some(content_events),
         score: a.score,
         confidence: a.confidence,
         memories_recalled: a.memories_recalled,
@@ -352,8 +363,9 @@ fn not_due_reason(
             if unserved == 1 { "" } else { "s" }
         ));
     }
-    let scored: i64 =
-        conn.query_row("SELECT COUNT(*) FROM session_scores", [], |r| r.get(0)).sql("count scored sessions")?;
+    let scored: i64 = conn
+        .query_row("SELECT COUNT(DISTINCT session_key) FROM session_scores", [], |r| r.get(0))
+        .sql("count scored sessions")?;
     let unusable = (scored.max(0) as usize).saturating_sub(trainable);
     if unusable > 0 {
         why.push_str(&format!(
@@ -388,8 +400,8 @@ pub fn run(paths: &Paths, config: &Config, opts: &RunOptions, shutdown: &Shutdow
             summary.interrupted = true;
             break;
         }
-        let record = match sessions::load(&journal, &pending) {
-            Ok(r) => r,
+        let (record, content_events) = match sessions::load(&journal, &pending) {
+            Ok(l) => (l.record, l.content_events),
             Err(e) => {
                 // Left pending: the next run tries again; one bad session never blocks the others.
                 tracing::error!(session = %pending.session_key, error = %e, "cannot read the session; skipped");
@@ -412,14 +424,33 @@ pub fn run(paths: &Paths, config: &Config, opts: &RunOptions, shutdown: &Shutdow
             None
         };
         let assessment = continuity::assess(&record, &evidence, verdict.as_ref());
+        let session = Some(pending.session_key.clone());
+        let scored = journal.event(
+            clock.next(),
+            session.clone(),
+            Body::SessionScored(scored_event(&assessment, content_events)),
+        );
+        if pending.relabel {
+            // Content arrived after the session was labelled: its labels are
+            // made again from all of it. Its comparison already moved the
+            // success rate once; a session never counts twice there.
+            journal.append(std::slice::from_ref(&scored))?;
+            summary.relabelled += 1;
+            tracing::info!(
+                session = %pending.session_key,
+                score = assessment.score,
+                confidence = assessment.confidence,
+                content_events,
+                "labelled again: content arrived after its last labelling"
+            );
+            continue;
+        }
         let comparison = compare::compare(&record.rankings, &assessment.labels);
         let step =
             tracker.observe(Observation { confidence: assessment.confidence, margin: comparison.margin }, &params);
-        let session = Some(pending.session_key.clone());
-        let scored_at = clock.next();
         let compared_at = clock.next();
         let mut events: Vec<Event> = vec![
-            journal.event(scored_at, session.clone(), Body::SessionScored(scored_event(&assessment))),
+            scored,
             journal.event(
                 compared_at,
                 session.clone(),

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use rusqlite::OptionalExtension;
 use shared::base::ids::{MemoryId, SessionKey};
 use shared::base::time::Ts;
-use shared::domain::training::data;
+use shared::domain::training::{data, waiting};
 use shared::storage::journal::Journal;
 use shared::storage::store::Store;
 
@@ -15,39 +15,23 @@ use crate::continuity::{Corpus, FeedbackRecord, FtsHitRecord, MemoryFacts, Sessi
 use crate::error::{Result, Sql};
 use crate::terms::memory_terms;
 
-/// An ended session waiting to be scored.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Pending {
-    /// The session.
-    pub session_key: SessionKey,
-    /// Its project.
-    pub project: Option<String>,
-    /// When it ended.
-    pub ended_ms: i64,
-}
+/// An ended session waiting to be scored (see [`waiting`]).
+pub type Pending = waiting::Waiting;
 
-/// Ended sessions with at least one served ranking and no score yet, in the
-/// order they ended.
+/// Ended sessions with at least one served ranking, fully ingested, whose
+/// content no score covers yet (never labelled, or content that arrived
+/// after the last labelling), in the order they ended.
 pub fn pending(store: &Store) -> Result<Vec<Pending>> {
-    let mut stmt = store
-        .conn()
-        .prepare_cached(
-            "SELECT s.session_key, s.project, s.ended_ms FROM sessions s
-             WHERE s.ended_ms IS NOT NULL
-               AND NOT EXISTS (SELECT 1 FROM session_scores ss WHERE ss.session_key = s.session_key)
-               AND EXISTS (SELECT 1 FROM rankings r WHERE r.session_key = s.session_key)
-             ORDER BY s.ended_ms, s.session_key",
-        )
-        .sql("list pending sessions")?;
-    stmt.query_map([], |r| Ok(Pending { session_key: SessionKey(r.get(0)?), project: r.get(1)?, ended_ms: r.get(2)? }))
-        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-        .sql("list pending sessions")
+    Ok(waiting::ready(store)?)
 }
 
 /// Reads everything the continuity scorer needs about `session`.
-pub fn load(journal: &Journal, session: &Pending) -> Result<SessionRecord> {
+pub fn load(journal: &Journal, session: &Pending) -> Result<Loaded> {
     let store = journal.store();
     let key = &session.session_key;
+    // Counted before they are read: content applied in between is read but
+    // not counted, so at worst the session is labelled once more.
+    let content_events = content_events(store, key)?;
     let events = journal.session_events(key)?.into_iter().map(|(_, e)| e).collect();
     let rankings = data::session_rankings(store, key)?;
     let fts_hits = fts_hits(store, key)?;
@@ -64,7 +48,29 @@ pub fn load(journal: &Journal, session: &Pending) -> Result<SessionRecord> {
     }
     let corpus = corpus(store, memories.values().map(|m| m.content.as_str()))?;
     let project = session.project.clone().or_else(|| rankings.iter().find_map(|r| r.project.clone()));
-    Ok(SessionRecord { session_key: key.clone(), project, events, rankings, fts_hits, feedback, memories, corpus })
+    let record =
+        SessionRecord { session_key: key.clone(), project, events, rankings, fts_hits, feedback, memories, corpus };
+    Ok(Loaded { record, content_events })
+}
+
+/// A session as the scorer reads it, and what a score of it covers.
+#[derive(Debug)]
+pub struct Loaded {
+    /// What the continuity scorer reads.
+    pub record: SessionRecord,
+    /// How many content events the projection held for the session when it
+    /// was read (see [`waiting`]).
+    pub content_events: u64,
+}
+
+/// The session's content events in the projection (`session_events` rows).
+fn content_events(store: &Store, session: &SessionKey) -> Result<u64> {
+    let n: i64 = store
+        .conn()
+        .prepare_cached("SELECT COUNT(*) FROM session_events WHERE session_key = ?1")
+        .and_then(|mut s| s.query_row([session.as_str()], |r| r.get(0)))
+        .sql("count the session's content events")?;
+    Ok(u64::try_from(n).unwrap_or(0))
 }
 
 fn fts_hits(store: &Store, session: &SessionKey) -> Result<Vec<FtsHitRecord>> {

@@ -462,7 +462,7 @@ fn summarized(conn: &Connection, event: &Event, b: &SessionSummarized) -> Applie
 
 /// Seed 000's merge semantics, in the apply's transaction: the survivor
 /// takes the new text (if any), the sum of the occurrence counts, the union
-/// of tags and sessions, the highest importance and any pin; each absorbed
+/// of tags, categories and sessions, the highest importance and any pin; each absorbed
 /// memory is deprecated and superseded by the survivor, its graph edges
 /// move to the survivor, staged conflicts naming it name the survivor; the
 /// merge is logged; absorbed memories are verified (never compared again),
@@ -510,6 +510,12 @@ fn merged(conn: &Connection, event: &Event, b: &MemoriesMerged) -> Applied {
         conn.prepare_cached(
             "INSERT OR IGNORE INTO memory_sessions (memory_id, session_key, first_seen_ms)
              SELECT ?1, session_key, first_seen_ms FROM memory_sessions WHERE memory_id = ?2",
+        )?
+        .execute([survivor, a.as_str()])?;
+        // Categories: the union (seed 000's `engram_categories`).
+        conn.prepare_cached(
+            "INSERT OR IGNORE INTO engram_categories (engram_id, category_path)
+             SELECT ?1, category_path FROM engram_categories WHERE engram_id = ?2",
         )?
         .execute([survivor, a.as_str()])?;
         conn.prepare_cached(

@@ -12,8 +12,9 @@
 //!
 //! Staged conflicts are put before the user one at a time at the next
 //! prompt (see [`super::prompt`]) with seed 004's four choices, applied by
-//! [`super::ops::resolve`]: `merge` (the existing memory absorbs it: one
-//! more occurrence, the union of tags, the higher importance), `keep_both`
+//! [`super::ops::resolve`]: `merge` (the existing memory absorbs it: its
+//! text gains what the new one adds ([`super::ops::merged_text`]), one more
+//! occurrence and the session, the union of tags, the higher importance), `keep_both`
 //! (saved as its own memory), `replace` (saved, and the existing memory is
 //! deprecated, superseded by it, with a `supersedes` edge: never injected
 //! again, and a negative label for the trainer), `skip` (discarded).

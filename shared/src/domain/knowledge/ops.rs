@@ -260,12 +260,15 @@ pub fn resolve(
     match choice.as_str() {
         action::MERGE => {
             let (Some(e), Some(rec)) = (&existing, &existing_record) else { unreachable!("checked above") };
+            // The union of the two memories (see `merged_text`).
+            let content = merged_text(&rec.content, &staged.memory.content)?;
             let mut tags: Vec<String> = rec.tags.clone();
             tags.extend(staged.memory.tags.iter().cloned());
             tags.sort();
             tags.dedup();
             bodies.push(Body::MemoryUpdated(MemoryUpdated {
                 memory_id: e.clone(),
+                content,
                 occurrences: 1,
                 seen_in: session.clone(),
                 tags: (tags != rec.tags).then_some(tags),
@@ -327,6 +330,42 @@ pub fn resolve(
     Ok(result)
 }
 
+/// The text of an existing memory once a new one is merged into it (seed
+/// 004: the existing memory absorbs the new observation): the existing text,
+/// then what the new one adds. `None` when the new text says nothing the
+/// existing one does not (its words, in order, already appear there); the
+/// new text alone when it holds the whole existing one. Refused when the
+/// union would exceed [`ops::MAX_TEXT`] (`keep_both` or `replace` then).
+pub fn merged_text(existing: &str, new: &str) -> OpResult<Option<String>> {
+    let words = |t: &str| -> String {
+        t.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (old_words, new_words) = (words(existing), words(new));
+    let contains = |hay: &str, needle: &str| needle.is_empty() || format!(" {hay} ").contains(&format!(" {needle} "));
+    if contains(&old_words, &new_words) {
+        return Ok(None);
+    }
+    let (existing, new) = (existing.trim(), new.trim());
+    let text = if contains(&new_words, &old_words) {
+        new.to_owned()
+    } else {
+        let joint = if existing.ends_with(['.', '!', '?', ';', ':']) { " " } else { ". " };
+        format!("{existing}{joint}{new}")
+    };
+    let chars = text.chars().count();
+    if chars > ops::MAX_TEXT {
+        return Err(OpError::Invalid(format!(
+            "merging would make the memory {chars} characters long (at most {}); resolve with keep_both or replace",
+            ops::MAX_TEXT
+        )));
+    }
+    Ok(Some(text))
+}
+
 /// Adds (or re-weights) the edge `from relation to`; returns its id.
 pub fn link(
     journal: &mut Journal,
@@ -376,4 +415,25 @@ pub fn unlink(journal: &mut Journal, edge_id: &str, now: Ts) -> OpResult<()> {
     let body =
         Body::EdgeRemoved(crate::storage::event::EdgeRemoved { edge_id: edge_id.to_owned(), reason: String::new() });
     append(journal, now, None, vec![body])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_merged_text_is_the_union_of_both() {
+        let old = "Run cargo fmt before committing.";
+        assert_eq!(merged_text(old, "run cargo FMT before committing").unwrap(), None, "nothing new");
+        assert_eq!(merged_text(old, "fmt before").unwrap(), None, "its words are already there");
+        let wider = "Always run cargo fmt before committing, in every crate.";
+        assert_eq!(merged_text(old, wider).unwrap().as_deref(), Some(wider), "the new one holds the old");
+        assert_eq!(
+            merged_text(old, "Clippy must pass too.").unwrap().as_deref(),
+            Some("Run cargo fmt before committing. Clippy must pass too.")
+        );
+        assert_eq!(merged_text("No period", "Second").unwrap().as_deref(), Some("No period. Second"));
+        let long = "x".repeat(ops::MAX_TEXT - 5);
+        assert!(matches!(merged_text(&long, "something else entirely"), Err(OpError::Invalid(_))));
+    }
 }

@@ -24,8 +24,8 @@ pub(crate) fn scored(conn: &Connection, event: &Event, b: &SessionScored) -> Ste
     conn.prepare_cached(
         "INSERT INTO session_scores (id, session_key, project, harness, score, memories_recalled,
                 memories_used, novel_context_count, reasoning, created_at, confidence, continuity_reasoning,
-                scorer, created_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?9, ?12, ?13)",
+                scorer, created_ms, content_events)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?9, ?12, ?13, ?14)",
     )?
     .execute(params![
         event.id.as_str(),
@@ -40,7 +40,8 @@ pub(crate) fn scored(conn: &Connection, event: &Event, b: &SessionScored) -> Ste
         event.ts.to_rfc3339(),
         b.confidence,
         b.scorer,
-        event.ts.0
+        event.ts.0,
+        b.content_events.map(|n| i64::try_from(n).unwrap_or(i64::MAX))
     ])?;
     for (memory, relevance) in &b.relevance {
         let relevance = finite_or(*relevance, 0.0);

@@ -23,10 +23,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use rusqlite::OptionalExtension as _;
-
 use crate::base::config::PredictorConfig;
-use crate::base::error::{Result, SqlContext as _};
+use crate::base::error::Result;
 use crate::base::paths::Paths;
 use crate::base::time::Ts;
 use crate::storage::store::Store;
@@ -44,23 +42,10 @@ pub fn stamp_file(paths: &Paths) -> PathBuf {
     paths.home().join("hooks").join("train.last")
 }
 
-/// Ended sessions with served rankings that no run has labelled yet (the
-/// trainer's `sessions::pending`, counted).
+/// Ended sessions with served rankings that wait to be labelled and can be
+/// (the trainer's `sessions::pending`, counted: see [`super::waiting`]).
 pub fn pending_sessions(store: &Store) -> Result<u64> {
-    let n: i64 = store
-        .conn()
-        .query_row(
-            "SELECT COUNT(*) FROM sessions s
-             WHERE s.ended_ms IS NOT NULL
-               AND NOT EXISTS (SELECT 1 FROM session_scores ss WHERE ss.session_key = s.session_key)
-               AND EXISTS (SELECT 1 FROM rankings r WHERE r.session_key = s.session_key)",
-            [],
-            |r| r.get(0),
-        )
-        .optional()
-        .sql("count sessions waiting to be labelled")?
-        .unwrap_or(0);
-    Ok(n.max(0) as u64)
+    Ok(super::waiting::ready(store)?.len() as u64)
 }
 
 /// When the hooks last started a run, if they ever did.

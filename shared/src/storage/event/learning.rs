@@ -29,6 +29,14 @@ pub struct SessionScored {
     pub reasoning: String,
     /// Which scorer produced it (`continuity-v1`, `continuity-v1+judge`).
     pub scorer: String,
+    /// How many of the session's content events (messages, tool calls and
+    /// results, reads, edits) the scorer read: once the projection holds
+    /// more (a transcript ingested after the session was labelled), the
+    /// session waits to be labelled again. A count, not a log position, so
+    /// it keeps its meaning in a home that imported the event. `None` from
+    /// builds that did not record it (such a score is final).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_events: Option<u64>,
 }
 
 /// `comparison.recorded`.

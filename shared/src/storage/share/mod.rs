@@ -25,6 +25,13 @@
 //! events. Memory and event ids are random (80 bits), so they stay unique
 //! across homes. Every appended event passes the journal's checks
 //! (redaction, forgotten texts).
+//!
+//! A shared directory is written by others: nothing in it is followed out of
+//! it. A folder, or an entry in one, that is a symbolic link, a file with
+//! more than one hard link (it shares its bytes with a file elsewhere, such
+//! as another data home's segment) or a path that resolves outside its
+//! folder is refused by name ([`confined`]), and nothing of that folder is
+//! read, verified, imported or written.
 
 use std::fs;
 use std::io::Write;
@@ -132,7 +139,24 @@ pub fn export(journal: &mut Journal, dir: &Path) -> Result<ExportReport> {
     let root = shared_root(dir);
     let id = home_id(journal.paths())?;
     let folder = root.join(TAPES).join(&id);
+    // Never written through a link: it would copy this home's tapes, and
+    // remove files, wherever the link points.
+    for outer in [&root, &root.join(TAPES), &folder] {
+        if fs::symlink_metadata(outer).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Error::InvalidInput(format!(
+                "{} is a symbolic link: refusing to export through it (remove it from the shared directory)",
+                outer.display()
+            )));
+        }
+    }
     fs::create_dir_all(&folder).ctx("create directory", &folder)?;
+    if let Some(p) = confined(&folder)?.first() {
+        return Err(Error::InvalidInput(format!(
+            "{}: {}; refusing to export into this folder",
+            p.file.display(),
+            p.what
+        )));
+    }
     let attributes = root.join(".gitattributes");
     if !attributes.exists() {
         fsutil::atomic_write(&attributes, GITATTRIBUTES.as_bytes()).ctx("write", &attributes)?;
@@ -169,6 +193,14 @@ pub fn sources(paths: &Paths, dir: &Path) -> Result<Vec<PathBuf>> {
     let root = shared_root(dir);
     let tapes = root.join(TAPES);
     // A data home holds its log right in `tapes/`: that is one folder.
+    for outer in [&root, &tapes] {
+        if fs::symlink_metadata(outer).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Error::InvalidInput(format!(
+                "{} is a symbolic link: a shared directory's folders must be its own, nothing was read",
+                outer.display()
+            )));
+        }
+    }
     let root = if tapes.is_dir() && is_log(&tapes)? { tapes.clone() } else { root };
     if tapes.is_dir() && root != tapes {
         let own = home_id(paths)?;
@@ -176,7 +208,9 @@ pub fn sources(paths: &Paths, dir: &Path) -> Result<Vec<PathBuf>> {
         for entry in fs::read_dir(&tapes).ctx("list", &tapes)? {
             let entry = entry.ctx("list", &tapes)?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if entry.path().is_dir() && valid_id(&name) && name != own && name != tape::QUARANTINE {
+            // Not followed: a link is listed so that it is refused by name.
+            let kind = entry.file_type().ctx("inspect", &entry.path())?;
+            if (kind.is_dir() || kind.is_symlink()) && valid_id(&name) && name != own && name != tape::QUARANTINE {
                 out.push(entry.path());
             }
         }
@@ -212,6 +246,83 @@ fn has_active(dir: &Path) -> Result<bool> {
 
 fn same_dir(a: &Path, b: &Path) -> bool {
     matches!((fs::canonicalize(a), fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
+}
+
+/// The problems that make `folder` not its own: the folder itself, or an
+/// entry in it, is a symbolic link, a file with more than one hard link, or
+/// something whose real path lies outside the folder. Each names the entry.
+/// Nothing is followed or opened. Empty when the folder may be read.
+pub fn confined(folder: &Path) -> Result<Vec<Problem>> {
+    let problem = |file: &Path, what: String| Problem { file: file.to_path_buf(), offset: 0, what };
+    let meta = fs::symlink_metadata(folder).ctx("inspect", folder)?;
+    if meta.file_type().is_symlink() {
+        let target = fs::read_link(folder).map(|t| t.display().to_string()).unwrap_or_default();
+        return Ok(vec![problem(
+            folder,
+            format!(
+                "a symbolic link (to {target:?}), not a folder of the shared directory: refused, nothing in it is \
+                 imported"
+            ),
+        )]);
+    }
+    if !meta.is_dir() {
+        return Ok(vec![problem(folder, "not a folder: refused".into())]);
+    }
+    // The folder's real path must be where it is listed (no link above it).
+    let real = fs::canonicalize(folder).ctx("resolve", folder)?;
+    let listed = match (folder.parent().map(fs::canonicalize), folder.file_name()) {
+        (Some(Ok(parent)), Some(name)) => parent.join(name),
+        _ => real.clone(),
+    };
+    if real != listed {
+        return Ok(vec![problem(
+            folder,
+            format!("resolves to {}, outside the shared directory: refused, nothing in it is imported", real.display()),
+        )]);
+    }
+    let mut out = Vec::new();
+    let mut entries: Vec<fs::DirEntry> =
+        fs::read_dir(folder).ctx("list", folder)?.collect::<std::io::Result<_>>().ctx("list", folder)?;
+    entries.sort_by_key(fs::DirEntry::file_name);
+    for entry in entries {
+        let path = entry.path();
+        let meta = fs::symlink_metadata(&path).ctx("inspect", &path)?;
+        let kind = meta.file_type();
+        if kind.is_symlink() {
+            let target = fs::read_link(&path).map(|t| t.display().to_string()).unwrap_or_default();
+            out.push(problem(
+                &path,
+                format!("a symbolic link (to {target:?}): refused, nothing of {} is imported", folder.display()),
+            ));
+        } else if kind.is_file() {
+            use std::os::unix::fs::MetadataExt;
+            if meta.nlink() > 1 {
+                out.push(problem(
+                    &path,
+                    format!(
+                        "a file with {} hard links (its bytes are shared with a file elsewhere): refused, nothing of \
+                         {} is imported",
+                        meta.nlink(),
+                        folder.display()
+                    ),
+                ));
+            }
+        } else if kind.is_dir() {
+            // A copied data home's quarantine holds bytes that are never read.
+            if entry.file_name() != tape::QUARANTINE {
+                out.push(problem(
+                    &path,
+                    format!("an unexpected folder: refused, nothing of {} is imported", folder.display()),
+                ));
+            }
+        } else {
+            out.push(problem(
+                &path,
+                format!("neither a file nor a folder: refused, nothing of {} is imported", folder.display()),
+            ));
+        }
+    }
+    Ok(out)
 }
 
 /// What [`import`] did with one folder.
@@ -250,7 +361,14 @@ pub fn verify(paths: &Paths, dir: &Path) -> Result<Vec<FolderReport>> {
         .collect()
 }
 
+/// Checks that `folder` and every entry in it are its own (see [`confined`]),
+/// then verifies its segments. A folder that is not confined is reported with
+/// those problems alone: nothing in it is opened.
 fn verify_folder(folder: &Path) -> Result<tape::VerifyReport> {
+    let problems = confined(folder)?;
+    if !problems.is_empty() {
+        return Ok(tape::VerifyReport { problems, ..tape::VerifyReport::default() });
+    }
     if has_active(folder)? {
         TapeLog::open(folder, TapeOptions::default())?.verify()
     } else {

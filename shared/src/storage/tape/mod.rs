@@ -547,11 +547,19 @@ impl TapeWriter<'_> {
     }
 
     fn write_hint(&mut self) {
+        let changed = match self.active.file.metadata() {
+            Ok(meta) => Some(recover::change_time(&meta)),
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot read the active segment's change time");
+                None
+            }
+        };
         let hint = Hint {
             seq: self.active.header.seq,
             last_frame_start: self.active.last_frame_start,
             end: self.active.end,
             last_lsn: self.active.last_lsn,
+            changed,
         };
         // The hint only speeds up the next open; failing to write it is harmless.
         if let Err(e) = hint.write(self.lock.file()) {

@@ -113,17 +113,38 @@ impl Snapshot {
             max_ts: None,
         };
         let mut pos = 0;
-        while let FrameRead::Frame { lsn, payload, size } = decode_frame(&raw[pos..]) {
-            if info.events == 0 {
-                info.first_lsn = lsn;
-            }
-            info.last_lsn = lsn;
-            info.events += 1;
-            if let Some(ts) = payload_ts(payload) {
-                info.min_ts = Some(info.min_ts.map_or(ts, |m: i64| m.min(ts)));
-                info.max_ts = Some(info.max_ts.map_or(ts, |m: i64| m.max(ts)));
-            }
-            pos += size;
+        let mut next = self.active.header.first_lsn;
+        while pos < raw.len() {
+            let why = match decode_frame(&raw[pos..]) {
+                FrameRead::Frame { lsn, payload, size } if lsn == next => {
+                    if info.events == 0 {
+                        info.first_lsn = lsn;
+                    }
+                    info.last_lsn = lsn;
+                    info.events += 1;
+                    if let Some(ts) = payload_ts(payload) {
+                        info.min_ts = Some(info.min_ts.map_or(ts, |m: i64| m.min(ts)));
+                        info.max_ts = Some(info.max_ts.map_or(ts, |m: i64| m.max(ts)));
+                    }
+                    pos += size;
+                    next += 1;
+                    continue;
+                }
+                FrameRead::Frame { lsn, .. } => format!("lsn {lsn}, expected {next}"),
+                FrameRead::Incomplete => "incomplete".to_owned(),
+                FrameRead::Invalid(why) => why.to_owned(),
+            };
+            // A listing that stopped here would show the frames after the
+            // damage as missing (or the segment as empty) and say nothing.
+            return Err(Error::corrupt(
+                &self.active.path,
+                ACTIVE_HEADER as u64 + pos as u64,
+                format!(
+                    "the frame at byte {}: {why}; the active segment is damaged (run `engram-ingestor tapes verify`, \
+                     then `engram-ingestor tapes repair`)",
+                    ACTIVE_HEADER + pos
+                ),
+            ));
         }
         out.push(info);
         Ok(out)

@@ -135,6 +135,44 @@ impl TapeLog {
                 }
             }
         }
+        // The frames before the last were verified when they were appended; a
+        // file changed since by anything but a writer is verified again, so
+        // that nothing is appended behind damage done to it.
+        let meta = file.metadata().ctx("stat", &path)?;
+        if hint.changed != Some(change_time(&meta)) && hint.last_frame_start > ACTIVE_HEADER as u64 {
+            let mut buf = vec![0u8; (hint.last_frame_start - ACTIVE_HEADER as u64) as usize];
+            file.read_exact_at(&mut buf, ACTIVE_HEADER as u64).ctx("read", &path)?;
+            let damaged = |offset: usize, why: String| {
+                Error::corrupt(
+                    &path,
+                    (ACTIVE_HEADER + offset) as u64,
+                    format!(
+                        "the frame at byte {}: {why}; the active segment was changed since its last append and is \
+                         damaged before its last frame (lsn {}), so nothing is appended behind the damage: run \
+                         `engram-ingestor tapes verify`, then `engram-ingestor tapes repair`",
+                        ACTIVE_HEADER + offset,
+                        hint.last_lsn
+                    ),
+                )
+            };
+            let (mut pos, mut next) = (0usize, header.first_lsn);
+            while pos < buf.len() {
+                match decode_frame(&buf[pos..]) {
+                    FrameRead::Frame { lsn, size, .. } if lsn == next => {
+                        pos += size;
+                        next += 1;
+                    }
+                    FrameRead::Frame { lsn, .. } => return Err(damaged(pos, format!("lsn {lsn}, expected {next}"))),
+                    FrameRead::Incomplete => {
+                        return Err(damaged(pos, "runs past the start of the last frame".into()));
+                    }
+                    FrameRead::Invalid(why) => return Err(damaged(pos, why.into())),
+                }
+            }
+            if next != hint.last_lsn {
+                return Err(damaged(pos, format!("the last frame has lsn {}, expected {next}", hint.last_lsn)));
+            }
+        }
         let mut active = ActiveState {
             path,
             file,
@@ -273,7 +311,7 @@ impl TapeLog {
     /// Completes (or abandons) a rewrite that a crash interrupted: if its
     /// successor was written, the segment it replaces is removed; then the
     /// intent goes.
-    fn finish_rewrite(&self) -> Result<()> {
+    pub(super) fn finish_rewrite(&self) -> Result<()> {
         let intent = self.dir.join(REWRITE_INTENT);
         let text = match fs::read_to_string(&intent) {
             Ok(t) => t,
@@ -588,34 +626,56 @@ pub(super) struct Hint {
     pub(super) last_frame_start: u64,
     pub(super) end: u64,
     pub(super) last_lsn: Lsn,
+    /// The active segment's change time (seconds, nanoseconds) just after
+    /// the writer that wrote this hint last changed it: a file changed since
+    /// by anything else (an edit, a copy over it) has another, and its frames
+    /// before the last are verified again. `None` in a hint of the first
+    /// format, which did not keep it.
+    pub(super) changed: Option<(i64, i64)>,
 }
 
 impl Hint {
-    const LEN: usize = 44;
+    /// The first format, without the change time.
+    const LEN_V1: usize = 44;
+    const LEN: usize = 60;
 
     fn encode(&self) -> [u8; Self::LEN] {
         let mut out = [0u8; Self::LEN];
-        out[0..4].copy_from_slice(b"HINT");
+        out[0..4].copy_from_slice(b"HNT2");
         out[4..12].copy_from_slice(&self.seq.to_le_bytes());
         out[12..20].copy_from_slice(&self.last_frame_start.to_le_bytes());
         out[20..28].copy_from_slice(&self.end.to_le_bytes());
         out[28..36].copy_from_slice(&self.last_lsn.to_le_bytes());
-        let sum = format::checksum(&[&out[0..36]]);
-        out[36..44].copy_from_slice(&sum);
+        // A hint without a change time (never written: `write` always has one)
+        // gets one no file has.
+        let (secs, nanos) = self.changed.unwrap_or((i64::MIN, -1));
+        out[36..44].copy_from_slice(&secs.to_le_bytes());
+        out[44..52].copy_from_slice(&nanos.to_le_bytes());
+        let sum = format::checksum(&[&out[0..52]]);
+        out[52..60].copy_from_slice(&sum);
         out
     }
 
     pub(super) fn read(file: &File) -> Option<Hint> {
         let mut buf = [0u8; Self::LEN];
-        file.read_exact_at(&mut buf, 0).ok()?;
-        if &buf[0..4] != b"HINT" || buf[36..44] != format::checksum(&[&buf[0..36]]) {
-            return None;
-        }
+        file.read_exact_at(&mut buf[..Self::LEN_V1], 0).ok()?;
+        let changed = match &buf[0..4] {
+            b"HINT" if buf[36..44] == format::checksum(&[&buf[0..36]]) => None,
+            b"HNT2" => {
+                file.read_exact_at(&mut buf[Self::LEN_V1..], Self::LEN_V1 as u64).ok()?;
+                if buf[52..60] != format::checksum(&[&buf[0..52]]) {
+                    return None;
+                }
+                Some((format::u64_at(&buf, 36) as i64, format::u64_at(&buf, 44) as i64))
+            }
+            _ => return None,
+        };
         Some(Hint {
             seq: format::u64_at(&buf, 4),
             last_frame_start: format::u64_at(&buf, 12),
             end: format::u64_at(&buf, 20),
             last_lsn: format::u64_at(&buf, 28),
+            changed,
         })
     }
 
@@ -628,4 +688,10 @@ impl Hint {
         file.write_all_at(&[0u8; Self::LEN], 0)?;
         file.sync_data()
     }
+}
+
+/// The change time of a file's metadata, as a hint keeps it.
+pub(super) fn change_time(meta: &fs::Metadata) -> (i64, i64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.ctime(), meta.ctime_nsec())
 }

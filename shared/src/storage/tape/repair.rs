@@ -10,15 +10,22 @@
 //! the log keeps one frame per LSN and its order. A damaged active segment is
 //! rewritten in place (atomically); a damaged sealed segment is rewritten as
 //! its next generation, like a compaction, after the whole damaged file has
-//! been quarantined. What cannot be repaired (a missing sealed segment, a
-//! sealed header that no longer says which frames it held) is reported and
-//! left alone.
+//! been quarantined. A sealed segment missing between two others (or before
+//! the active one) left a known run of LSNs: it is replaced by a sealed
+//! segment of placeholders for exactly those LSNs. A sealed segment whose
+//! content is intact but whose name does not match it (its blake3 or its
+//! sequence number) is renamed. Intact frames are never cut: what cannot be
+//! repaired without doing so (segments that overlap, a sealed segment beyond
+//! the active one, a header that no longer says which frames a segment held)
+//! is reported, with why, and left alone.
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::format::{self, ACTIVE_HEADER, ActiveHeader, ChunkHeader, FrameRead, Lsn, SEALED_HEADER, SealedHeader};
+use super::format::{
+    self, ACTIVE_HEADER, ActiveHeader, ChunkHeader, FrameRead, Lsn, SEALED_HEADER, SealedHeader, active_name,
+};
 use super::recover::{Hint, LOCK, Listing, later_frame, quarantine};
 use super::{SealBuffers, TapeLog, build_sealed, decode_frame, encode_frame, read, write_sealed};
 use crate::base::error::{Error, IoContext, Result};
@@ -45,6 +52,9 @@ pub struct LostRange {
 pub struct RepairReport {
     /// Every damaged stretch, with the frames it held.
     pub lost: Vec<LostRange>,
+    /// Files fixed without losing a frame (a misnamed segment renamed), one
+    /// line each.
+    pub fixed: Vec<String>,
     /// Problems repair cannot fix (left as they are).
     pub unrepaired: Vec<String>,
 }
@@ -53,6 +63,11 @@ impl RepairReport {
     /// Frames replaced by placeholders.
     pub fn frames_lost(&self) -> u64 {
         self.lost.iter().map(|r| (r.last_lsn + 1).saturating_sub(r.first_lsn)).sum()
+    }
+
+    /// Whether the repair changed nothing.
+    pub fn is_empty(&self) -> bool {
+        self.lost.is_empty() && self.fixed.is_empty()
     }
 }
 
@@ -67,8 +82,23 @@ impl TapeLog {
     pub fn repair(&self, acknowledged: Lsn, placeholder: &mut Placeholder<'_>) -> Result<RepairReport> {
         let lock_path = self.dir.join(LOCK);
         let lock = FileLock::exclusive(&lock_path).ctx("lock", &lock_path)?;
+        // What recovery resolves on its own first: an interrupted rewrite.
+        self.finish_rewrite()?;
         let mut report = RepairReport::default();
+        self.rename_misnamed(&Listing::read(&self.dir)?, &mut report)?;
         let listing = Listing::read(&self.dir)?;
+        // A sealed segment numbered after an active one is not this log's
+        // (its frames would overlap what the active segment holds).
+        if let (Some(&active), Some((seq, path))) = (listing.actives.first(), listing.sealed.last())
+            && *seq > active
+        {
+            report.unrepaired.push(format!(
+                "{}: sealed segment seq {seq} lies beyond the active segment (seq {active}); a segment of another \
+                 log? Move it out of the tape directory",
+                path.display()
+            ));
+            return Ok(report);
+        }
         let mut next = (1u64, 1u64);
         let mut bufs = SealBuffers::default();
         let mut seen_seqs = Vec::new();
@@ -81,14 +111,16 @@ impl TapeLog {
             match self.repair_sealed(path, &mut bufs, &mut report, placeholder)? {
                 Some(header) => {
                     if (header.seq, header.first_lsn) != next {
-                        report.unrepaired.push(format!(
-                            "{}: starts at seq {} lsn {}, but seq {} lsn {} was expected: segments are missing",
-                            path.display(),
-                            header.seq,
-                            header.first_lsn,
-                            next.0,
-                            next.1
-                        ));
+                        match self.fill_missing(
+                            next,
+                            (header.seq, header.first_lsn),
+                            &mut bufs,
+                            &mut report,
+                            placeholder,
+                        ) {
+                            Ok(()) => {}
+                            Err(why) => report.unrepaired.push(format!("{}: {why}", path.display())),
+                        }
                     }
                     next = (header.seq + 1, header.last_lsn + 1);
                 }
@@ -102,9 +134,12 @@ impl TapeLog {
         }
         let hint = Hint::read(lock.file());
         let actives: Vec<u64> = listing.actives.iter().copied().filter(|&s| s >= next.0).collect();
-        let seq = match actives.as_slice() {
-            [] => next.0,
-            [one] => *one,
+        let (seq, first_lsn) = match actives.as_slice() {
+            [] => next,
+            [one] => match self.place_active(*one, next, &mut bufs, &mut report, placeholder)? {
+                Some(at) => at,
+                None => return Ok(report),
+            },
             many => {
                 report.unrepaired.push(format!("several active segments {many:?}"));
                 return Ok(report);
@@ -114,12 +149,175 @@ impl TapeLog {
             Some(h) if h.seq == seq => acknowledged.max(h.last_lsn),
             _ => acknowledged,
         };
-        let changed = self.repair_active(seq, next.1, acknowledged, &mut report, placeholder)?;
-        if changed {
-            // The hint described the damaged file: recovery checks the repaired one from scratch.
+        let changed = self.repair_active(seq, first_lsn, acknowledged, &mut report, placeholder)?;
+        if changed || !report.is_empty() {
+            // The hint described the damaged log: recovery checks the repaired one from scratch.
             Hint::invalidate(lock.file()).ctx("write hint to", &lock_path)?;
         }
         Ok(report)
+    }
+
+    /// Renames each sealed segment whose content is intact but whose name
+    /// does not say it (the blake3 of its bytes, the sequence number of its
+    /// header). A misnamed copy of a segment that is also present under its
+    /// right name is moved to quarantine.
+    fn rename_misnamed(&self, listing: &Listing, report: &mut RepairReport) -> Result<()> {
+        for (_, path) in &listing.sealed {
+            let bytes = fs::read(path).ctx("read", path)?;
+            let Ok(header) = SealedHeader::decode(&bytes) else { continue };
+            if read::read_sealed_frames(path).is_err() {
+                continue; // damaged: rewritten under a new name by `repair_sealed`
+            }
+            let right = format::sealed_name(header.seq, &blake3::hash(&bytes));
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if name == right {
+                continue;
+            }
+            let to = self.dir.join(&right);
+            if to.exists() {
+                if fs::read(&to).ctx("read", &to)? != bytes {
+                    report
+                        .unrepaired
+                        .push(format!("{}: its content belongs under {right}, which differs", path.display()));
+                    continue;
+                }
+                let kept = quarantine(&self.dir, path, 0, &bytes)?;
+                fs::remove_file(path).ctx("remove", path)?;
+                fsync_dir(&self.dir).ctx("fsync", &self.dir)?;
+                report.fixed.push(format!(
+                    "{}: a misnamed copy of {right}, moved to {}",
+                    path.display(),
+                    kept.display()
+                ));
+                continue;
+            }
+            fs::rename(path, &to).ctx("rename", path)?;
+            fsync_dir(&self.dir).ctx("fsync", &self.dir)?;
+            tracing::warn!(from = %name, to = %right, "renamed a misnamed sealed segment");
+            report.fixed.push(format!("{}: misnamed (its content is intact), renamed to {right}", path.display()));
+        }
+        Ok(())
+    }
+
+    /// Fills the gap between `next` (the sequence number and LSN the log
+    /// should go on with) and `at` (those of the segment found there) with
+    /// sealed segments of placeholders: the LSNs between are known to be
+    /// lost with the missing segments. Each missing sequence number gets one
+    /// segment (one placeholder each, the first all the others); the split
+    /// between them is unknown and does not matter. `Err` says why the gap
+    /// cannot be a run of missing segments (nothing is changed then).
+    fn fill_missing(
+        &self,
+        next: (u64, Lsn),
+        at: (u64, Lsn),
+        bufs: &mut SealBuffers,
+        report: &mut RepairReport,
+        placeholder: &mut Placeholder<'_>,
+    ) -> Result<(), String> {
+        let ((want_seq, want_lsn), (seq, first_lsn)) = (next, at);
+        if seq <= want_seq || first_lsn <= want_lsn || first_lsn - want_lsn < seq - want_seq {
+            return Err(format!(
+                "starts at seq {seq} lsn {first_lsn}, but seq {want_seq} lsn {want_lsn} was expected: it overlaps the \
+                 segments before it (a segment of another log?), so no frame can be placed without losing intact \
+                 ones; move it out of the tape directory"
+            ));
+        }
+        let missing = seq - want_seq;
+        let mut lsn = want_lsn;
+        for (i, s) in (want_seq..seq).enumerate() {
+            let count = if i == 0 { first_lsn - want_lsn - (missing - 1) } else { 1 };
+            let range = LostRange {
+                file: self.dir.join(format!("{s:010}-missing.seg")),
+                first_lsn: lsn,
+                last_lsn: lsn + count - 1,
+                quarantine: PathBuf::new(),
+                reason: format!("sealed segment seq {s} is missing"),
+            };
+            let frames: Vec<(Lsn, Vec<u8>)> = (lsn..lsn + count).map(|l| (l, placeholder(&range, l))).collect();
+            let view = frames.iter().map(|(l, p)| Ok((0, *l, p.as_slice())));
+            let built = build_sealed(s, 0, lsn, view, &range.file, &self.opts, bufs)
+                .and_then(|header| write_sealed(&self.dir, &bufs.out, &header));
+            match built {
+                Ok(info) => {
+                    tracing::warn!(segment = %info.name, first = lsn, events = count, "replaced a missing sealed segment by placeholders")
+                }
+                Err(e) => return Err(format!("cannot write a segment for the missing seq {s}: {e}")),
+            }
+            report.lost.push(range);
+            lsn += count;
+        }
+        Ok(())
+    }
+
+    /// Where the one active segment `seq` goes on from, the sealed segments
+    /// ending before `next`: `(seq, first LSN)` to repair it at. A misnamed
+    /// active segment is renamed; sealed segments missing before it are
+    /// filled ([`TapeLog::fill_missing`]). `None` (with the reason in the
+    /// report) when that cannot be done without cutting intact frames.
+    fn place_active(
+        &self,
+        seq: u64,
+        next: (u64, Lsn),
+        bufs: &mut SealBuffers,
+        report: &mut RepairReport,
+        placeholder: &mut Placeholder<'_>,
+    ) -> Result<Option<(u64, Lsn)>> {
+        let path = self.active_path(seq);
+        let mut head = [0u8; ACTIVE_HEADER];
+        let header = fs::File::open(&path)
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+            .ok()
+            .and_then(|()| ActiveHeader::decode(&head).ok());
+        let Some(header) = header else {
+            if seq == next.0 {
+                // `repair_active` writes the header the listing implies.
+                return Ok(Some(next));
+            }
+            report.unrepaired.push(format!(
+                "{}: its header is unreadable and the segments before it (seq {} to {}) are missing, so which \
+                 frames they held cannot be told",
+                path.display(),
+                next.0,
+                seq - 1
+            ));
+            return Ok(None);
+        };
+        if header.seq != seq && header.seq == next.0 && header.first_lsn == next.1 {
+            let to = self.active_path(header.seq);
+            if !to.exists() {
+                fs::rename(&path, &to).ctx("rename", &path)?;
+                fsync_dir(&self.dir).ctx("fsync", &self.dir)?;
+                report.fixed.push(format!(
+                    "{}: misnamed (its header says seq {}), renamed to {}",
+                    path.display(),
+                    header.seq,
+                    active_name(header.seq)
+                ));
+                return Ok(Some(next));
+            }
+        }
+        if header.seq != seq {
+            report.unrepaired.push(format!(
+                "{}: its name says seq {seq} but its header says seq {} (from lsn {}); the sealed segments end before \
+                 seq {} lsn {}",
+                path.display(),
+                header.seq,
+                header.first_lsn,
+                next.0,
+                next.1
+            ));
+            return Ok(None);
+        }
+        if (header.seq, header.first_lsn) == next {
+            return Ok(Some(next));
+        }
+        match self.fill_missing(next, (header.seq, header.first_lsn), bufs, report, placeholder) {
+            Ok(()) => Ok(Some((header.seq, header.first_lsn))),
+            Err(why) => {
+                report.unrepaired.push(format!("{}: {why}", path.display()));
+                Ok(None)
+            }
+        }
     }
 
     /// Checks a sealed segment and rewrites it if a chunk is damaged. Returns
@@ -245,6 +443,8 @@ impl TapeLog {
             changed = true;
         }
         let mut expected = first_lsn;
+        // Reported only if the segment is rewritten.
+        let mut lost = Vec::new();
         let mut lose = |from: usize, to: usize, first: Lsn, last: Lsn, why: String, out: &mut Vec<u8>| -> Result<()> {
             let kept =
                 if to > from { quarantine(&self.dir, &path, from as u64, &bytes[from..to])? } else { PathBuf::new() };
@@ -253,7 +453,7 @@ impl TapeLog {
             for lsn in first..=last {
                 encode_frame(out, lsn, &placeholder(&range, lsn));
             }
-            report.lost.push(range);
+            lost.push(range);
             Ok(())
         };
         while pos < bytes.len() {
@@ -264,7 +464,29 @@ impl TapeLog {
                     expected += 1;
                     continue;
                 }
-                FrameRead::Frame { lsn, .. } => format!("frame out of sequence (lsn {lsn}, expected {expected})"),
+                FrameRead::Frame { lsn, .. } if lsn > expected => {
+                    // An intact frame after a gap: the LSNs between are lost,
+                    // the frame is kept.
+                    changed = true;
+                    lose(
+                        pos,
+                        pos,
+                        expected,
+                        lsn - 1,
+                        format!("lsn {expected} to {} missing before byte {pos}", lsn - 1),
+                        &mut out,
+                    )?;
+                    expected = lsn;
+                    continue;
+                }
+                FrameRead::Frame { lsn, .. } => {
+                    report.unrepaired.push(format!(
+                        "{}: the intact frame at byte {pos} has lsn {lsn}, which the log already holds before it \
+                         (expected {expected}); it is not cut",
+                        path.display()
+                    ));
+                    return Ok(false);
+                }
                 FrameRead::Incomplete => "incomplete frame".to_owned(),
                 FrameRead::Invalid(why) => why.to_owned(),
             };
@@ -291,6 +513,7 @@ impl TapeLog {
         if !changed {
             return Ok(false);
         }
+        report.lost.extend(lost);
         let tmp = crate::base::fsutil::temp_path_for(&path);
         let written = (|| {
             let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;

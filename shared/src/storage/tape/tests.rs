@@ -432,22 +432,28 @@ fn seal_refuses_a_damaged_frame_in_the_active_segment_and_changes_nothing() {
     let second = ACTIVE_HEADER + FRAME_HEADER + payload(1).len();
     let at = second + FRAME_HEADER + 3;
     bytes[at] ^= 0x01;
-    fs::write(&active, &bytes).unwrap();
     let named = |log: &TapeLog| {
         let report = log.verify().unwrap();
         report.problems.iter().any(|p| p.file == active && p.offset == second as u64)
     };
-    assert!(named(&log));
     let before = files(&log);
-    let err = log.lock().unwrap().seal().unwrap_err();
+    // Damaged while a writer holds the lock: its seal reads the frame back.
+    let mut w = log.lock().unwrap();
+    fs::write(&active, &bytes).unwrap();
+    let err = w.seal().unwrap_err();
+    drop(w);
     assert_eq!(err.class(), ErrorClass::Corrupt, "{err}");
     assert!(err.to_string().contains(&second.to_string()), "{err}");
     assert_eq!(files(&log), before);
     assert_eq!(fs::read(&active).unwrap(), bytes);
-    // The refused seal left the hint alone: the next opener does not take the
-    // damage for a torn tail and cut the frames after it.
     assert!(named(&log));
-    assert_eq!(log.lock().unwrap().last_lsn(), 5);
+    // The refused seal left the hint alone: the next opener neither takes the
+    // damage for a torn tail and cuts the frames after it, nor appends
+    // behind it.
+    let err = log.lock().map(|_| ()).expect_err("damage before the last frame");
+    assert_eq!(err.class(), ErrorClass::Corrupt, "{err}");
+    assert_eq!(fs::read(&active).unwrap(), bytes);
+    assert!(named(&log));
 }
 
 /// A copy of the log written by format version 1 (`testdata/v1`: one sealed
@@ -579,13 +585,14 @@ fn an_append_whose_automatic_seal_fails_still_succeeds() {
     let dir = tempfile::tempdir().unwrap();
     let big = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
     append_n(&big, 1, 5);
-    // Damage an earlier session's frame: the seal reads it back and refuses.
+    // Damage an earlier session's frame (while this writer holds the lock,
+    // or it would refuse to open): the seal reads it back and refuses.
     let active = dir.path().join(active_name(1));
     let mut bytes = fs::read(&active).unwrap();
     bytes[frame_offset(2) + FRAME_HEADER + 3] ^= 0x01;
-    fs::write(&active, &bytes).unwrap();
     let log = TapeLog::open(dir.path(), opts(100)).unwrap();
     let mut w = log.lock().unwrap();
+    fs::write(&active, &bytes).unwrap();
     assert_eq!(w.append(&[&payload(6)]).unwrap(), 6, "the events are durable: the append succeeds");
     // No retry in this session; the next append goes on in the same segment.
     assert_eq!(w.append(&[&payload(7)]).unwrap(), 7);
@@ -987,4 +994,150 @@ fn a_chunk_header_damaged_near_the_largest_lsn_is_not_skipped() {
     let snap = log.snapshot().unwrap();
     let read: Result<Vec<Frame>> = snap.frames_after(3).collect();
     assert!(read.is_err(), "frames 4 and 5 of a damaged chunk were skipped: {read:?}");
+}
+
+/// A log of sealed segments of 5 frames each (`sealed` of them) and an
+/// active one holding 3 more; returns the sealed segments' paths.
+fn sealed_log(log: &TapeLog, sealed: u64) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    for i in 0..sealed {
+        append_n(log, i * 5 + 1, 5);
+        let info = log.lock().unwrap().seal().unwrap().unwrap();
+        paths.push(log.dir().join(info.name));
+    }
+    append_n(log, sealed * 5 + 1, 3);
+    paths
+}
+
+fn quarantined_files(log: &TapeLog) -> usize {
+    fs::read_dir(log.dir().join(QUARANTINE)).map_or(0, |d| d.count())
+}
+
+/// A sealed segment deleted from the middle of the log (or its start, or
+/// just before the active segment): repair puts placeholders for exactly its
+/// LSNs in its place, keeps every other frame where it was (nothing
+/// quarantined), and the log verifies, opens and goes on. A second repair
+/// has nothing to do.
+#[test]
+fn repair_fills_a_missing_sealed_segment_with_its_lsns_and_cuts_no_intact_frame() {
+    for missing in [1usize, 2, 3] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+        let sealed = sealed_log(&log, 3);
+        fs::remove_file(&sealed[missing - 1]).unwrap();
+        assert!(log.snapshot().is_err(), "a gap is refused");
+        let report = log.repair(0, &mut lost_marker).unwrap();
+        assert!(report.unrepaired.is_empty(), "missing {missing}: {:?}", report.unrepaired);
+        assert_eq!(report.frames_lost(), 5, "missing {missing}");
+        assert_eq!(quarantined_files(&log), 0, "missing {missing}: no intact frame was cut");
+        let first = (missing as u64 - 1) * 5 + 1;
+        assert_repaired(&log, 18, &(first..first + 5).collect::<Vec<_>>());
+        let again = log.repair(0, &mut lost_marker).unwrap();
+        assert!(again.is_empty() && again.unrepaired.is_empty(), "{again:?}");
+    }
+}
+
+/// Two consecutive sealed segments missing: both numbers are filled, with
+/// every LSN between.
+#[test]
+fn repair_fills_two_missing_segments_in_a_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    let sealed = sealed_log(&log, 4);
+    fs::remove_file(&sealed[1]).unwrap();
+    fs::remove_file(&sealed[2]).unwrap();
+    let report = log.repair(0, &mut lost_marker).unwrap();
+    assert!(report.unrepaired.is_empty(), "{:?}", report.unrepaired);
+    assert_eq!(report.frames_lost(), 10);
+    assert_repaired(&log, 23, &(6..=15).collect::<Vec<_>>());
+    let seqs: Vec<u64> = log.segments().unwrap().iter().map(|s| s.seq).collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5]);
+}
+
+/// A segment that overlaps the ones before it is not a gap: repair says why
+/// and changes nothing.
+#[test]
+fn repair_refuses_an_overlapping_segment_and_says_why() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let ours = TapeLog::open(a.path(), opts(1 << 20)).unwrap();
+    let theirs = TapeLog::open(b.path(), opts(1 << 20)).unwrap();
+    let sealed = sealed_log(&ours, 3);
+    sealed_log(&theirs, 1); // seq 1: lsn 1..=5, and 6..=8 active
+    theirs.lock().unwrap().seal().unwrap().unwrap(); // seq 2: lsn 6..=8
+    append_n(&theirs, 9, 2);
+    let stranger = theirs.lock().unwrap().seal().unwrap().unwrap(); // seq 3: lsn 9..=10
+    fs::remove_file(&sealed[2]).unwrap(); // ours: seq 2 ends at lsn 10
+    fs::copy(b.path().join(&stranger.name), a.path().join(&stranger.name)).unwrap();
+    let before = files(&ours);
+    let report = ours.repair(0, &mut lost_marker).unwrap();
+    assert!(report.unrepaired.iter().any(|u| u.contains("overlaps")), "{:?}", report.unrepaired);
+    assert!(report.lost.is_empty());
+    assert_eq!(files(&ours), before, "nothing changed");
+}
+
+/// A sealed segment whose content is intact but whose name is wrong (the
+/// blake3, or the sequence number) fails verify; repair renames it and
+/// verify passes.
+#[test]
+fn repair_renames_a_misnamed_sealed_segment() {
+    for wrong_seq in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+        let sealed = sealed_log(&log, 2);
+        let name = sealed[0].file_name().unwrap().to_str().unwrap().to_owned();
+        let misnamed = if wrong_seq {
+            format!("0000000009{}", &name[10..])
+        } else {
+            format!("{}{}.seg", &name[..11], "0".repeat(64))
+        };
+        fs::rename(&sealed[0], dir.path().join(&misnamed)).unwrap();
+        assert!(!log.verify().unwrap().problems.is_empty(), "misnamed: {misnamed}");
+        let report = log.repair(0, &mut lost_marker).unwrap();
+        assert!(report.unrepaired.is_empty(), "{:?}", report.unrepaired);
+        assert_eq!(report.fixed.len(), 1, "{report:?}");
+        assert!(report.lost.is_empty());
+        assert!(sealed[0].exists(), "back under its name");
+        assert_repaired(&log, 13, &[]);
+    }
+}
+
+/// A frame damaged before the last one of the active segment (after its
+/// appends, the lock hint in place): the listing reports it instead of
+/// showing the segment empty, and no writer appends behind it until repair.
+#[test]
+fn a_damaged_first_frame_is_listed_as_damage_and_refused_to_writers() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 5);
+    let active = dir.path().join(active_name(1));
+    let mut bytes = fs::read(&active).unwrap();
+    bytes[frame_offset(1) + FRAME_HEADER + 4] ^= 0x08;
+    // The file changes after the last append (its change time with it).
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    fs::write(&active, &bytes).unwrap();
+    let err = log.lock().map(|_| ()).expect_err("a writer must not append behind the damage");
+    assert_eq!(err.class(), ErrorClass::Corrupt, "{err}");
+    assert!(err.to_string().contains("tapes repair"), "{err}");
+    assert_eq!(fs::read(&active).unwrap(), bytes, "nothing was cut or appended");
+    assert!(log.segments().is_err(), "the listing reports the damage");
+    let report = log.repair(0, &mut lost_marker).unwrap();
+    assert_eq!(report.frames_lost(), 1);
+    assert_repaired(&log, 5, &[1]);
+}
+
+/// The listing reads every frame of the active segment: a damaged one is an
+/// error, even when the lock's hint did not notice (a file changed within
+/// the same tick of its clock as its last append).
+#[test]
+fn segments_of_a_damaged_active_segment_is_an_error_not_zero_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = TapeLog::open(dir.path(), opts(1 << 20)).unwrap();
+    append_n(&log, 1, 3);
+    let snap = log.snapshot().unwrap();
+    let active = dir.path().join(active_name(1));
+    let mut bytes = fs::read(&active).unwrap();
+    bytes[frame_offset(1) + FRAME_HEADER + 1] ^= 0x01;
+    fs::write(&active, &bytes).unwrap();
+    let err = snap.segments().expect_err("damage is not an empty segment");
+    assert!(err.to_string().contains("tapes verify"), "{err}");
 }
