@@ -20,6 +20,7 @@ import os
 import socket
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -219,8 +220,16 @@ def rest(base, home):
         check("32" in b["error"]["message"] or "64" in b["error"]["message"], f"tags: {b}")
     r.refused(415, None, "POST", "/api/memories", raw=b"text=x", token=True,
               headers={"Content-Type": "application/x-www-form-urlencoded"})
-    r.refused(413, None, "POST", "/api/memories", raw=b'{"text":"' + b"x" * (2 << 20) + b'","type":"fact"}',
-              token=True, headers={"Content-Type": "application/json"})
+    # Over the 1 MiB limit: refused from its Content-Length before any of it
+    # is sent, and, sent chunked (no length announced), once 1 MiB is read.
+    head = (f"POST /api/memories HTTP/1.1\r\nHost: {r.own}\r\nContent-Type: application/json\r\n"
+            f"X-Engram-Token: {r.token}\r\n")
+    status, body, _ = raw_http(r, (head + f"Content-Length: {2 << 20}\r\n\r\n").encode())
+    check(status == 413 and body["error"]["code"] == "too_large", f"announced 2 MiB: {status} {body}")
+    big = b'{"text":"' + b"x" * (2 << 20) + b'","type":"fact"}'
+    chunked = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in (big[i:i + 65536] for i in range(0, len(big), 65536)))
+    status, body, _ = raw_http(r, (head + "Transfer-Encoding: chunked\r\n\r\n").encode(), chunked + b"0\r\n\r\n")
+    check(status == 413 and body["error"]["code"] == "too_large", f"chunked 2 MiB: {status} {body}")
     r.refused(404, "not_found", "GET", "/api/nope")
     r.refused(405, None, "PUT", "/api/stats", token=True, body={})
     r.refused(400, "bad_request", "GET", "/api/sessions?limit=0")
@@ -261,12 +270,21 @@ def rest(base, home):
 # ---------------------------------------------------------------- guarded
 
 
-def raw_http(r, request, timeout=10):
-    """Sends `request` (bytes, headers only or whole) on a fresh connection;
-    returns the response's status, its JSON body and the seconds it took."""
+def raw_http(r, request, body=None, timeout=10):
+    """Sends `request` (bytes, headers only or whole) on a fresh connection,
+    and `body` from another thread (the server may answer, and stop reading,
+    before it is all sent); returns the response's status, its JSON body and
+    the seconds it took."""
     start = time.time()
     with socket.create_connection((r.host, r.port), timeout=timeout) as sock:
         sock.sendall(request)
+        if body is not None:
+            def send():
+                try:
+                    sock.sendall(body)
+                except OSError:
+                    pass
+            threading.Thread(target=send, daemon=True).start()
         data = b""
         while b"\r\n\r\n" not in data:
             chunk = sock.recv(65536)
@@ -285,7 +303,19 @@ def raw_http(r, request, timeout=10):
 
 
 def guarded(base, home):
+    """Each part runs even when another fails; every failure is reported."""
     r = Rest(base, home)
+    failures = []
+    for part in (locked_settings, two_hosts, huge_bodies):
+        try:
+            part(r, home)
+        except (AssertionError, OSError, KeyError, TypeError) as e:
+            failures.append(f"{part.__name__}: {type(e).__name__}: {e}")
+    check(not failures, "\n".join(failures))
+    print("guarded: ok")
+
+
+def locked_settings(r, home):
     # Programs to run, endpoints and remote access: refused with 403 naming
     # the key, alone or beside an editable setting, and config.toml is untouched.
     text = r.config_text()
@@ -302,17 +332,22 @@ def guarded(base, home):
     check(r.config_text() == text, f"a refused setting changed config.toml: {r.config_text()}")
     fields = {f["key"]: f for s in r.ok("GET", "/api/config")["sections"] for f in s["fields"]}
     for key, _ in locked:
-        check(fields[key]["locked"] is True and "config.toml" in fields[key]["locked_reason"], f"{key}: {fields[key]}")
+        check(fields[key].get("locked") is True and "config.toml" in fields[key]["locked_reason"],
+              f"{key}: {fields[key]}")
     check(fields["injection.prompt_k"]["locked"] is False, "an ordinary setting is locked")
     r.ok("PUT", "/api/config", body={"injection.prompt_k": 5, "extractor.timeout_ms": 9000}, token=True)
     check("prompt_k = 5" in r.config_text() and "command" not in r.config_text(), r.config_text())
 
+
+def two_hosts(r, home):
     # Two Host headers (RFC 9110 §7.2): 400, whichever comes first.
     for hosts in [(r.own, "evil.example"), ("evil.example", r.own), (r.own, r.own)]:
         req = f"GET /api/stats HTTP/1.1\r\nHost: {hosts[0]}\r\nHost: {hosts[1]}\r\nConnection: close\r\n\r\n"
         status, body, _ = raw_http(r, req.encode())
         check(status == 400 and body["error"]["code"] == "duplicate_host", f"two Hosts {hosts}: {status} {body}")
 
+
+def huge_bodies(r, home):
     # A body announced larger than the limit is refused from its header,
     # before any of it is sent (the client would otherwise wait forever).
     for method, path in [("POST", "/api/memories"), ("PUT", "/api/config"), ("PATCH", "/api/memories/mem_x")]:
@@ -321,7 +356,6 @@ def guarded(base, home):
         status, body, took = raw_http(r, req.encode())
         check(status == 413 and body["error"]["code"] == "too_large", f"{method} {path}: {status} {body}")
         check(took < 5, f"{method} {path}: the 413 took {took:.1f}s")
-    print("guarded: ok")
 
 
 # ---------------------------------------------------------------- browser
