@@ -22,10 +22,18 @@
 //! | `url_password` | the password of a URL's user info, `scheme://user:password@host` |
 //! | `password`, `secret`, `api_key`, `token`, `private_key` | the value of an assignment `name = value`, `name: value`, `"name": "value"`, quoted or not, whose name ends (at a word or camelCase boundary) in `password`, `passwd`, `passphrase`, `secret`, `secret_key`, `access_key`, `signing_key`, `encryption_key`, `api_key`, `apikey`, `api-key`, `token`, `private_key` |
 //!
+//! A quoted value ends at its closing quote; an unquoted one runs to the
+//! next whitespace whatever punctuation it holds (a Django key such as
+//! `k8#d!x2(q9)zv@w1-m3_p+r7^t6*y5=u4&s0` is one value), or to a quote or a
+//! JSON escape (the end of a string it sits in; the decoded view reads on);
+//! trailing `,` and `;`, and a closing bracket it does not open, are code.
+//!
 //! Assignment values that are clearly not secrets are left alone: empty,
 //! `null`/`true`/`false`/`none`/`nil`/`undefined`, template references
-//! (`$X`, `${…}`, `{{…}}`, `%s`), already-redacted markers, and a name followed
-//! by `(` (a function call such as `token = next_token()`).
+//! (`$NAME`, `${…}`, `$(…)`, `{{…}}`, `%s`, `%(name)s`, `%NAME%`),
+//! already-redacted markers, and function calls (`token = next_token()`,
+//! `os.environ.get(…)`: a path of identifiers with its arguments, then
+//! nothing but more of the chain).
 //!
 //! Text is redacted as it reads once decoded: where it holds JSON string
 //! escapes (a tool's JSON output kept as text, `…\nsk-…`), the patterns also
