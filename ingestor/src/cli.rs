@@ -253,11 +253,15 @@ pub enum MemoryCommand {
         /// 0..=1.
         #[arg(long, default_value_t = 0.7)]
         importance: f32,
-        /// Project it belongs to (default: the project of the current
-        /// directory, if it is in one).
+        /// Project it belongs to: a known project's key, or a name only one
+        /// known project has (an unknown or ambiguous name is an error that
+        /// lists the candidates). Without it: the project of the current
+        /// directory when Engram knows that project (it has recorded a
+        /// session there), else none (a global memory). The project chosen
+        /// is printed on stderr.
         #[arg(long)]
         project: Option<String>,
-        /// A tag; repeatable.
+        /// A tag; repeatable (at most 32 tags of at most 64 characters each).
         #[arg(long = "tag")]
         tags: Vec<String>,
         /// Pin it: always a candidate.
@@ -283,10 +287,10 @@ pub enum MemoryCommand {
         /// New importance.
         #[arg(long)]
         importance: Option<f32>,
-        /// Replace the tags with these; repeatable.
+        /// Replace the tags with these; repeatable (at most 32 of at most 64 characters).
         #[arg(long = "tag")]
         tags: Vec<String>,
-        /// New project.
+        /// New project: a known project's key, or a name only one known project has.
         #[arg(long)]
         project: Option<String>,
         /// Its only category from now on (a path such as development/frontend/react).
@@ -942,32 +946,70 @@ fn record(stdin: bool, session: Option<String>, command: &[String], env: &mut En
 
 /// The project of the working directory, for a memory added without
 /// `--project`: the first marker up from it, a subfolder or worktree mapping
-/// to its repository (`shared::domain::env::project`); `None` outside any project.
-/// The home folder is no project here. A project the data home does not know yet is made known (an `env.detected`
-/// without a session), so that its name finds it.
+/// to its repository (`shared::domain::env::project`), when the data home
+/// knows that project (it recorded a session there); `None` otherwise, and
+/// in the home folder. Returns the key and what to tell the person.
 fn project_here(
-    journal: &mut shared::storage::journal::Journal,
+    journal: &shared::storage::journal::Journal,
     config: &Config,
-    now: Ts,
-) -> Result<Option<String>, Error> {
-    let Ok(cwd) = std::env::current_dir() else { return Ok(None) };
+) -> Result<(Option<String>, String), Error> {
+    let global = |why: &str| Ok((None, format!("no project: a global memory ({why}; --project names one)")));
+    let Ok(cwd) = std::env::current_dir() else { return global("the current directory cannot be read") };
     let detected = shared::domain::env::detect(&cwd, &shared::domain::env::DetectOptions::from_env(&config.env, false));
     // The home folder is nobody's project (its `.claude/` is Claude Code's
     // configuration): a memory added there is a general one.
     let at_home = shared::domain::env::home_dir()
         .is_some_and(|h| shared::domain::env::project::normalize(&h) == std::path::Path::new(&detected.root));
     if detected.marker.is_none() || detected.project.is_empty() || at_home {
-        return Ok(None);
+        return global("the current directory is in no project");
     }
     let known = shared::domain::env::store::project(journal.store().conn(), &detected.project)
         .map_err(|e| Error::engram("read the projects", shared::base::error::Error::sqlite("projects", e)))?;
-    let key = detected.project.clone();
-    if known.is_none() {
-        let event =
-            shared::storage::event::Event::new(now, WRITER, None, shared::storage::event::Body::EnvDetected(detected));
-        journal.append(&[event]).map_err(|e| Error::engram("record the project", e))?;
+    match known {
+        Some(p) => Ok((Some(p.key.clone()), format!("project: {} ({}), the current directory's", p.name, p.key))),
+        None => global(&format!(
+            "the current directory is in {}, a project Engram has recorded no session in",
+            detected.root
+        )),
     }
-    Ok(Some(key))
+}
+
+/// The known project `--project` names: its key, or the name of exactly one
+/// known project (or the bare name older memories are filed under). A name
+/// several projects have, or none, is an error that lists the candidates.
+fn named_project(journal: &shared::storage::journal::Journal, given: &str) -> Result<(String, String), Error> {
+    use shared::domain::env::store::{KnownProject, ProjectLookup, lookup_project};
+    let list = |projects: &[KnownProject]| -> String {
+        projects.iter().map(|p| format!("\n  {}  ({}, at {})", p.key, p.name, p.root)).collect()
+    };
+    let found = lookup_project(journal.store().conn(), given)
+        .map_err(|e| Error::engram("read the projects", shared::base::error::Error::sqlite("projects", e)))?;
+    match found {
+        ProjectLookup::Found(p) => {
+            let note = format!("project: {} ({})", p.name, p.key);
+            Ok((p.key, note))
+        }
+        ProjectLookup::Legacy(v) => Ok((v.clone(), format!("project: {v} (as older memories name it)"))),
+        ProjectLookup::Ambiguous(ps) => Err(Error::InvalidArgument(format!(
+            "--project {given:?} is ambiguous: {} known projects have that name; give the key of one:{}",
+            ps.len(),
+            list(&ps)
+        ))),
+        ProjectLookup::Unknown(ps) if ps.is_empty() => Err(Error::InvalidArgument(format!(
+            "--project {given:?}: no project is known yet (Engram knows a project once it has recorded a session \
+             in it); leave --project out for a global memory"
+        ))),
+        ProjectLookup::Unknown(ps) => Err(Error::InvalidArgument(format!(
+            "--project {given:?} is not a known project (give a key or a name exactly); known projects:{}",
+            list(&ps)
+        ))),
+    }
+}
+
+/// Tells the person which project a memory went to (stderr: stdout holds
+/// only the command's output, the new memory's id).
+fn note(text: &str) {
+    let _ = writeln!(std::io::stderr(), "{text}");
 }
 
 fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
@@ -977,18 +1019,25 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
     match command {
         MemoryCommand::Add { text, memory_type, importance, project, tags, pin, sources, no_check } => {
             let config = Config::load(&env.paths.config()).context("read the configuration")?;
-            let project = match project {
-                Some(p) => Some(p),
-                None => project_here(j, &config, now)?,
+            let (project, chosen) = match project {
+                Some(p) => {
+                    let (key, chosen) = named_project(j, &p)?;
+                    (Some(key), chosen)
+                }
+                None => project_here(j, &config)?,
             };
             let new = NewMemory { text, memory_type, importance, project, tags, pinned: pin };
             if no_check {
                 let id = memories::add(j, new, now)?;
                 env.line(id.as_str())?;
+                note(&chosen);
                 return Ok(0);
             }
             match memories::save(j, &config, new, &sources, now)? {
-                Saved::Added { id, .. } => env.line(id.as_str())?,
+                Saved::Added { id, .. } => {
+                    env.line(id.as_str())?;
+                    note(&chosen);
+                }
                 Saved::Duplicate { of } => env.line(&format!(
                     "not saved: a duplicate of {} ({:.0}% alike): {}",
                     of.id,
@@ -1005,6 +1054,14 @@ fn memory(command: MemoryCommand, env: &mut Env<'_>) -> Result<u8, Error> {
         }
         MemoryCommand::Update { id, text, memory_type, importance, tags, project, category, prerequisites } => {
             let tags = (!tags.is_empty()).then_some(tags);
+            let project = match project {
+                Some(p) => {
+                    let (key, chosen) = named_project(j, &p)?;
+                    note(&chosen);
+                    Some(key)
+                }
+                None => None,
+            };
             let change = MemoryChange { text, memory_type, importance, tags, project };
             let env_only = change == MemoryChange::default() && (category.is_some() || prerequisites.is_some());
             // Every argument is checked before anything is written.

@@ -130,10 +130,10 @@ pub fn replay(paths: &Paths, progress: &mut dyn FnMut(ReplayProgress)) -> Result
     })
 }
 
-/// Seals the active segment, removes forgotten memories' text from the
-/// tapes and rebuilds the projection.
+/// Drains the hooks' spool, seals the active segment, removes forgotten
+/// memories' text from the tapes and rebuilds the projection.
 pub fn compact(paths: &Paths) -> Result<CompactReport, Error> {
     let mut journal = shared::projection::open(paths, WRITER).context("open the journal")?;
     journal.seal().context("seal the active segment")?;
-    journal.compact().context("compact the tape log")
+    shared::projection::compact(&mut journal).context("compact the tape log")
 }

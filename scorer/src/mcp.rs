@@ -144,7 +144,7 @@ pub fn tools() -> Vec<Value> {
                 json!({
                     "content": {"type": "string", "minLength": 1, "maxLength": ops::MAX_TEXT, "description": "The knowledge to save, self-contained"},
                     "type": {"type": "string", "enum": save_types, "description": "Kind of knowledge"},
-                    "tags": {"type": "array", "items": {"type": "string", "maxLength": 64}, "default": [], "description": "Tags for categorization"},
+                    "tags": {"type": "array", "items": {"type": "string", "maxLength": ops::MAX_TAG_CHARS}, "maxItems": ops::MAX_TAGS, "default": [], "description": "Tags for categorization"},
                     "project": {"type": "string", "description": "Associated project: its name (the repository's folder) or its key"},
                     "importance": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.7, "description": "How important (0-1)"},
                     "pinned": {"type": "boolean", "default": false, "description": "Always consider it for injection"},
@@ -402,7 +402,7 @@ fn env_tools(types: &[&str], prerequisites: Value) -> Vec<Value> {
                     "text": {"type": "string", "minLength": 1, "maxLength": ops::MAX_TEXT, "description": "New text"},
                     "type": {"type": "string", "enum": types, "description": "New type"},
                     "importance": {"type": "number", "minimum": 0, "maximum": 1, "description": "New importance"},
-                    "tags": {"type": "array", "items": {"type": "string", "maxLength": 64}, "description": "New tags (replace the old)"},
+                    "tags": {"type": "array", "items": {"type": "string", "maxLength": ops::MAX_TAG_CHARS}, "maxItems": ops::MAX_TAGS, "description": "New tags (replace the old)"},
                     "project": {"type": "string", "description": "New project"},
                     "category": {"type": "string", "description": "Its category from now on"},
                     "prerequisites": prerequisites,
@@ -775,9 +775,8 @@ impl McpServer {
         let sources = a.strings("source_knowledge_ids")?;
         let session = self.session(a, "session_id")?;
         let now = (self.clock)();
-        if tags.len() > 32 {
-            return Err(ToolError("at most 32 tags".into()));
-        }
+        // Blank entries are dropped; the count and each tag are checked by
+        // `ops::check_tags`, as for every writer.
         tags.retain(|t| !t.trim().is_empty());
         let new = NewMemory {
             text: content,

@@ -43,7 +43,7 @@ use crate::protocol::{
     ReloadResult, Request, SIGNET_FEATURES, SaveCheckpointParams, SaveResult, ScoreEntry, ScoreParams, ScoreResult,
     ShutdownResult, StatusResult,
 };
-use crate::serving::{Origin, PointerWatch, Serving, Slot, Weights, load_checkpoint, save};
+use crate::serving::{Origin, PointerWatch, Serving, Slot, Weights, destination, load_checkpoint, save};
 use crate::signet::{List, SignetInputs, order_desc, signet_logits, softmax};
 use crate::training::{Job, Trainer, TrainingContext, guarded, panic_message};
 
@@ -143,6 +143,7 @@ impl Server {
         let paths = opts.paths.clone();
         let slot = Arc::new(Slot::preparing(move || initial_weights(checkpoint, promoted, paths, native_dim)));
         let ctx = TrainingContext {
+            home: opts.paths.clone(),
             slot: Arc::clone(&slot),
             out: out.clone(),
             native_dim,
@@ -207,7 +208,16 @@ impl Server {
     fn dispatch(&mut self, id: Id, req: Request) {
         match req {
             Request::Train(params) => self.queue(Job::Train { id, params }),
-            Request::TrainFromDb(params) => self.queue(Job::TrainFromDb { id, params }),
+            Request::TrainFromDb(params) => {
+                // Checked before the training: where its weights may go.
+                if let Some(path) = params.checkpoint_path.as_deref()
+                    && let Err(why) = destination(path, self.opts.paths.as_ref())
+                {
+                    self.send(encode_error(&id, &Error::params("checkpoint_path", why).to_rpc()));
+                    return;
+                }
+                self.queue(Job::TrainFromDb { id, params })
+            }
             Request::SaveCheckpoint(params) => self.save_checkpoint(id, params),
             Request::Shutdown => {
                 self.send(encode_result(&id, &ShutdownResult { shutting_down: true }));
@@ -371,24 +381,30 @@ impl Server {
     }
 
     fn save_checkpoint(&mut self, id: Id, p: SaveCheckpointParams) {
-        if p.path.is_empty() {
-            self.send(encode_error(&id, &Error::params("path", "must not be empty").to_rpc()));
-            return;
-        }
+        // An absolute path in a directory that exists (or in the data home's
+        // models directory): no file lands in the working directory, no
+        // directory is made elsewhere.
+        let to = match destination(&p.path, self.opts.paths.as_ref()) {
+            Ok(to) => to,
+            Err(why) => {
+                self.send(encode_error(&id, &Error::params("path", why).to_rpc()));
+                return;
+            }
+        };
         // Only a checkpoint is ever replaced: not a database, a symlink, a
         // directory or any other file the client names.
         let magics: [&[u8]; 2] = [&predictor::checkpoint::MAGIC, b"SGPT"];
-        if let Err(why) = shared::base::fsutil::check_replaceable(std::path::Path::new(&p.path), &magics) {
+        if let Err(why) = shared::base::fsutil::check_replaceable(&to.path, &magics) {
             self.send(encode_error(&id, &Error::params("path", why).to_rpc()));
             return;
         }
         let slot = Arc::clone(&self.slot);
         let out = self.out.clone();
         let spawned = std::thread::Builder::new().name("scorer-save".into()).spawn(move || {
-            let path = PathBuf::from(&p.path);
             let result = guarded(|| {
                 let serving = slot.load();
-                let saved = save(&serving, &path, p.flags.unwrap_or(0))?;
+                to.prepare()?;
+                let saved = save(&serving, &to.path, p.flags.unwrap_or(0))?;
                 tracing::info!(path = %saved.path.display(), bytes = saved.bytes, version = serving.version, "checkpoint saved");
                 Ok(SaveResult {
                     saved: true,

@@ -418,6 +418,53 @@ pub fn save_target(path: &Path, format: Format) -> PathBuf {
     if n == 0 || Format::of(&head[..n]) == format { path.to_path_buf() } else { beside(path, format) }
 }
 
+/// Where a client (`save_checkpoint`, `train_from_db`'s `checkpoint_path`)
+/// may have weights written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Destination {
+    /// The path asked for.
+    pub path: PathBuf,
+    /// Its directory is missing and inside the data home's models
+    /// directory, the one place directories are made.
+    pub create_dir: bool,
+}
+
+/// Checks a checkpoint path a client names: absolute (a relative one would
+/// land in the sidecar's working directory), without `..`, in a directory
+/// that exists, or else inside the data home's models directory (made when
+/// missing). No directory is ever made anywhere else. `Err` says why not.
+pub fn destination(given: &str, home: Option<&Paths>) -> std::result::Result<Destination, String> {
+    if given.is_empty() {
+        return Err("must not be empty".into());
+    }
+    let path = PathBuf::from(given);
+    if !path.is_absolute() {
+        return Err(format!("{given:?} is relative: give an absolute path (its directory must exist)"));
+    }
+    if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return Err(format!("{given:?} holds `..`: give the path itself"));
+    }
+    if path.file_name().is_none() {
+        return Err(format!("{given:?} names no file"));
+    }
+    let dir = shared::base::fsutil::parent_dir(&path);
+    match std::fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => return Ok(Destination { path, create_dir: false }),
+        Ok(_) => return Err(format!("{} is not a directory", dir.display())),
+        Err(_) => {}
+    }
+    if let Some(models) = home.map(Paths::models)
+        && path.starts_with(&models)
+    {
+        return Ok(Destination { path, create_dir: true });
+    }
+    Err(format!(
+        "the directory {} does not exist; no directory is made outside the data home's models directory{}",
+        dir.display(),
+        home.map(|h| format!(" ({})", h.models().display())).unwrap_or_default()
+    ))
+}
+
 /// What [`save`] wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Saved {
@@ -427,9 +474,20 @@ pub struct Saved {
     pub bytes: u64,
 }
 
+impl Destination {
+    /// Makes its directory when [`destination`] allowed it.
+    pub fn prepare(&self) -> Result<()> {
+        if self.create_dir {
+            let dir = shared::base::fsutil::parent_dir(&self.path);
+            std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
+        }
+        Ok(())
+    }
+}
+
 /// Writes `serving` in its own format at [`save_target`]`(path)`,
 /// atomically (temporary file in the same directory, fsync, rename,
-/// directory fsync).
+/// directory fsync). The directory must exist ([`Destination::prepare`]).
 pub fn save(serving: &Serving, path: &Path, signet_flags: u32) -> Result<Saved> {
     let bytes = serving.encode(signet_flags);
     let target = save_target(path, serving.format());
@@ -439,7 +497,8 @@ pub fn save(serving: &Serving, path: &Path, signet_flags: u32) -> Result<Saved> 
             "the file holds another format: kept, and the weights written beside it"
         );
     }
-    shared::base::fsutil::atomic_write(&target, &bytes).map_err(|e| Error::io("write checkpoint", &target, e))?;
+    shared::base::fsutil::atomic_write_in_place(&target, &bytes)
+        .map_err(|e| Error::io("write checkpoint", &target, e))?;
     Ok(Saved { path: target, bytes: bytes.len() as u64 })
 }
 

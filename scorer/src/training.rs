@@ -34,12 +34,13 @@ use std::time::{Duration, Instant};
 use predictor::metrics::ndcg_at_k;
 use predictor::model::Model;
 use predictor::train::{AdamParams, AdamState, Averaging, Sample, TrainConfig, clip_gradients};
+use shared::base::paths::Paths;
 use shared::base::rpc::{Id, encode_error, encode_result};
 use shared::base::time::Ts;
 
 use crate::error::{Error, Result};
 use crate::protocol::{TrainFromDbParams, TrainFromDbResult, TrainParams, TrainResult};
-use crate::serving::{Origin, Serving, Slot, Weights, save};
+use crate::serving::{Origin, Serving, Slot, Weights, destination, save};
 use crate::signet::{List, SignetInputs, order_desc, signet_logits, softmax, softmax64};
 
 /// Sessions held out as the canary (Signet's choice).
@@ -54,6 +55,8 @@ const CLIP_NORM: f32 = 5.0;
 /// What the training thread needs.
 #[derive(Debug, Clone)]
 pub struct TrainingContext {
+    /// The data home, if any (checkpoints may be written in its models directory).
+    pub home: Option<Paths>,
     /// The serving weights.
     pub slot: Arc<Slot>,
     /// Where responses go.
@@ -501,7 +504,10 @@ pub fn train_from_db(ctx: &TrainingContext, p: TrainFromDbParams) -> Result<Trai
             result.model_version = published.version;
             tracing::info!(version = published.version, steps = report.steps, "published newly trained weights");
             if let Some(path) = p.checkpoint_path.as_deref() {
-                match save(&published, Path::new(path), FINE_TUNED) {
+                let written = destination(path, ctx.home.as_ref())
+                    .map_err(|why| Error::params("checkpoint_path", why))
+                    .and_then(|to| to.prepare().and_then(|()| save(&published, &to.path, FINE_TUNED)));
+                match written {
                     Ok(saved) => {
                         result.checkpoint_saved = true;
                         result.checkpoint_file = Some(saved.path.display().to_string());

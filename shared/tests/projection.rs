@@ -918,6 +918,67 @@ fn compact_erases_a_forgotten_text_from_the_session_it_was_learned_from() {
     assert!(texts.iter().any(|t| t.contains("keep this one")));
 }
 
+/// Compaction erases a forgotten text from every stored query and text: whole,
+/// cut short where a query or a preview was shortened (at the cut mark `…`,
+/// in any case), cut in the middle of a long output, and in a ranking the
+/// read-side hooks spooled that no writer has appended yet.
+#[test]
+fn compact_erases_a_forgotten_text_from_stored_queries_cut_or_spooled() {
+    let (_dir, paths) = home();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
+    let text = "The quokka deploy key rotates every ninth moon under the zebra vault";
+    let ranking = |i: usize, query: String| {
+        event(
+            i,
+            Some("claude:s"),
+            Body::RankingServed(RankingServed {
+                ranking_id: format!("rk_{i}"),
+                trigger: "prompt".into(),
+                query,
+                ..Default::default()
+            }),
+        )
+    };
+    j.append(&[
+        added(1, "mem_1", text),
+        ranking(2, format!("why does {text} matter")),
+        // A session-start query: a previous prompt cut at 300 characters.
+        ranking(3, "web · /src\nso the quokka deploy key rotates ev…\nsrc/a.rs".into()),
+        // A query cut at the 2,000 bytes a ranking records.
+        ranking(4, format!("{}THE QUOKKA DEPLOY KEY ROT…", "filler ".repeat(280))),
+        // The middle of a long output cut out: the text's tail follows the mark.
+        event(
+            5,
+            Some("claude:s"),
+            Body::ToolResult(ToolResult {
+                call_id: "c1".into(),
+                stdout: "head\n[… 9000 bytes cut …]\nevery ninth moon under the zebra vault\nend".into(),
+                truncated: 9000,
+                ..Default::default()
+            }),
+        ),
+    ])
+    .unwrap();
+    shared::domain::hook::spool_unsynced(&paths, &[ranking(6, format!("and again: {text}"))]).unwrap();
+    shared::domain::memory::ops::forget(&mut j, "mem_1", None, Ts(9_000)).unwrap();
+    shared::projection::compact(&mut j).unwrap();
+    for entry in walk(paths.home()) {
+        let bytes = std::fs::read(&entry).unwrap();
+        let plain = if entry.extension().is_some_and(|x| x == "seg") { decompress_all(&bytes) } else { bytes };
+        let lower = String::from_utf8_lossy(&plain).to_lowercase();
+        for needle in ["quokka", "zebra vault"] {
+            assert!(!lower.contains(needle), "{needle:?} survives in {}", entry.display());
+        }
+    }
+    let texts: Vec<String> = {
+        let snap = j.tape().snapshot().unwrap();
+        snap.frames_after(0).map(|f| String::from_utf8(f.unwrap().payload).unwrap()).collect()
+    };
+    assert!(texts.iter().any(|t| t.contains("so [forgotten]…")), "{texts:#?}");
+    assert!(texts.iter().any(|t| t.contains("and again: [forgotten]")), "the spooled ranking: {texts:#?}");
+    assert!(j.tape().verify().unwrap().problems.is_empty());
+}
+
 /// Issue 15 item 3: a forgotten memory's text is never written as a memory
 /// again, whatever writes it (checked where every memory write goes: the
 /// journal's append), before and after compaction and replay.

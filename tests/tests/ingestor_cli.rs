@@ -256,6 +256,11 @@ fn planted_secrets_never_reach_the_tapes_or_the_database() {
 #[test]
 fn memory_commands_round_trip_and_compact_removes_forgotten_text() {
     let w = World::new();
+    // A project Engram knows (it recorded a session there), named api.
+    let api = w.root().join("code/api");
+    std::fs::create_dir_all(api.join(".git")).unwrap();
+    session_in(&w, "a0a0a0a0-0000-4000-8000-000000000000", &api);
+    w.scan();
     let id = w.ok(&[
         "memory",
         "add",
@@ -622,6 +627,12 @@ fn a_new_user_is_told_what_to_do_and_memory_add_defaults_to_the_project() {
         all.extend_from_slice(args);
         tests::success_stdout(&all, w.cmd(&all).current_dir(dir).output().unwrap()).trim().to_owned()
     };
+    // Both repositories are known: Engram recorded a session in each.
+    let other = w.root().join("code/elsewhere");
+    std::fs::create_dir_all(other.join(".git")).unwrap();
+    session_in(&w, "b1b1b1b1-0000-4000-8000-000000000000", &repo);
+    session_in(&w, "c2c2c2c2-0000-4000-8000-000000000000", &other);
+    w.scan();
     let in_package =
         add(&repo.join("packages/ui"), &["--type", "gotcha", "The ui build needs the tokens package built first."]);
     let outside = add(&loose, &["A note that belongs to no project in particular."]);
@@ -632,7 +643,12 @@ fn a_new_user_is_told_what_to_do_and_memory_add_defaults_to_the_project() {
     let project = |id: &str| list.iter().find(|m| m["id"] == id).unwrap()["project"].clone();
     assert_eq!(project(&in_package), "github.com/acme/acme-web", "a package's folder maps to its repository");
     assert_eq!(project(&outside), Value::Null, "outside any project: none");
-    assert_eq!(project(&given), "elsewhere", "--project wins");
+    let elsewhere_key = w
+        .store()
+        .conn()
+        .query_row("SELECT key FROM projects WHERE name = 'elsewhere'", [], |r| r.get::<_, String>(0))
+        .unwrap();
+    assert_eq!(project(&given), elsewhere_key.as_str(), "--project wins");
     assert_eq!(project(&at_home), Value::Null, "the home folder is no project");
     let by_name = w.ok(&["memory", "list", "--project", "acme-web"]);
     assert!(by_name.contains(&in_package) && !by_name.contains(&given), "the project is known by its name: {by_name}");
@@ -735,4 +751,186 @@ fn a_damaged_first_frame_fails_list_and_writers_until_repaired() {
     w.ok(&["tapes", "verify"]);
     w.ok(&["tapes", "list"]);
     w.ok(&["memory", "add", "--no-check", "After the repair."]);
+}
+
+/// Every file of the data home, segments decompressed, and the tapes as
+/// `tapes show` prints them: where a forgotten text must not survive.
+fn everything_stored(w: &World) -> Vec<u8> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten() {
+            let p = e.unwrap().path();
+            if p.is_dir() { walk(&p, out) } else { out.push(p) }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&w.home(), &mut files);
+    let mut all = Vec::new();
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap_or_default();
+        if f.extension().is_some_and(|x| x == "seg") {
+            for i in 0..bytes.len().saturating_sub(3) {
+                if bytes[i..i + 4] == [0x28, 0xb5, 0x2f, 0xfd]
+                    && let Ok(d) = zstd::stream::decode_all(&bytes[i..])
+                {
+                    all.extend(d);
+                }
+            }
+        }
+        all.extend(bytes);
+    }
+    all.extend(w.tape_dump().into_bytes());
+    all
+}
+
+/// `compact` erases a forgotten text from every stored query: a search for
+/// it, a prompt that repeated it, a query cut inside it (a recorded query
+/// keeps its first 2,000 bytes), and a ranking the read-side hooks spooled
+/// that no writer had appended yet.
+#[test]
+fn compact_erases_a_forgotten_text_from_every_stored_query() {
+    let w = World::new();
+    let text = "The quokka deploy key rotates every ninth moon under the zebra vault";
+    let id = w.ok(&["memory", "add", text, "--type", "fact"]).trim().to_owned();
+    let search = |q: &str| tests::success_stdout("search", w.scorer(&["search", q]).output().unwrap());
+    search(text);
+    search(&format!("{}{text} and more", "filler ".repeat(280)));
+    let input = serde_json::json!({
+        "session_id": "forget-q", "transcript_path": "/nonexistent.jsonl", "cwd": w.root(),
+        "hook_event_name": "UserPromptSubmit", "prompt": format!("why does {text} matter"),
+    });
+    let out = w.hook(w.scorer(&["hook", "user-prompt-submit"]), input.to_string().as_bytes());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    w.wait_for_recorder();
+    use shared::storage::event::{Body, Event, RankingServed};
+    let spooled = Event::new(
+        shared::base::time::Ts::now(),
+        "engram-scorer",
+        Some("claude:forget-q".into()),
+        Body::RankingServed(RankingServed {
+            ranking_id: "rk_spooled".into(),
+            trigger: "prompt".into(),
+            query: format!("and again: {text}"),
+            ..RankingServed::default()
+        }),
+    );
+    shared::domain::hook::spool_unsynced(&shared::base::paths::Paths::at(w.home()), &[spooled]).unwrap();
+    let queries = w.count("SELECT COUNT(*) FROM rankings WHERE query LIKE '%quokka deploy key%'");
+    assert!(queries >= 3, "the searches and the prompt recorded their queries: {queries}");
+    w.ok(&["memory", "forget", &id]);
+    w.ok(&["compact"]);
+    let stored = everything_stored(&w);
+    for needle in ["quokka deploy key", "zebra vault", "ninth moon"] {
+        assert!(!contains_ignore_case(&stored, needle), "{needle:?} survives compaction");
+    }
+    assert!(w.tape_dump().contains("[forgotten]"));
+    w.ok(&["tapes", "verify"]);
+}
+
+/// One tag limit for every writer: the CLI refuses more than 32 tags, or a
+/// tag over 64 characters, as MCP and the REST API do; nothing is written.
+#[test]
+fn memory_add_and_update_refuse_too_many_or_too_long_tags() {
+    let w = World::new();
+    let id = w.ok(&["memory", "add", "Tags are limited for every writer.", "--tag", "a"]).trim().to_owned();
+    let lsn = w.last_lsn();
+    let with_tags = |base: &[&str], tags: &[String]| {
+        let mut args: Vec<String> = base.iter().map(|s| (*s).to_owned()).collect();
+        for t in tags {
+            args.push("--tag".into());
+            args.push(t.clone());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        w.run(&args)
+    };
+    let many: Vec<String> = (0..33).map(|i| format!("t{i}")).collect();
+    for out in [
+        with_tags(&["memory", "add", "Too many tags on this one."], &many),
+        with_tags(&["memory", "add", "A tag too long on this one."], &["x".repeat(65)]),
+        with_tags(&["memory", "update", &id], &many),
+    ] {
+        assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("at most 32") || err.contains("longer than 64"), "{err}");
+    }
+    assert_eq!(w.last_lsn(), lsn, "nothing was written");
+    let out = with_tags(&["memory", "update", &id], &many[..32]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(w.json(&["memory", "show", &id, "--json"])["tags"].as_array().unwrap().len(), 32);
+}
+
+/// A Claude Code session recorded in `cwd`, so that its project becomes known.
+fn session_in(w: &World, id: &str, cwd: &std::path::Path) {
+    let base = serde_json::json!({"sessionId": id, "cwd": cwd, "version": "2.1.90", "userType": "external",
+        "type": "user", "uuid": format!("u-{id}"), "timestamp": "2026-03-01T10:00:00.000Z",
+        "message": {"role": "user", "content": "hello"}});
+    w.write(&w.claude_projects().join(format!("-p-{id}/{id}.jsonl")), format!("{base}\n").as_bytes());
+}
+
+/// `memory add` without `--project` files the memory under the current
+/// directory's project only when Engram knows that project (it recorded a
+/// session there), else as a global memory, and says which on stderr;
+/// `--project` names a known project exactly (its key, or a name only one
+/// has): an unknown or ambiguous name is an error listing the candidates.
+#[test]
+fn memory_add_files_under_a_known_project_only_and_says_which() {
+    let w = World::new();
+    let repo = |path: &str, remote: Option<&str>| {
+        let dir = w.root().join(path);
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::write(dir.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        if let Some(url) = remote {
+            std::fs::write(dir.join(".git/config"), format!("[remote \"origin\"]\n\turl = {url}\n")).unwrap();
+        }
+        dir
+    };
+    let acme = repo("code/acme-web", Some("git@github.com:acme/acme-web.git"));
+    let demo_a = repo("a/Demo", None);
+    let demo_b = repo("b/Demo", None);
+    let unknown = repo("code/never-seen", None);
+    std::fs::create_dir_all(acme.join("packages/ui")).unwrap();
+    for (id, dir) in [("s-acme", &acme), ("s-demo-a", &demo_a), ("s-demo-b", &demo_b)] {
+        session_in(&w, &format!("{id}-0000-4000-8000-000000000000"), dir);
+    }
+    w.scan();
+    let add = |dir: &std::path::Path, args: &[&str]| {
+        let mut all = vec!["memory", "add"];
+        all.extend_from_slice(args);
+        w.cmd(&all).current_dir(dir).output().unwrap()
+    };
+    let project_of = |id: &str| w.json(&["memory", "show", id, "--json"])["project"].clone();
+    // In a known project (a subfolder of it): that project, said on stderr.
+    let out = add(&acme.join("packages/ui"), &["The ui build needs the tokens package first."]);
+    let id = tests::success_stdout("add in acme", out.clone()).trim().to_owned();
+    assert_eq!(project_of(&id), "github.com/acme/acme-web");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("project: acme-web (github.com/acme/acme-web)"));
+    // In a repository Engram never recorded a session in: a global memory, said so.
+    let out = add(&unknown, &["A note typed in some repository."]);
+    let id = tests::success_stdout("add in an unknown repo", out.clone()).trim().to_owned();
+    assert_eq!(project_of(&id), Value::Null, "not filed under an unknown directory's project");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no project: a global memory"), "{out:?}");
+    // By a name only one project has, or by key.
+    let out = add(w.root(), &["--project", "acme-web", "Branches are named after the ticket."]);
+    let id = tests::success_stdout("add by name", out).trim().to_owned();
+    assert_eq!(project_of(&id), "github.com/acme/acme-web");
+    let key_a: String =
+        w.store().conn().query_row("SELECT key FROM projects WHERE root LIKE '%/a/Demo'", [], |r| r.get(0)).unwrap();
+    let out = add(w.root(), &["--project", &key_a, "Demo A runs on port 3000."]);
+    let id = tests::success_stdout("add by key", out).trim().to_owned();
+    assert_eq!(project_of(&id), key_a.as_str());
+    // Ambiguous or unknown: an error listing the candidates; nothing written.
+    let lsn = w.last_lsn();
+    let out = add(w.root(), &["--project", "Demo", "Which demo?"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ambiguous") && err.contains("/a/Demo") && err.contains("/b/Demo"), "{err}");
+    let out = add(w.root(), &["--project", "elsewhere", "Where?"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a known project") && err.contains("github.com/acme/acme-web"), "{err}");
+    let out = w.run(&["memory", "update", &id, "--project", "Demo"]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(w.last_lsn(), lsn, "nothing was written");
+    // The help says what happens without --project.
+    let help = w.ok(&["memory", "add", "--help"]).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains("(a global memory)") && help.contains("printed on stderr"), "{help}");
 }

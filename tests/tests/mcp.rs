@@ -292,3 +292,43 @@ fn knowledge_types_are_stored_listed_and_filtered_and_search_ranks_have_no_gaps(
     let ranks: Vec<u64> = hits.iter().map(|h| h["rank"].as_u64().unwrap()).collect();
     assert_eq!(ranks, vec![1, 2], "ranks have no gaps after filtering: {filtered}");
 }
+
+/// One tag limit for every writer: `memory_save` and `memory_update` refuse
+/// more than 32 tags, or a tag over 64 characters, as the CLI and the REST
+/// API do (`shared::domain::memory::ops::check_tags`); nothing is written.
+#[test]
+fn memory_save_and_update_have_the_tag_limit_every_writer_has() {
+    let w = World::new();
+    let call = |id: &str, name: &str, args: Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}});
+    let tags = |n: usize| (0..n).map(|i| format!("t{i}")).collect::<Vec<_>>();
+    let id =
+        w.ok(&["memory", "add", "Tags are limited the same way for every writer.", "--tag", "a"]).trim().to_owned();
+    let lines = vec![
+        json!({"jsonrpc": "2.0", "id": "init", "method": "initialize",
+               "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        call(
+            "save-many",
+            "memory_save",
+            json!({"content": "Too many tags on this one.", "type": "fact", "tags": tags(33)}),
+        ),
+        call(
+            "save-long",
+            "memory_save",
+            json!({"content": "A tag too long on this one.", "type": "fact", "tags": ["x".repeat(65)]}),
+        ),
+        call("update-many", "memory_update", json!({"id": id, "tags": tags(1_000)})),
+        call("update-ok", "memory_update", json!({"id": id, "tags": tags(32)})),
+    ];
+    let r = converse(&w, &lines);
+    for refused in ["save-many", "save-long", "update-many"] {
+        let v = &r[&format!("\"{refused}\"")]["result"];
+        assert_eq!(v["isError"], true, "{refused}: {v}");
+        let text = v["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("32") || text.contains("64"), "{refused}: {text}");
+    }
+    assert_eq!(r["\"update-ok\""]["result"]["isError"], false, "{}", r["\"update-ok\""]);
+    let shown = w.json(&["memory", "show", &id, "--json"]);
+    assert_eq!(shown["tags"].as_array().unwrap().len(), 32);
+    assert_eq!(w.json(&["memory", "list", "--json"]).as_array().unwrap().len(), 1, "nothing else was saved");
+}

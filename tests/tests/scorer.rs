@@ -46,7 +46,12 @@ struct Sidecar {
 
 impl Sidecar {
     fn spawn(home: &Path, args: &[&str]) -> Sidecar {
-        let mut child = scorer_command(home, args, "warn").stderr(Stdio::inherit()).spawn().unwrap();
+        Sidecar::spawn_in(home, args, home)
+    }
+
+    /// [`Sidecar::spawn`] with `dir` as the working directory.
+    fn spawn_in(home: &Path, args: &[&str], dir: &Path) -> Sidecar {
+        let mut child = scorer_command(home, args, "warn").current_dir(dir).stderr(Stdio::inherit()).spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -198,6 +203,10 @@ fn check_scores(r: &Value, n: usize) -> Vec<(String, f64)> {
 fn signet_daemon_session_train_save_kill_restart() {
     let home = tempfile::tempdir().unwrap();
     let ckpt = home.path().join("predictor/model.bin");
+    // Signet's daemon keeps its state file in that directory, so it exists
+    // when a checkpoint is saved there (the sidecar makes no directory
+    // outside the data home).
+    std::fs::create_dir_all(ckpt.parent().unwrap()).unwrap();
     let ckpt_arg = ckpt.to_str().unwrap().to_owned();
     // Spawned exactly as predictor-client.ts does: `--native-dim 768 --checkpoint PATH`.
     let args = ["--native-dim", "768", "--checkpoint", ckpt_arg.as_str()];
@@ -711,6 +720,41 @@ fn out_of_range_client_input_is_refused_and_ids_come_back_exactly() {
         assert_eq!(r["result"]["saved"], true, "{r}");
     }
     assert!(s.call("alive", "status", json!({}))["result"].is_object());
+    assert!(s.close_and_wait().success());
+}
+
+/// `save_checkpoint` (and `train_from_db`'s `checkpoint_path`) writes only
+/// to an absolute path: a relative one, which would land in the sidecar's
+/// working directory, is a JSON-RPC error; no directory is made outside the
+/// data home's models directory.
+#[test]
+fn save_checkpoint_refuses_relative_paths_and_makes_no_directory_outside_the_data_home() {
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut s = Sidecar::spawn_in(home.path(), &["serve"], &work);
+    let elsewhere = home.path().join("elsewhere/deep/dir/model.bin");
+    for (id, params) in [
+        ("rel", json!({"path": "model.bin", "flags": 0})),
+        ("dot", json!({"path": "./predictor/model.bin"})),
+        ("up", json!({"path": format!("{}/../model.bin", work.display())})),
+        ("missing", json!({"path": elsewhere})),
+    ] {
+        let r = s.call(id, "save_checkpoint", params);
+        assert_eq!(r["error"]["code"], -32602, "{id}: {r}");
+        assert!(r["error"]["message"].as_str().unwrap().contains("path"), "{id}: {r}");
+    }
+    let r = s.call("train", "train_from_db", json!({"db_path": "/nonexistent.db", "checkpoint_path": "model.bin"}));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "nothing was written in the working directory");
+    assert!(!home.path().join("elsewhere").exists(), "no directory was made outside the data home");
+    // In the data home's models directory a missing directory is made; an
+    // existing directory anywhere is written to.
+    let inside = home.path().join("engram/models/export/model.bin");
+    assert_eq!(s.call("in", "save_checkpoint", json!({"path": inside}))["result"]["saved"], true);
+    assert!(inside.is_file());
+    let there = work.join("model.bin");
+    assert_eq!(s.call("there", "save_checkpoint", json!({"path": there}))["result"]["saved"], true);
     assert!(s.close_and_wait().success());
 }
 

@@ -198,6 +198,17 @@ fn the_rest_api_over_a_real_socket_refuses_what_it_must_and_writes_the_tapes() {
     assert_eq!(w.count("SELECT COUNT(*) FROM memories WHERE source = 'web' AND is_deleted = 1"), 1);
 }
 
+#[test]
+fn the_api_never_sets_a_program_or_remote_access_and_refuses_two_hosts_and_huge_bodies() {
+    let (w, server, k) = serve();
+    let home = w.home();
+    run(&w, Path::new("python3"), &["guarded", &server.url, home.to_str().unwrap()], &k);
+    drop(server);
+    let config = std::fs::read_to_string(home.join("config.toml")).unwrap();
+    assert!(!config.contains("command") && !config.contains("allow_remote"), "{config}");
+    assert!(config.contains("prompt_k = 5"), "{config}");
+}
+
 /// A Python with Selenium and a chromedriver, or `None` (with a message)
 /// locally when either is missing; a failure under `CI`.
 fn python_with_selenium() -> Option<&'static Path> {

@@ -1,10 +1,14 @@
 """Drives a running `engram-scorer web` from outside, as its users do.
 
     web_client.py rest    BASE_URL DATA_HOME
+    web_client.py guarded BASE_URL DATA_HOME
     web_client.py browser BASE_URL DATA_HOME [SHOTS_DIR]
 
 `rest` speaks HTTP with the standard library's client (http.client, which
-lets a test send any Host header); `browser` drives the real page in headless
+lets a test send any Host header); `guarded` checks what the API never lets
+a page do (set a program to run or open the server, answer two Host
+headers, read a body announced larger than the limit) over raw sockets;
+`browser` drives the real page in headless
 Chromium through Selenium and Debian's chromedriver. Each check that fails
 raises; the exit status is non-zero and the message says which. Run by
 tests/tests/web.rs, which starts the server on a demo data home.
@@ -13,8 +17,10 @@ tests/tests/web.rs, which starts the server on a demo data home.
 import http.client
 import json
 import os
+import socket
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -207,10 +213,23 @@ def rest(base, home):
                 b'{"text": "x", "type": "fact", "importance": "high"}']:
         r.refused(400, "bad_request", "POST", "/api/memories", raw=raw, token=True,
                   headers={"Content-Type": "application/json"})
+    # One tag limit for every writer (32 tags of at most 64 characters).
+    for tags in [[f"t{i}" for i in range(33)], [f"t{i}" for i in range(40000)], ["x" * 65]]:
+        b = r.refused(400, "bad_request", "POST", "/api/memories", token=True,
+                      body={"text": "A memory with too many tags", "type": "fact", "tags": tags})
+        check("32" in b["error"]["message"] or "64" in b["error"]["message"], f"tags: {b}")
     r.refused(415, None, "POST", "/api/memories", raw=b"text=x", token=True,
               headers={"Content-Type": "application/x-www-form-urlencoded"})
-    r.refused(413, None, "POST", "/api/memories", raw=b'{"text":"' + b"x" * (2 << 20) + b'","type":"fact"}',
-              token=True, headers={"Content-Type": "application/json"})
+    # Over the 1 MiB limit: refused from its Content-Length before any of it
+    # is sent, and, sent chunked (no length announced), once 1 MiB is read.
+    head = (f"POST /api/memories HTTP/1.1\r\nHost: {r.own}\r\nContent-Type: application/json\r\n"
+            f"X-Engram-Token: {r.token}\r\n")
+    status, body, _ = raw_http(r, (head + f"Content-Length: {2 << 20}\r\n\r\n").encode())
+    check(status == 413 and body["error"]["code"] == "too_large", f"announced 2 MiB: {status} {body}")
+    big = b'{"text":"' + b"x" * (2 << 20) + b'","type":"fact"}'
+    chunked = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in (big[i:i + 65536] for i in range(0, len(big), 65536)))
+    status, body, _ = raw_http(r, (head + "Transfer-Encoding: chunked\r\n\r\n").encode(), chunked + b"0\r\n\r\n")
+    check(status == 413 and body["error"]["code"] == "too_large", f"chunked 2 MiB: {status} {body}")
     r.refused(404, "not_found", "GET", "/api/nope")
     r.refused(405, None, "PUT", "/api/stats", token=True, body={})
     r.refused(400, "bad_request", "GET", "/api/sessions?limit=0")
@@ -228,6 +247,8 @@ def rest(base, home):
     check(r.ok("GET", "/api/memories?limit=1")["total"] == before + 1, "the new memory is not listed")
     r.ok("POST", f"/api/memories/{mid}/pin", token=True)
     r.ok("POST", f"/api/memories/{mid}/feedback", body={"relevance": 0.9, "reason": "test"}, token=True)
+    r.refused(400, "bad_request", "PATCH", f"/api/memories/{mid}", body={"tags": [f"t{i}" for i in range(33)]},
+              token=True)
     changed = r.ok("PATCH", f"/api/memories/{mid}", body={"importance": 0.9, "tags": ["ops", "db"]}, token=True)
     check(changed["pinned"] and sorted(changed["tags"]) == ["db", "ops"], f"update: {changed}")
     r.ok("DELETE", f"/api/memories/{mid}", body={"reason": "test over"}, token=True)
@@ -239,12 +260,102 @@ def rest(base, home):
     r.refused(400, "bad_request", "PUT", "/api/config", body={"predictor.exploration_rate": 7}, token=True)
     r.refused(400, "bad_request", "PUT", "/api/config", body={"predictor.nope": 1}, token=True)
     r.refused(400, "bad_request", "PUT", "/api/config", body={"injection.prompt_k": "five"}, token=True)
-    r.refused(400, "bad_request", "PUT", "/api/config", body={"web.bind": "not an address"}, token=True)
     check(r.config_text() == text, "a refused setting changed config.toml")
     r.ok("PUT", "/api/config", body={"injection.prompt_k": 4}, token=True)
     check("prompt_k = 4" in r.config_text(), f"config.toml: {r.config_text()}")
     rest_knowledge(r)
     print("rest: ok")
+
+
+# ---------------------------------------------------------------- guarded
+
+
+def raw_http(r, request, body=None, timeout=10):
+    """Sends `request` (bytes, headers only or whole) on a fresh connection,
+    and `body` from another thread (the server may answer, and stop reading,
+    before it is all sent); returns the response's status, its JSON body and
+    the seconds it took."""
+    start = time.time()
+    with socket.create_connection((r.host, r.port), timeout=timeout) as sock:
+        sock.sendall(request)
+        if body is not None:
+            def send():
+                try:
+                    sock.sendall(body)
+                except OSError:
+                    pass
+            threading.Thread(target=send, daemon=True).start()
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            check(chunk, f"the connection closed before a response: {data!r}")
+            data += chunk
+        head, _, rest = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ")[1])
+        length = next((int(l.split(":", 1)[1]) for l in lines[1:] if l.lower().startswith("content-length:")), 0)
+        while len(rest) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            rest += chunk
+    return status, json.loads(rest[:length] or b"null"), time.time() - start
+
+
+def guarded(base, home):
+    """Each part runs even when another fails; every failure is reported."""
+    r = Rest(base, home)
+    failures = []
+    for part in (locked_settings, two_hosts, huge_bodies):
+        try:
+            part(r, home)
+        except (AssertionError, OSError, KeyError, TypeError) as e:
+            failures.append(f"{part.__name__}: {type(e).__name__}: {e}")
+    check(not failures, "\n".join(failures))
+    print("guarded: ok")
+
+
+def locked_settings(r, home):
+    # Programs to run, endpoints and remote access: refused with 403 naming
+    # the key, alone or beside an editable setting, and config.toml is untouched.
+    text = r.config_text()
+    marker = os.path.join(home, "ran-a-program")
+    run_it = ["sh", "-c", f"touch {marker}"]
+    locked = [("extractor.command", run_it), ("judge.command", run_it), ("knowledge.summary.command", run_it),
+              ("knowledge.graph.discovery.command", run_it), ("knowledge.dedup.command", run_it),
+              ("extractor.command", None), ("web.allow_remote", True), ("web.bind", "0.0.0.0"),
+              ("web.allowed_hosts", ["evil.example:37820"])]
+    for key, value in locked:
+        for body in [{key: value}, {"injection.prompt_k": 5, key: value}]:
+            b = r.refused(403, "setting_locked", "PUT", "/api/config", body=body, token=True)
+            check(key in b["error"]["message"], f"the error does not name {key}: {b}")
+    check(r.config_text() == text, f"a refused setting changed config.toml: {r.config_text()}")
+    fields = {f["key"]: f for s in r.ok("GET", "/api/config")["sections"] for f in s["fields"]}
+    for key, _ in locked:
+        check(fields[key].get("locked") is True and "config.toml" in fields[key]["locked_reason"],
+              f"{key}: {fields[key]}")
+    check(fields["injection.prompt_k"]["locked"] is False, "an ordinary setting is locked")
+    r.ok("PUT", "/api/config", body={"injection.prompt_k": 5, "extractor.timeout_ms": 9000}, token=True)
+    check("prompt_k = 5" in r.config_text() and "command" not in r.config_text(), r.config_text())
+
+
+def two_hosts(r, home):
+    # Two Host headers (RFC 9110 §7.2): 400, whichever comes first.
+    for hosts in [(r.own, "evil.example"), ("evil.example", r.own), (r.own, r.own)]:
+        req = f"GET /api/stats HTTP/1.1\r\nHost: {hosts[0]}\r\nHost: {hosts[1]}\r\nConnection: close\r\n\r\n"
+        status, body, _ = raw_http(r, req.encode())
+        check(status == 400 and body["error"]["code"] == "duplicate_host", f"two Hosts {hosts}: {status} {body}")
+
+
+def huge_bodies(r, home):
+    # A body announced larger than the limit is refused from its header,
+    # before any of it is sent (the client would otherwise wait forever).
+    for method, path in [("POST", "/api/memories"), ("PUT", "/api/config"), ("PATCH", "/api/memories/mem_x")]:
+        req = (f"{method} {path} HTTP/1.1\r\nHost: {r.own}\r\nContent-Type: application/json\r\n"
+               f"X-Engram-Token: {r.token}\r\nContent-Length: 10000000000\r\n\r\n")
+        status, body, took = raw_http(r, req.encode())
+        check(status == 413 and body["error"]["code"] == "too_large", f"{method} {path}: {status} {body}")
+        check(took < 5, f"{method} {path}: the 413 took {took:.1f}s")
 
 
 # ---------------------------------------------------------------- browser
@@ -441,6 +552,11 @@ def browser(base, home, shots):
 
         # Settings: change one, save, and find it in config.toml.
         goto("#/settings", "settings")
+        # Programs to run and remote access are shown, read-only.
+        for key in ["extractor-command", "judge-command", "knowledge-summary-command", "web-allow_remote", "web-bind"]:
+            locked = js(f"const f = document.getElementById('f-{key}'); "
+                        "return f && [f.readOnly, f.closest('[data-locked]') !== null]")
+            check(locked == [True, True], f"{key} is not shown read-only: {locked}")
         field = d.find_element(By.ID, "f-injection-session_start_k")
         field.clear()
         field.send_keys("6")
@@ -563,6 +679,8 @@ if __name__ == "__main__":
     mode, base, home = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "rest":
         rest(base, home)
+    elif mode == "guarded":
+        guarded(base, home)
     elif mode == "browser":
         browser(base, home, sys.argv[4] if len(sys.argv) > 4 else None)
     else:

@@ -206,6 +206,7 @@ fn train_publishes_new_weights_and_save_checkpoint_round_trips() {
     let r = h.call(4, "train", json!({"candidate_embeddings": [emb(1.0)], "labels": [1.0, 2.0]}));
     assert!(r["error"]["message"].as_str().unwrap().starts_with("invalid params: labels"), "{r}");
     let keep = tempfile::tempdir().unwrap();
+    std::fs::create_dir(keep.path().join("ckpt")).unwrap();
     let path = keep.path().join("ckpt/model.bin");
     let r = h.call(5, "save_checkpoint", json!({"path": path, "flags": 0}));
     assert_eq!(r["result"]["saved"], true, "{r}");
@@ -383,8 +384,44 @@ fn errors_of_handlers_use_signets_code() {
     drop(conn);
     let r = h.call(2, "train_from_db", json!({"db_path": bad}));
     assert_eq!(r["error"]["code"], -32000, "a database that cannot be read is a handler error: {r}");
-    let r = h.call(3, "save_checkpoint", json!({"path": "/proc/engram-cannot-write/model.bin"}));
+    let r = h.call(3, "save_checkpoint", json!({"path": "/proc/engram-cannot-write.bin"}));
     assert_eq!(r["error"]["code"], -32000, "{r}");
+    h.finish();
+}
+
+#[test]
+fn save_checkpoint_writes_only_to_absolute_paths_and_makes_no_directory_outside_the_data_home() {
+    let h = Harness::new();
+    let cwd = std::env::current_dir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let missing = elsewhere.path().join("a/b");
+    for (i, path) in [
+        "model-relative-engram-test.bin".to_owned(),
+        "./model-relative-engram-test.bin".to_owned(),
+        format!("{}/../model.bin", elsewhere.path().display()),
+        missing.join("model.bin").display().to_string(),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let r = h.call(i as i64 + 1, "save_checkpoint", json!({"path": path, "flags": 0}));
+        assert_eq!(r["error"]["code"], -32602, "{path}: {r}");
+        assert!(r["error"]["message"].as_str().unwrap().contains("path"), "{r}");
+    }
+    assert!(!cwd.join("model-relative-engram-test.bin").exists(), "nothing in the working directory");
+    assert!(!elsewhere.path().join("a").exists(), "no directory made outside the data home");
+    // train_from_db's checkpoint_path is checked the same way, before training.
+    let r = h.call(10, "train_from_db", json!({"db_path": "/nonexistent.db", "checkpoint_path": "rel.bin"}));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("checkpoint_path"), "{r}");
+    // Inside the data home's models directory, missing directories are made.
+    let inside = h.home.path().join("engram/models/exported/model.bin");
+    let r = h.call(11, "save_checkpoint", json!({"path": inside, "flags": 0}));
+    assert_eq!(r["result"]["saved"], true, "{r}");
+    assert!(inside.is_file());
+    // An existing directory anywhere is fine.
+    let there = elsewhere.path().join("model.bin");
+    assert_eq!(h.call(12, "save_checkpoint", json!({"path": there}))["result"]["saved"], true);
     h.finish();
 }
 

@@ -5,6 +5,9 @@
 //!   names (`127.0.0.1:PORT`, `localhost:PORT`, `[::1]:PORT`, the bound
 //!   address, `web.allowed_hosts`) is refused with 403: a page on another
 //!   site that rebinds its DNS name to 127.0.0.1 still sends its own name.
+//!   A request with no `Host`, or more than one, is a 400 (RFC 9110 §7.2).
+//! * **Size.** A body whose `Content-Length` is over [`MAX_BODY`] is refused
+//!   with 413 from the header, before a byte of it is read.
 //! * **Writes** (any method but GET and HEAD) need the per-install token in
 //!   `X-Engram-Token` (401 without it, 403 when wrong). The token is made
 //!   once, 32 random bytes, kept in the data home (`web/token`, mode 0600)
@@ -30,7 +33,7 @@ use shared::base::config::WebConfig;
 use shared::base::paths::Paths;
 
 use super::App;
-use super::api::ApiError;
+use super::api::{ApiError, MAX_BODY};
 use crate::error::{Error, Result};
 
 /// The header carrying the write token.
@@ -99,6 +102,13 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 
 /// Why a request is refused before it reaches its handler, if it is.
 pub fn check(app: &App, method: &Method, headers: &HeaderMap) -> std::result::Result<(), ApiError> {
+    if headers.get_all(header::HOST).iter().nth(1).is_some() {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "duplicate_host",
+            "the request has more than one Host header",
+        ));
+    }
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_ascii_lowercase);
     let Some(host) = host else {
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "no_host", "the request has no Host header"));
@@ -108,6 +118,16 @@ pub fn check(app: &App, method: &Method, headers: &HeaderMap) -> std::result::Re
             StatusCode::FORBIDDEN,
             "foreign_host",
             format!("Host {host:?} is not this server's (see web.allowed_hosts in config.toml)"),
+        ));
+    }
+    // The parser refuses a malformed or repeated Content-Length; a valid
+    // one over the limit is refused before the body is read.
+    let announced = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+    if announced.is_some_and(|n| n > MAX_BODY as u64) {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            format!("the request body is too large (the limit is {MAX_BODY} bytes)"),
         ));
     }
     if matches!(*method, Method::GET | Method::HEAD) {

@@ -10,6 +10,13 @@
 //! resulting file is validated exactly as every binary reads it
 //! ([`Config::parse`]), and only then written, atomically. An unknown key, a
 //! value of the wrong type or out of range is a 400 and the file is untouched.
+//!
+//! Some settings are never written from here ([`locked`]): the programs
+//! Engram runs (every `command`), the endpoints it talks to, and who may
+//! reach this server (`web.*`). The token only proves a request comes from
+//! the page, so a setting that would let a page run a program or open the
+//! server to the network is set in `config.toml` or on the command line;
+//! the page shows them read-only and a change is a 403 naming the key.
 
 use serde_json::{Map, Value, json};
 use shared::base::config::Config;
@@ -127,6 +134,33 @@ const KEYS: &[Key] = &[
     ("web.allowed_hosts", "Extra Host header values accepted (name:port), besides the loopback names.", None),
 ];
 
+/// Why `key` (a dotted setting) is set only in `config.toml` or on the
+/// command line, if it is: it names a program to run (a `command`, of the
+/// extractor, the judge, the knowledge summariser, discovery or dedup, or
+/// any later one), an endpoint to reach (a URL), or who can reach this
+/// server (the `web` section).
+pub fn locked(key: &str) -> Option<&'static str> {
+    let key = key.to_ascii_lowercase();
+    let leaf = key.rsplit('.').next().unwrap_or(&key);
+    if key == "web" || key.starts_with("web.") {
+        return Some("it decides who can reach this server");
+    }
+    if ["command", "program", "executable", "argv", "cmd"].contains(&leaf)
+        || leaf.ends_with("_command")
+        || leaf.ends_with("_program")
+    {
+        return Some("it names a program Engram runs");
+    }
+    if ["url", "endpoint", "host", "base_url"].contains(&leaf)
+        || leaf.ends_with("_url")
+        || leaf.ends_with("_endpoint")
+        || leaf.ends_with("_host")
+    {
+        return Some("it names an endpoint Engram connects to");
+    }
+    None
+}
+
 /// A float that is exactly an `f32` printed as that `f32` would be (0.05, not 0.0500000007).
 fn tidy(v: Value) -> Value {
     match v {
@@ -203,6 +237,7 @@ pub fn describe(paths: &Paths) -> ApiResult<Value> {
             .into_iter()
             .map(|(key, default)| {
                 let known = KEYS.iter().find(|k| k.0 == key);
+                let locked = locked(&key);
                 json!({
                     "key": key,
                     "type": kind(default, &key),
@@ -211,6 +246,8 @@ pub fn describe(paths: &Paths) -> ApiResult<Value> {
                     "description": known.map(|k| k.1),
                     "min": known.and_then(|k| k.2).map(|r| r.0),
                     "max": known.and_then(|k| k.2).map(|r| r.1),
+                    "locked": locked.is_some(),
+                    "locked_reason": locked.map(|why| format!("Set in config.toml or on the command line only: {why}.")),
                 })
             })
             .collect();
@@ -267,6 +304,17 @@ pub fn update(paths: &Paths, changes: &Value) -> ApiResult<Value> {
     };
     if changes.is_empty() {
         return Err(ApiError::bad_request("no setting to change"));
+    }
+    // Before anything else: a request naming a locked setting changes nothing.
+    if let Some((key, why)) = changes.keys().find_map(|k| locked(k).map(|why| (k, why))) {
+        return Err(ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "setting_locked",
+            format!(
+                "{key} cannot be changed through the API ({why}); set it in {} or on the command line",
+                paths.config().display()
+            ),
+        ));
     }
     let file = paths.config();
     let text = match std::fs::read_to_string(&file) {
@@ -348,6 +396,62 @@ mod tests {
         for (s, _, _) in SECTIONS {
             assert!(d.get(s).is_some(), "{s}");
         }
+    }
+
+    #[test]
+    fn programs_endpoints_and_remote_access_are_refused_and_shown_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        std::fs::write(paths.config(), "[injection]\nprompt_k = 3\n").unwrap();
+        let before = std::fs::read_to_string(paths.config()).unwrap();
+        let command = json!(["sh", "-c", "touch /tmp/pwned"]);
+        for key in [
+            "extractor.command",
+            "judge.command",
+            "knowledge.summary.command",
+            "knowledge.graph.discovery.command",
+            "knowledge.dedup.command",
+        ] {
+            for value in [command.clone(), Value::Null] {
+                // Alone, or beside a setting that may change: nothing is written.
+                for body in [json!({key: value.clone()}), json!({"injection.prompt_k": 4, key: value.clone()})] {
+                    let e = update(&paths, &body).unwrap_err();
+                    assert_eq!(e.status, axum::http::StatusCode::FORBIDDEN, "{body}");
+                    assert!(e.message.contains(key) && e.message.contains("config.toml"), "{}", e.message);
+                    assert_eq!(std::fs::read_to_string(paths.config()).unwrap(), before);
+                }
+            }
+        }
+        for (key, value) in [
+            ("web.allow_remote", json!(true)),
+            ("web.bind", json!("0.0.0.0")),
+            ("web.allowed_hosts", json!(["evil.example:37820"])),
+            ("web.port", json!(80)),
+        ] {
+            let e = update(&paths, &json!({key: value})).unwrap_err();
+            assert_eq!((e.status, e.code), (axum::http::StatusCode::FORBIDDEN, "setting_locked"), "{key}");
+            assert!(e.message.contains(key), "{}", e.message);
+        }
+        assert_eq!(std::fs::read_to_string(paths.config()).unwrap(), before);
+        // Every key that runs a program or opens the server is locked, and
+        // shown so; every other key stays editable.
+        let d = describe(&paths).unwrap();
+        let mut locked_keys = Vec::new();
+        for f in d["sections"].as_array().unwrap().iter().flat_map(|s| s["fields"].as_array().unwrap()) {
+            let key = f["key"].as_str().unwrap();
+            if f["locked"] == true {
+                assert!(f["locked_reason"].as_str().unwrap().contains("config.toml"), "{f}");
+                locked_keys.push(key.to_owned());
+            } else {
+                assert!(!key.ends_with("command") && !key.starts_with("web."), "{key} is editable");
+            }
+        }
+        for key in ["extractor.command", "judge.command", "knowledge.dedup.command", "web.allow_remote", "web.bind"] {
+            assert!(locked_keys.iter().any(|k| k == key), "{key} not locked: {locked_keys:?}");
+        }
+        assert!(!locked_keys.iter().any(|k| k.ends_with("timeout_ms")), "{locked_keys:?}");
+        update(&paths, &json!({"extractor.timeout_ms": 5000, "injection.prompt_k": 4})).unwrap();
+        assert_eq!(Config::load(&paths.config()).unwrap().extractor.timeout_ms, 5000);
     }
 
     #[test]

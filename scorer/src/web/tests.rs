@@ -157,6 +157,34 @@ fn the_guard_refuses_foreign_hosts_and_tokenless_writes_and_changes_nothing() {
 }
 
 #[test]
+fn two_hosts_are_a_400_and_an_announced_huge_body_a_413_before_it_is_read() {
+    let w = world();
+    rt().block_on(async {
+        for hosts in [[HOST, "evil.example"], ["evil.example", HOST], [HOST, HOST]] {
+            let req = Request::get("/api/stats")
+                .header(header::HOST, hosts[0])
+                .header(header::HOST, hosts[1])
+                .body(Body::empty());
+            let (s, _, b) = send(&w, req.unwrap()).await;
+            assert_eq!(
+                (s, b["error"]["code"].as_str()),
+                (StatusCode::BAD_REQUEST, Some("duplicate_host")),
+                "{hosts:?}"
+            );
+        }
+        // Announced larger than the limit: refused from the header (the
+        // few bytes sent are never read; tests/tests/web.rs sends none).
+        let req = write("POST", "/api/memories")
+            .header("x-engram-token", TOKEN)
+            .header(header::CONTENT_LENGTH, "10000000000")
+            .body(Body::from(r#"{"text":"x","type":"fact"}"#))
+            .unwrap();
+        let (s, _, b) = send(&w, req).await;
+        assert_eq!((s, b["error"]["code"].as_str()), (StatusCode::PAYLOAD_TOO_LARGE, Some("too_large")));
+    });
+}
+
+#[test]
 fn errors_are_json_and_no_cors_header_is_ever_sent() {
     let w = world();
     rt().block_on(async {

@@ -20,8 +20,13 @@ pub fn temp_path_for(path: &Path) -> PathBuf {
 /// directory, fsync it, rename it over `path`, fsync the directory. A crash at
 /// any point leaves either the old file or the new one, never a mix.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    fs::create_dir_all(parent_dir(path))?;
+    atomic_write_in_place(path, bytes)
+}
+
+/// [`atomic_write`] into a directory that must exist already: none is created.
+pub fn atomic_write_in_place(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = parent_dir(path);
-    fs::create_dir_all(&dir)?;
     let tmp = temp_path_for(path);
     let result = (|| {
         let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;

@@ -36,6 +36,15 @@ pub fn open_with(paths: &Paths, writer: &str, opts: JournalOptions) -> Result<Jo
     Journal::open_with(paths, writer, opts, apply)
 }
 
+/// Compaction of the data home (see [`Journal::compact`]): first the hooks'
+/// spool is drained into the log (a ranking spooled while the log was busy
+/// holds its query, which may hold a forgotten text), then every forgotten
+/// text is removed from the log, spooled events included.
+pub fn compact(journal: &mut Journal) -> Result<journal::CompactReport> {
+    crate::domain::hook::drain_spool(journal)?;
+    journal.compact()
+}
+
 /// Rebuilds the projection from the tapes alone (see [`journal::replay`]).
 pub fn replay(paths: &Paths, progress: &mut dyn FnMut(ReplayProgress)) -> Result<ReplayReport> {
     journal::replay(paths, apply, progress)

@@ -157,16 +157,50 @@ impl Guard {
     }
 }
 
-/// Removes forgotten texts from event strings.
+/// What marks a text cut short (a query's prompt, a preview, the middle cut
+/// out of a long output): a cut copy of a forgotten text ends or starts here.
+pub const CUT_MARK: char = '…';
+
+/// Removes forgotten texts from event strings: whole copies (see the module
+/// docs), and copies cut short where a text was shortened for a query or a
+/// preview ([`CUT_MARK`]): at least [`MIN_SCRUB_WORDS`] of the text's first
+/// words (the last one maybe cut) just before the mark, or of its last words
+/// (the first maybe cut) just after it.
 #[derive(Debug)]
 pub struct Scrub {
     patterns: Vec<Regex>,
+    /// The words of each text long enough to scrub, for cut copies.
+    words: Vec<Vec<String>>,
+}
+
+/// An alphanumeric run of a string: its byte range and its lower case.
+struct Run {
+    start: usize,
+    end: usize,
+    word: String,
+}
+
+fn runs(text: &str) -> Vec<Run> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+        match (c.is_alphanumeric() && i < text.len(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                out.push(Run { start: s, end: i, word: text[s..i].to_lowercase() });
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 impl Scrub {
     /// A scrub of `texts` (those with fewer than [`MIN_SCRUB_WORDS`] words are left out).
     pub fn new<'a>(texts: impl IntoIterator<Item = &'a str>) -> Scrub {
         let mut patterns = Vec::new();
+        let mut all_words = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
         for text in texts {
             let words = normal_words(text);
@@ -183,13 +217,14 @@ impl Scrub {
                     tracing::warn!(error = %e, "a forgotten text is too long to search for; only exact copies go")
                 }
             }
+            all_words.push(words);
         }
-        Scrub { patterns }
+        Scrub { patterns, words: all_words }
     }
 
     /// Whether there is nothing to scrub.
     pub fn is_empty(&self) -> bool {
-        self.patterns.is_empty()
+        self.patterns.is_empty() && self.words.is_empty()
     }
 
     /// `text` with every forgotten text replaced, if any was found.
@@ -201,7 +236,51 @@ impl Scrub {
                 out = Some(re.replace_all(current, FORGOTTEN_MARKER).into_owned());
             }
         }
+        let current = out.as_deref().unwrap_or(text);
+        if current.contains(CUT_MARK)
+            && let Some(cut) = self.cut_copies(current)
+        {
+            out = Some(cut);
+        }
         out
+    }
+
+    /// `text` with the cut copies of forgotten texts around each
+    /// [`CUT_MARK`] replaced (the mark stays), if there are any.
+    fn cut_copies(&self, text: &str) -> Option<String> {
+        let runs = runs(text);
+        let mut erase: Vec<(usize, usize)> = Vec::new();
+        for (mark, _) in text.match_indices(CUT_MARK) {
+            // Runs before the mark, nearest last; runs after it, nearest first.
+            let split = runs.partition_point(|r| r.end <= mark);
+            let (before, after) = runs.split_at(split);
+            for words in &self.words {
+                if let Some(first) = head_cut(before, words) {
+                    erase.push((before[first].start, before[before.len() - 1].end));
+                }
+                if let Some(last) = tail_cut(after, words) {
+                    erase.push((after[0].start, after[last].end));
+                }
+            }
+        }
+        if erase.is_empty() {
+            return None;
+        }
+        erase.sort_unstable();
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for (start, end) in erase {
+            if end <= at {
+                continue;
+            }
+            if start >= at {
+                out.push_str(&text[at..start]);
+                out.push_str(FORGOTTEN_MARKER);
+            }
+            at = end;
+        }
+        out.push_str(&text[at..]);
+        Some(out)
     }
 
     /// Scrubs every string of a JSON value; whether anything changed.
@@ -219,6 +298,45 @@ impl Scrub {
             _ => false,
         }
     }
+}
+
+/// Where a copy of `words` cut short at its end begins among `before` (the
+/// runs before a cut mark): the first `j` words whole (`j` at least
+/// [`MIN_SCRUB_WORDS`]), then maybe the start of the next one, right
+/// before the mark. The longest such copy.
+fn head_cut(before: &[Run], words: &[String]) -> Option<usize> {
+    let m = before.len();
+    let whole = |j: usize, fragment: bool| -> bool {
+        let need = j + usize::from(fragment);
+        m >= need && before[m - need..m - usize::from(fragment)].iter().zip(words).all(|(r, w)| r.word == *w)
+    };
+    (MIN_SCRUB_WORDS..=words.len()).rev().find_map(|j| {
+        let last = &before.get(m.wrapping_sub(1))?.word;
+        // The next word cut short just before the mark.
+        if j < words.len() && words[j].starts_with(last.as_str()) && whole(j, true) {
+            return Some(m - j - 1);
+        }
+        whole(j, false).then(|| m - j)
+    })
+}
+
+/// Where a copy of `words` cut short at its start ends among `after` (the
+/// runs after a cut mark): maybe the end of a word, then the last `j`
+/// words whole (`j` at least [`MIN_SCRUB_WORDS`]), right after the mark.
+/// The longest such copy; the index of its last run.
+fn tail_cut(after: &[Run], words: &[String]) -> Option<usize> {
+    let n = words.len();
+    let whole = |j: usize, fragment: bool| -> bool {
+        let skip = usize::from(fragment);
+        after.len() >= j + skip && after[skip..skip + j].iter().zip(&words[n - j..]).all(|(r, w)| r.word == *w)
+    };
+    (MIN_SCRUB_WORDS..=n).rev().find_map(|j| {
+        let first = &after.first()?.word;
+        if j < n && words[n - j - 1].ends_with(first.as_str()) && whole(j, true) {
+            return Some(j);
+        }
+        whole(j, false).then(|| j - 1)
+    })
 }
 
 /// `forget.fingerprints`: the keyed fingerprints of a forgotten memory's
@@ -252,6 +370,26 @@ mod tests {
         assert_eq!(k.fingerprint("  ... "), None);
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(fs::metadata(key_path(&paths)).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_scrub_finds_copies_cut_short_at_a_cut_mark() {
+        let s = Scrub::new(["Make sure to run pnpm lint before committing anything."]);
+        // A query's prompt cut inside a word, and a preview cut after one.
+        assert_eq!(
+            s.text("web · /src\nok so make sure to run pnpm li…\nsrc/a.ts").as_deref(),
+            Some("web · /src\nok so [forgotten]…\nsrc/a.ts")
+        );
+        assert_eq!(s.text("Make sure to …").as_deref(), Some("[forgotten] …"));
+        // The middle cut out of a long output: the tail of the text after the marker.
+        assert_eq!(
+            s.text("head\n[… 900 bytes cut …]\nnpm lint before committing anything. done").as_deref(),
+            Some("head\n[… 900 bytes cut …]\n[forgotten]. done")
+        );
+        // Fewer than three words, or words not in the text's order: kept.
+        assert_eq!(s.text("make sure…"), None);
+        assert_eq!(s.text("sure to make…"), None);
+        assert_eq!(s.text("make sure to run pnpm lint"), None, "no cut mark, not the whole text");
     }
 
     #[test]

@@ -655,12 +655,30 @@ fn previous_position(paths: &Paths) -> Lsn {
     }
 }
 
-/// A quick test of a raw event for the forgotten texts: one of each text's
-/// longest words (ASCII case-insensitively).
+/// A quick test of a raw event for the forgotten texts (ASCII
+/// case-insensitively): for each text, the longest of its first
+/// [`forget::MIN_SCRUB_WORDS`] words and the longest of its last ones, so
+/// that a copy cut short at either end is found too ([`forget::Scrub`]).
+/// `None` (every event is scrubbed) when one of those words is not ASCII:
+/// its other capitalisations would be missed.
 fn scrub_prefilter<'a>(texts: impl Iterator<Item = &'a String>) -> Option<aho_corasick::AhoCorasick> {
-    let words: Vec<String> =
-        texts.filter_map(|t| forget::normal_words(t).into_iter().max_by_key(String::len)).collect();
-    aho_corasick::AhoCorasick::builder().ascii_case_insensitive(true).build(&words).ok()
+    let mut needles: Vec<String> = Vec::new();
+    for text in texts {
+        let words = forget::normal_words(text);
+        if words.len() < forget::MIN_SCRUB_WORDS {
+            continue;
+        }
+        let head = &words[..forget::MIN_SCRUB_WORDS];
+        let tail = &words[words.len() - forget::MIN_SCRUB_WORDS..];
+        for part in [head, tail] {
+            let longest = part.iter().max_by_key(|w| w.len())?;
+            if !longest.is_ascii() {
+                return None;
+            }
+            needles.push(longest.clone());
+        }
+    }
+    aho_corasick::AhoCorasick::builder().ascii_case_insensitive(true).build(&needles).ok()
 }
 
 /// Removes forgotten memories' text from one encoded event, if present: the

@@ -1050,6 +1050,14 @@ views.settings = async () => {
 
 function fieldEl(f, changed, errors, mark) {
   const id = `f-${f.key.replace(/\./g, '-')}`;
+  if (f.locked) {
+    // Programs to run, endpoints and remote access: config.toml or the command line only.
+    const shown = f.value === null || (Array.isArray(f.value) && f.value.length === 0) ? '(not set)' : JSON.stringify(f.value);
+    return h('div', { class: 'field locked', 'data-key': f.key, 'data-locked': 'true' },
+      h('label', { for: id }, f.key),
+      h('div', { class: 'ctl' }, h('input', { id, class: 'wide mono', value: shown, readonly: true, 'aria-readonly': 'true' })),
+      h('div', { class: 'd' }, f.description || '', h('span', { class: 'muted' }, `  ${f.locked_reason}`)));
+  }
   const err = h('div', { class: 'e', role: 'alert' });
   errors.set(f.key, err);
   const row = h('div', { class: 'field', 'data-key': f.key });

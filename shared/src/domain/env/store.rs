@@ -326,6 +326,69 @@ pub fn keys_named(conn: &Connection, name: &str) -> rusqlite::Result<Vec<String>
     rows.collect()
 }
 
+/// What a person means by a project they name (`memory add --project X`),
+/// among the projects the data home knows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProjectLookup {
+    /// A known project, named by its key or by a name no other project has.
+    Found(KnownProject),
+    /// No known project, but memories are filed under exactly this value (a
+    /// bare folder name stored before projects were detected).
+    Legacy(String),
+    /// Several known projects have this name.
+    Ambiguous(Vec<KnownProject>),
+    /// No known project: the ones whose key or name holds it (any case), or
+    /// else every known one; at most [`MAX_CANDIDATES`] either way.
+    Unknown(Vec<KnownProject>),
+}
+
+/// Most candidates [`lookup_project`] lists.
+pub const MAX_CANDIDATES: usize = 20;
+
+fn known_projects(conn: &Connection, filter: &str, arg: &str) -> rusqlite::Result<Vec<KnownProject>> {
+    let sql = format!("SELECT key, name, root, detected_stack FROM projects {filter} ORDER BY name, key LIMIT ?2");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(params![arg, MAX_CANDIDATES as i64], |r| {
+        Ok(KnownProject {
+            key: r.get(0)?,
+            name: r.get(1)?,
+            root: r.get(2)?,
+            stack: parse_tags(&r.get::<_, String>(3)?),
+        })
+    })?;
+    rows.collect()
+}
+
+/// The known project `given` names exactly: its key, or the name of only
+/// one (see [`ProjectLookup`]). Nothing is guessed: a name several projects
+/// have, or none, is not a project.
+pub fn lookup_project(conn: &Connection, given: &str) -> rusqlite::Result<ProjectLookup> {
+    let given = given.trim();
+    if let Some(p) = project(conn, given)? {
+        return Ok(ProjectLookup::Found(p));
+    }
+    let mut named = known_projects(conn, "WHERE name = ?1", given)?;
+    if named.len() == 1 {
+        return Ok(ProjectLookup::Found(named.remove(0)));
+    }
+    if !named.is_empty() {
+        return Ok(ProjectLookup::Ambiguous(named));
+    }
+    let legacy: bool = conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM memories WHERE project = ?1)")?
+        .query_row([given], |r| r.get(0))?;
+    if legacy && !given.is_empty() {
+        return Ok(ProjectLookup::Legacy(given.to_owned()));
+    }
+    let like = format!("%{}%", given.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+    let mut near =
+        known_projects(conn, "WHERE lower(key) LIKE ?1 ESCAPE '\\' OR lower(name) LIKE ?1 ESCAPE '\\'", &like)?;
+    if near.is_empty() || given.is_empty() {
+        near = known_projects(conn, "WHERE ?1 = ?1", "")?;
+    }
+    Ok(ProjectLookup::Unknown(near))
+}
+
 /// The key a person or an agent means by `given`: itself when it is a key (or
 /// names no known project, or several), else the key of the one project
 /// with that name.

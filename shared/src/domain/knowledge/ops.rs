@@ -260,10 +260,18 @@ pub fn resolve(
     match choice.as_str() {
         action::MERGE => {
             let (Some(e), Some(rec)) = (&existing, &existing_record) else { unreachable!("checked above") };
-            // The union of the two memories (see `merged_text`).
+            // The union of the two memories (see `merged_text`), tags within the
+            // limit every writer has (the existing tags first).
             let content = merged_text(&rec.content, &staged.memory.content)?;
             let mut tags: Vec<String> = rec.tags.clone();
-            tags.extend(staged.memory.tags.iter().cloned());
+            for t in &staged.memory.tags {
+                if tags.len() >= ops::MAX_TAGS {
+                    break;
+                }
+                if !tags.contains(t) {
+                    tags.push(t.clone());
+                }
+            }
             tags.sort();
             tags.dedup();
             bodies.push(Body::MemoryUpdated(MemoryUpdated {

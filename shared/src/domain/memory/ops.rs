@@ -24,6 +24,13 @@ use crate::storage::store::Store;
 /// Longest memory text accepted, in characters.
 pub const MAX_TEXT: usize = 4000;
 
+/// Most tags one memory may carry, whichever way it is written (the CLI,
+/// MCP, the REST API).
+pub const MAX_TAGS: usize = 32;
+
+/// Longest tag accepted, in characters.
+pub const MAX_TAG_CHARS: usize = 64;
+
 /// Why a memory command was refused or failed.
 #[derive(Debug, thiserror::Error)]
 pub enum OpError {
@@ -155,13 +162,18 @@ fn check_unit(what: &str, x: f32) -> OpResult<f32> {
     }
 }
 
-/// Lower-cased, redacted, sorted and deduplicated tags, or why they are refused.
+/// Lower-cased, redacted, sorted and deduplicated tags, or why they are
+/// refused: more than [`MAX_TAGS`], or one empty or longer than [`MAX_TAG_CHARS`].
 pub fn check_tags(tags: &[String]) -> OpResult<Vec<String>> {
+    if tags.len() > MAX_TAGS {
+        return Err(OpError::Invalid(format!("{} tags given; a memory has at most {MAX_TAGS}", tags.len())));
+    }
     let mut out: Vec<String> = Vec::new();
     for t in tags {
         let t = t.trim().to_lowercase();
-        if t.is_empty() || t.chars().count() > 64 {
-            return Err(OpError::Invalid(format!("tag {t:?} is empty or longer than 64 characters")));
+        if t.is_empty() || t.chars().count() > MAX_TAG_CHARS {
+            let shown: String = t.chars().take(MAX_TAG_CHARS + 1).collect();
+            return Err(OpError::Invalid(format!("tag {shown:?} is empty or longer than {MAX_TAG_CHARS} characters")));
         }
         out.push(redact::redact_text(&t).into_owned());
     }
@@ -399,6 +411,24 @@ mod tests {
             tags: vec![],
             pinned: false,
         }
+    }
+
+    #[test]
+    fn one_tag_limit_for_adds_and_updates() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = crate::projection::open(&Paths::at(dir.path()), "test").unwrap();
+        let many = |n: usize| (0..n).map(|i| format!("t{i}")).collect::<Vec<_>>();
+        let with_tags = |tags: Vec<String>| NewMemory { tags, ..memory("Tags are capped for every writer.") };
+        let err = add(&mut j, with_tags(many(40_000)), &Origin::user(), Ts(1_000)).unwrap_err();
+        assert!(matches!(&err, OpError::Invalid(m) if m.contains("at most 32")), "{err}");
+        let err = add(&mut j, with_tags(vec!["x".repeat(MAX_TAG_CHARS + 1)]), &Origin::user(), Ts(1_000)).unwrap_err();
+        assert!(matches!(&err, OpError::Invalid(m) if m.contains("longer than 64")), "{err}");
+        let id = add(&mut j, with_tags(many(MAX_TAGS)), &Origin::user(), Ts(1_000)).unwrap();
+        assert_eq!(require(j.store(), id.as_str()).unwrap().tags.len(), MAX_TAGS);
+        let change = |n| MemoryChange { tags: Some(many(n)), ..MemoryChange::default() };
+        assert!(matches!(update(&mut j, id.as_str(), change(MAX_TAGS + 1), Ts(2_000)), Err(OpError::Invalid(_))));
+        update(&mut j, id.as_str(), change(3), Ts(2_000)).unwrap();
+        assert_eq!(require(j.store(), id.as_str()).unwrap().tags.len(), 3);
     }
 
     /// `remove-demo` forgot demo memories with `forget`, whose fingerprint

@@ -44,6 +44,14 @@ pub use state::PredictorState;
 
 /// Characters of the query kept in the recorded event.
 const QUERY_RECORD_CHARS: usize = 2_000;
+
+/// The query as a ranking records it: its first [`QUERY_RECORD_CHARS`]
+/// bytes, and the cut mark when it was cut (so that compaction finds a
+/// forgotten text cut short there, see `forget::Scrub`).
+fn recorded_query(query: &str) -> String {
+    let kept = crate::storage::store::cap(query, QUERY_RECORD_CHARS);
+    if kept.len() == query.len() { kept.to_owned() } else { format!("{kept}{}", crate::storage::forget::CUT_MARK) }
+}
 /// Per-memory overhead in the injected text (bullet, id, type), for the budget.
 const ITEM_OVERHEAD: usize = 48;
 /// Candidates examined by the diversity pass (the rest keep their fused order).
@@ -601,7 +609,7 @@ fn assemble(
     let served = RankingServed {
         ranking_id: ranking_id.clone(),
         trigger: req.trigger.to_owned(),
-        query: crate::storage::store::cap(req.query, QUERY_RECORD_CHARS).to_owned(),
+        query: recorded_query(req.query),
         alpha,
         model_version,
         cold_start: alpha >= 1.0,
@@ -751,4 +759,18 @@ fn session_ids(store: &Store, sql: &str, session: &SessionKey) -> Result<BTreeSe
     let rows =
         stmt.query_map([session.as_str()], |r| r.get::<_, String>(0).map(MemoryId)).sql("a session's memories")?;
     rows.collect::<rusqlite::Result<_>>().sql("a session's memories")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_query_cut_short_ends_with_the_cut_mark() {
+        assert_eq!(recorded_query("short query"), "short query");
+        let long = format!("{}é tail", "x".repeat(QUERY_RECORD_CHARS - 1));
+        let recorded = recorded_query(&long);
+        assert!(recorded.ends_with(crate::storage::forget::CUT_MARK), "{recorded}");
+        assert_eq!(recorded.len(), QUERY_RECORD_CHARS - 1 + crate::storage::forget::CUT_MARK.len_utf8());
+    }
 }

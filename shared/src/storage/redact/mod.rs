@@ -22,10 +22,18 @@
 //! | `url_password` | the password of a URL's user info, `scheme://user:password@host` |
 //! | `password`, `secret`, `api_key`, `token`, `private_key` | the value of an assignment `name = value`, `name: value`, `"name": "value"`, quoted or not, whose name ends (at a word or camelCase boundary) in `password`, `passwd`, `passphrase`, `secret`, `secret_key`, `access_key`, `signing_key`, `encryption_key`, `api_key`, `apikey`, `api-key`, `token`, `private_key` |
 //!
+//! A quoted value ends at its closing quote; an unquoted one runs to the
+//! next whitespace whatever punctuation it holds (a Django key such as
+//! `k8#d!x2(q9)zv@w1-m3_p+r7^t6*y5=u4&s0` is one value), or to a quote or a
+//! JSON escape (the end of a string it sits in; the decoded view reads on);
+//! trailing `,` and `;`, and a closing bracket it does not open, are code.
+//!
 //! Assignment values that are clearly not secrets are left alone: empty,
 //! `null`/`true`/`false`/`none`/`nil`/`undefined`, template references
-//! (`$X`, `${…}`, `{{…}}`, `%s`), already-redacted markers, and a name followed
-//! by `(` (a function call such as `token = next_token()`).
+//! (`$NAME`, `${…}`, `$(…)`, `{{…}}`, `%s`, `%(name)s`, `%NAME%`),
+//! already-redacted markers, and function calls (`token = next_token()`,
+//! `os.environ.get(…)`: a path of identifiers with its arguments, then
+//! nothing but more of the chain).
 //!
 //! Text is redacted as it reads once decoded: where it holds JSON string
 //! escapes (a tool's JSON output kept as text, `…\nsk-…`), the patterns also
@@ -350,23 +358,11 @@ fn assignment_at(bytes: &[u8], sep: usize) -> Option<Hit> {
         (start, e)
     } else {
         let start = v;
-        let mut e = start;
-        while e < bytes.len() && e - start < 1024 {
-            let c = bytes[e];
-            if c.is_ascii_whitespace()
-                || matches!(
-                    c,
-                    b'"' | b'\'' | b'`' | b',' | b';' | b'&' | b')' | b']' | b'}' | b'>' | b'(' | b'[' | b'\\'
-                )
-            {
-                break;
-            }
-            e += 1;
-        }
-        if bytes.get(e) == Some(&b'(') {
+        let end = unquoted_value_end(bytes, start);
+        if is_code_expression(&bytes[start..end]) {
             return None;
         }
-        (start, e)
+        (start, without_code_punctuation(bytes, start, end))
     };
     if end <= start {
         return None;
@@ -378,15 +374,157 @@ fn assignment_at(bytes: &[u8], sep: usize) -> Option<Hit> {
     Some(Hit { start, end, kind })
 }
 
+/// Where an unquoted assignment value that starts at `start` ends: at
+/// whitespace or the end of the text, whatever punctuation the value holds
+/// (`k8#d!x2(q9)zv@w1-m3_p+r7^t6*y5=u4&s0` is one value). It also ends at a
+/// quote (the end of a string the assignment sits in) and at a JSON escape
+/// (`\n`, `\"`, …: the decoded view reads on through it).
+fn unquoted_value_end(bytes: &[u8], start: usize) -> usize {
+    let mut e = start;
+    while e < bytes.len() && e - start < 1024 {
+        let c = bytes[e];
+        if c.is_ascii_whitespace() || matches!(c, b'"' | b'\'' | b'`') {
+            break;
+        }
+        if c == b'\\'
+            && bytes
+                .get(e + 1)
+                .is_some_and(|&n| matches!(n, b'n' | b'r' | b't' | b'"' | b'\'' | b'\\' | b'/' | b'b' | b'f' | b'u'))
+        {
+            break;
+        }
+        e += 1;
+    }
+    e
+}
+
+/// The end of the unquoted value `start..e` without the separators that end
+/// code rather than the value: trailing `,` and `;`, and a trailing `)`, `]`
+/// or `}` the value does not open.
+fn without_code_punctuation(bytes: &[u8], start: usize, mut e: usize) -> usize {
+    loop {
+        let value = &bytes[start..e];
+        let trim = match value.last() {
+            Some(b',' | b';') => true,
+            Some(&close @ (b')' | b']' | b'}')) => {
+                let open = match close {
+                    b')' => b'(',
+                    b']' => b'[',
+                    _ => b'{',
+                };
+                let opens = value.iter().filter(|&&c| c == open).count();
+                let closes = value.iter().filter(|&&c| c == close).count();
+                closes > opens
+            }
+            _ => false,
+        };
+        if !trim {
+            return e;
+        }
+        e -= 1;
+    }
+}
+
+/// Whether an unquoted assignment value is a function or method call
+/// (`next_token()`, `os.environ.get(`, `getpass.getpass().strip()`), not a
+/// secret: a path of identifiers, then balanced arguments, then only more
+/// of the chain or closing punctuation. A value cut short inside the
+/// arguments is a call when it was cut right after `(` or `,` (the
+/// arguments go on past a space or a quote).
+fn is_code_expression(value: &[u8]) -> bool {
+    let mut i = 0;
+    let mut called = false;
+    loop {
+        // A path of identifiers: `a`, `a.b`, `a::b`.
+        loop {
+            let first = value.get(i).copied().unwrap_or(b' ');
+            if !(first.is_ascii_alphabetic() || first == b'_') {
+                return false;
+            }
+            i += run_len(value, i, |c| c.is_ascii_alphanumeric() || c == b'_');
+            if value[i..].starts_with(b"::") {
+                i += 2;
+            } else if value.get(i) == Some(&b'.') {
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        // Arguments, balanced, or cut short.
+        if value.get(i) != Some(&b'(') {
+            return called && value[i..].iter().all(|c| b"?;,)]}".contains(c));
+        }
+        let mut depth = 0usize;
+        let mut close = None;
+        for (k, &c) in value.iter().enumerate().skip(i) {
+            match c {
+                b'(' => depth += 1,
+                b')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(k);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(close) = close else {
+            return matches!(value.last(), Some(b'(' | b','));
+        };
+        called = true;
+        i = close + 1;
+        let rest = &value[i..];
+        if rest.iter().all(|c| b"?;,)]}".contains(c)) {
+            return true;
+        }
+        // A chained call: `.next(`, `?.next(`, `::next(`.
+        let skip = if rest.starts_with(b"?.") || rest.starts_with(b"::") {
+            2
+        } else if rest.starts_with(b".") {
+            1
+        } else {
+            return false;
+        };
+        i += skip;
+    }
+}
+
+/// Whether an assignment value is clearly not a secret: an empty-ish word,
+/// a template reference, a mask, an already-redacted marker. Trailing code
+/// punctuation (`None,`, `null)`) is ignored.
 fn is_harmless_value(value: &[u8]) -> bool {
+    let trimmed = value.iter().rposition(|c| !b",;)]}".contains(c)).map_or(&value[..0], |p| &value[..=p]);
+    is_harmless_exact(value) || (!trimmed.is_empty() && is_harmless_exact(trimmed))
+}
+
+fn is_harmless_exact(value: &[u8]) -> bool {
     const WORDS: &[&[u8]] = &[b"null", b"true", b"false", b"none", b"nil", b"undefined"];
     if WORDS.iter().any(|w| value.eq_ignore_ascii_case(w)) {
         return true;
     }
-    value.starts_with(b"[REDACTED")
-        || value.starts_with(b"$")
+    let ident =
+        |v: &[u8]| !v.is_empty() && !v[0].is_ascii_digit() && v.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_');
+    let template = match value {
+        // `$NAME`, `$1`, `$@`, `${…}`, `$(command)`.
+        [b'$', rest @ ..] => {
+            ident(rest)
+                || (!rest.is_empty() && rest.iter().all(u8::is_ascii_digit))
+                || matches!(rest, [b'@' | b'*' | b'#' | b'?'])
+                || (rest.first() == Some(&b'{') && value.ends_with(b"}"))
+                || rest.first() == Some(&b'(')
+        }
+        // `%s`, `%(name)s`, `%NAME%`.
+        [b'%', rest @ ..] => {
+            matches!(rest, [b's' | b'd' | b'r' | b'v' | b'q'])
+                || (rest.first() == Some(&b'(') && rest.ends_with(b")s"))
+                || rest.strip_suffix(b"%").is_some_and(ident)
+        }
+        _ => false,
+    };
+    template
+        || value.starts_with(b"[REDACTED")
         || value.starts_with(b"{{")
-        || value.starts_with(b"%")
         || value.starts_with(b"<")
         || value.iter().all(|&c| c == b'*' || c == b'.' || c == b'x' || c == b'X')
 }
@@ -943,7 +1081,8 @@ mod tests {
         assert_eq!(r(r#"{"api_key": "abc123"}"#), r#"{"api_key": "[REDACTED:api_key]"}"#);
         assert_eq!(r(r#"{\"token\":\"abc123\"}"#), r#"{\"token\":\"[REDACTED:token]\"}"#);
         assert_eq!(r("accessToken = 'zz9'"), "accessToken = '[REDACTED:token]'");
-        assert_eq!(r("secret=s3cr3t&x=1"), "secret=[REDACTED:secret]&x=1");
+        // An unquoted value runs to the next space, whatever it holds.
+        assert_eq!(r("secret=s3cr3t&x=1"), "secret=[REDACTED:secret]");
         // Not secrets.
         assert_eq!(r("max_tokens: 100"), "max_tokens: 100");
         assert_eq!(r("token = next_token()"), "token = next_token()");
@@ -952,6 +1091,58 @@ mod tests {
         assert_eq!(r("TOKEN=$GITHUB_TOKEN"), "TOKEN=$GITHUB_TOKEN");
         assert_eq!(r("std::token::Kind"), "std::token::Kind");
         assert_eq!(r("mytoken=abc"), "mytoken=abc");
+    }
+
+    #[test]
+    fn unquoted_values_hold_any_punctuation() {
+        let django = "k8#d!x2(q9)zv@w1-m3_p+r7^t6*y5=u4&s0";
+        assert_eq!(r(&format!("SECRET_KEY={django}")), "SECRET_KEY=[REDACTED:secret]");
+        assert_eq!(r(&format!("export SECRET_KEY={django} && run")), "export SECRET_KEY=[REDACTED:secret] && run");
+        assert_eq!(r(&format!("SECRET_KEY: {django}\nDEBUG=1")), "SECRET_KEY: [REDACTED:secret]\nDEBUG=1");
+        assert_eq!(r("SECRET_KEY=abcd(q9)zv@w1"), "SECRET_KEY=[REDACTED:secret]");
+        assert_eq!(r("SECRET_KEY=abcd(q9"), "SECRET_KEY=[REDACTED:secret]");
+        assert_eq!(r("SECRET_KEY: abc)def(ghi"), "SECRET_KEY: [REDACTED:secret]");
+        assert_eq!(r("DB_PASSWORD=%x!y$z"), "DB_PASSWORD=[REDACTED:password]");
+        assert_eq!(r("DB_PASSWORD=$x!y"), "DB_PASSWORD=[REDACTED:password]");
+        // The end of an enclosing string or escape ends the value.
+        assert_eq!(
+            r(&format!(r#"{{"cmd":"SECRET_KEY={django}","x":1}}"#)),
+            r#"{"cmd":"SECRET_KEY=[REDACTED:secret]","x":1}"#
+        );
+        assert_eq!(
+            r(&format!(r#"{{\"env\":\"SECRET_KEY={django}\"}}"#)),
+            r#"{\"env\":\"SECRET_KEY=[REDACTED:secret]\"}"#
+        );
+        // Code punctuation after the value stays.
+        assert_eq!(r("let token = abc123;"), "let token = [REDACTED:token];");
+        assert_eq!(r("f(token=abc123, x=1)"), "f(token=[REDACTED:token], x=1)");
+        assert_eq!(r("connect(password=hunter2)"), "connect(password=[REDACTED:password])");
+        // Calls and templates are not secrets.
+        assert_eq!(r("token = next_token()"), "token = next_token()");
+        assert_eq!(r("token = next_token();"), "token = next_token();");
+        assert_eq!(r("token = os.environ.get(\"TOKEN\")"), "token = os.environ.get(\"TOKEN\")");
+        assert_eq!(r("token = get_token(a, b)"), "token = get_token(a, b)");
+        assert_eq!(r("password = getpass.getpass().strip()"), "password = getpass.getpass().strip()");
+        assert_eq!(r("api_key = load()?.key()"), "api_key = load()?.key()");
+        assert_eq!(r("f(password=None)"), "f(password=None)");
+        assert_eq!(r("token: null,"), "token: null,");
+        assert_eq!(r("TOKEN=${GITHUB_TOKEN}"), "TOKEN=${GITHUB_TOKEN}");
+        assert_eq!(r("TOKEN=$(cat token.txt)"), "TOKEN=$(cat token.txt)");
+        assert_eq!(r("password=%(pw)s"), "password=%(pw)s");
+    }
+
+    proptest::proptest! {
+        /// Whatever punctuation an unquoted value holds, none of it stays but
+        /// the separators that end it as code (`,`, `;`, closers it does not open).
+        #[test]
+        fn an_unquoted_value_is_redacted_whole(value in "[0-9][!#-&(-\\[\\]-_a-~]{0,40}") {
+            let out = r(&format!("SECRET_KEY={value} done"));
+            let kept = out
+                .strip_prefix("SECRET_KEY=[REDACTED:secret]")
+                .and_then(|rest| rest.strip_suffix(" done"))
+                .unwrap_or_else(|| panic!("{value:?} -> {out:?}"));
+            proptest::prop_assert!(kept.bytes().all(|c| b",;)]}".contains(&c)), "{:?} -> {:?}", value, out);
+        }
     }
 
     #[test]

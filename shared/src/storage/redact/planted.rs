@@ -50,6 +50,22 @@ const HAND: &[(&str, &str, &str)] = &[
         "sk-proj-PLNTabcdefghijklmnopqrstuv",
     ),
     ("escaped_unicode", r"token\u003dghp_PLNTabcdefghijklmnopqrstuvwxyz4567", "ghp_PLNTabcdefghijklmnopqrstuvwxyz4567"),
+    // Unquoted values of secret-named keys hold any punctuation up to the
+    // next space: a Django key whole, and values a pattern stopping at `(`,
+    // `)`, `&`, `;`, `,`, `]`, `}` or `>` would cut short (each sample's
+    // secret starts at such a character, so a cut value still leaks it).
+    (
+        "unquoted_django_key",
+        "SECRET_KEY=PLNTk8#d!x2(q9)zv@w1-m3_p+r7^t6*y5=u4&s0",
+        "PLNTk8#d!x2(q9)zv@w1-m3_p+r7^t6*y5=u4&s0",
+    ),
+    (
+        "unquoted_paren",
+        "export DJANGO_SECRET_KEY=PLNTz9x)q4@w1-m3_p+r7^t6*y5=u4&s0 && ./manage.py runserver",
+        ")q4@w1-m3_p+r7^t6*y5=u4&s0",
+    ),
+    ("unquoted_call_shape", "SECRET_KEY=PLNTab(c9)d!e7#f2 next", "(c9)d!e7#f2"),
+    ("unquoted_punctuation", "api_key: PLNTa1&b2;c3,d4]e5}f6>g7|h8 end", "&b2;c3,d4]e5}f6>g7|h8"),
 ];
 
 /// Samples of `rule` from its pattern: random strings it matches, kept when
