@@ -16,6 +16,18 @@
 //! by the original fixture session (the 108 copies are indistinguishable:
 //! same touches, same times).
 //!
+//! **Writer first**: spans sampled (seeded) from the code the fixtures'
+//! sessions wrote — runs of 2, 3, 5, 10, 20 and 40 lines of the added lines
+//! of every `structuredPatch` hunk and of every created file's content, each
+//! with at least two lines of two words or more — are written to files and
+//! explained (the CLI's path, default options). The sessions that wrote a
+//! span are read from the fixtures alone: every edit whose added lines hold
+//! the span's lines in a row (session id, or the sidechain its record
+//! belongs to, as Claude Code nests subagents). A span counts as "writer
+//! first" when the first session explain returns is one of them (in any
+//! copy), "latest writer first" when it is one of those whose edit came
+//! last. Reported with the wall time's p50 and p90 overall and per length.
+//!
 //! Run by hand: `cargo bench -p benches --bench provenance`. Environment:
 //! `ENGRAM_BENCH_COPIES` (default 108), `ENGRAM_BENCH_DIR` (where the corpus
 //! and the data homes go; default a temporary directory; a corpus already
@@ -108,6 +120,7 @@ fn main() {
     let originals = originals(&fixtures, copies);
     let spans = write_spans(&fixtures, &corpus_dir);
     let ours = explain_all(&paths, &spans, &originals);
+    writer_first(&paths, &fixtures, &corpus_dir, copies);
     let Some(peer) = std::env::var_os("ENGRAM_PEER_BIN").map(PathBuf::from) else {
         eprintln!("(set ENGRAM_PEER_BIN to measure clickety-clacks/engram in the same run)");
         return;
@@ -277,6 +290,188 @@ fn explain_all(
         spans.len()
     );
     out
+}
+
+/// An edit of the fixtures: who made it, when, and the runs of lines it
+/// added.
+struct Written {
+    session: String,
+    ts: String,
+    runs: Vec<Vec<String>>,
+}
+
+/// Every edit in the ccv fixtures, from their `toolUseResult`s.
+fn written(fixtures: &Path) -> Vec<Written> {
+    let mut out = Vec::new();
+    for src in benches::claude_corpus::sources(fixtures).unwrap() {
+        let records: Vec<serde_json::Value> =
+            std::fs::read_to_string(&src).unwrap().lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        let by_uuid: std::collections::HashMap<&str, &serde_json::Value> =
+            records.iter().filter_map(|r| Some((r["uuid"].as_str()?, r))).collect();
+        for r in &records {
+            let t = &r["toolUseResult"];
+            let mut runs: Vec<Vec<String>> = Vec::new();
+            for hunk in t["structuredPatch"].as_array().into_iter().flatten() {
+                let mut run: Vec<String> = Vec::new();
+                for line in hunk["lines"].as_array().into_iter().flatten().filter_map(|l| l.as_str()) {
+                    match line.strip_prefix('+') {
+                        Some(added) => run.push(added.trim_end().to_owned()),
+                        None => runs.extend((!run.is_empty()).then(|| std::mem::take(&mut run))),
+                    }
+                }
+                runs.extend((!run.is_empty()).then_some(run));
+            }
+            if t["type"] == "create"
+                && let Some(content) = t["content"].as_str()
+            {
+                runs.push(content.lines().map(|l| l.trim_end().to_owned()).collect());
+            }
+            if runs.is_empty() {
+                continue;
+            }
+            // Claude Code's subagents: a sidechain is keyed by its first
+            // record (the one whose parent is not in the sidechain).
+            let sid = r["sessionId"].as_str().unwrap_or("");
+            let session = if r["isSidechain"] == true {
+                let mut root = r;
+                while let Some(p) = root["parentUuid"].as_str().and_then(|p| by_uuid.get(p))
+                    && p["isSidechain"] == true
+                {
+                    root = p;
+                }
+                format!("claude:{sid}/sidechain-{}", root["uuid"].as_str().unwrap_or(""))
+            } else {
+                format!("claude:{sid}")
+            };
+            out.push(Written { session, ts: r["timestamp"].as_str().unwrap_or("").to_owned(), runs });
+        }
+    }
+    out
+}
+
+/// Whether `span` lies, line for line, inside `run`.
+fn holds(run: &[String], span: &[String]) -> bool {
+    run.windows(span.len()).any(|w| w == span)
+}
+
+/// Words of a line (runs of letters, digits and `_`).
+fn words(line: &str) -> usize {
+    line.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).count()
+}
+
+/// The writer-first measurement (see the module docs).
+fn writer_first(paths: &Paths, fixtures: &Path, corpus_dir: &Path, copies: usize) {
+    use rand::{RngExt, SeedableRng};
+    let edits = written(fixtures);
+    // Copy-level UUID -> original, for every UUID of the fixtures.
+    let mut original: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    for src in benches::claude_corpus::sources(fixtures).unwrap() {
+        let bytes = std::fs::read(&src).unwrap();
+        let mut seen = std::collections::HashSet::new();
+        for w in bytes.windows(36) {
+            let Ok(u) = std::str::from_utf8(w) else { continue };
+            if u.len() == 36
+                && u.chars()
+                    .enumerate()
+                    .all(|(i, c)| if matches!(i, 8 | 13 | 18 | 23) { c == '-' } else { c.is_ascii_hexdigit() })
+                && seen.insert(u.to_owned())
+            {
+                let key: [u8; 36] = w.try_into().unwrap();
+                for k in 0..copies {
+                    let fresh = String::from_utf8(benches::claude_corpus::fresh_uuid(k, &key).to_vec()).unwrap();
+                    original.insert(fresh, u.to_owned());
+                }
+            }
+        }
+    }
+    let unmap = |key: &str| -> String {
+        let mut out = key.to_owned();
+        for (i, _) in key.char_indices() {
+            if let Some(u) = key.get(i..i + 36)
+                && let Some(o) = original.get(u)
+            {
+                out = out.replace(u, o);
+            }
+        }
+        out
+    };
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    let mut spans: Vec<Vec<String>> = Vec::new();
+    for e in &edits {
+        for run in &e.runs {
+            for len in [2usize, 3, 5, 10, 20, 40] {
+                if run.len() < len {
+                    continue;
+                }
+                let at = rng.random_range(0..=run.len() - len);
+                let span = run[at..at + len].to_vec();
+                if span.iter().filter(|l| words(l) >= 2).count() >= 2 && !spans.contains(&span) {
+                    spans.push(span);
+                }
+            }
+        }
+    }
+    let dir = corpus_dir.join("writer-spans");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let opts = shared::domain::provenance::explain::ExplainOptions::default();
+    let mut by_len: std::collections::BTreeMap<usize, (usize, usize, usize, Vec<f64>)> = Default::default();
+    let (mut first, mut latest, mut times, mut misses) = (0, 0, Vec::new(), Vec::new());
+    for (i, span) in spans.iter().enumerate() {
+        let writers: Vec<&Written> = edits.iter().filter(|e| e.runs.iter().any(|r| holds(r, span))).collect();
+        let last = writers.iter().map(|w| w.ts.as_str()).max().unwrap_or("");
+        let path = dir.join(format!("{i:04}.txt"));
+        std::fs::write(&path, span.join("\n")).unwrap();
+        let req = scorer::provenance::ExplainRequest {
+            target: format!("{}:1-{}", path.display(), span.len()),
+            ..Default::default()
+        };
+        let t = Instant::now();
+        let e = scorer::provenance::explain(paths, &req, &opts, &mut std::io::empty()).unwrap();
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        let got = e.sessions.first().map(|s| unmap(&s.session));
+        let is_writer = got.as_ref().is_some_and(|g| writers.iter().any(|w| &w.session == g));
+        let is_latest = got.as_ref().is_some_and(|g| writers.iter().any(|w| &w.session == g && w.ts.as_str() == last));
+        first += usize::from(is_writer);
+        latest += usize::from(is_latest);
+        if !is_writer {
+            misses.push(format!(
+                "{} lines, first {:?}, writers {:?}",
+                span.len(),
+                got,
+                writers.iter().map(|w| &w.session).collect::<Vec<_>>()
+            ));
+        }
+        let b = by_len.entry(span.len()).or_default();
+        b.0 += 1;
+        b.1 += usize::from(is_writer);
+        b.2 += usize::from(is_latest);
+        b.3.push(ms);
+        times.push(ms);
+    }
+    let n = spans.len();
+    let p = |xs: &mut Vec<f64>, q: usize| {
+        xs.sort_by(f64::total_cmp);
+        xs[(xs.len() * q / 100).min(xs.len() - 1)]
+    };
+    eprintln!(
+        "writer first ({n} spans of code the fixtures' sessions wrote, {} edits; default options, windows read): \
+         writer first {first}/{n} ({:.1}%), latest writer first {latest}/{n} ({:.1}%); explain wall p50 {:.1} ms, p90 {:.1} ms",
+        edits.len(),
+        100.0 * first as f64 / n as f64,
+        100.0 * latest as f64 / n as f64,
+        p(&mut times.clone(), 50),
+        p(&mut times, 90),
+    );
+    for (len, (k, w, l, mut ts)) in by_len {
+        eprintln!(
+            "  {len:>2} lines: {k:>4} spans, writer first {w}/{k}, latest writer first {l}/{k}, p50 {:.1} ms",
+            p(&mut ts, 50)
+        );
+    }
+    for m in misses.iter().take(10) {
+        eprintln!("  not writer first: {m}");
+    }
 }
 
 /// The transcript session id of a peer tape (its first `meta` line's

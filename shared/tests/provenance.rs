@@ -260,3 +260,210 @@ fn edits_fill_every_provenance_table() {
     let file: String = s.conn().query_row("SELECT file FROM prov_spans LIMIT 1", [], |r| r.get(0)).unwrap();
     assert_eq!(file, "/work/src/auth.rs", "relative paths are joined to the session's cwd");
 }
+
+// ---------------------------------------------------------------------------
+// explain: short spans, writers before readers, the latest writer first
+// ---------------------------------------------------------------------------
+
+use shared::domain::provenance::explain::{self, ExplainOptions, Explanation, Target};
+
+const FUNCTION: &str =
+    "pub fn settle_invoice(ledger: &mut Ledger, invoice: &Invoice) -> Result<Receipt, BillingError> {
+    let account = ledger.account_mut(invoice.customer).ok_or(BillingError::UnknownCustomer)?;
+    if account.frozen {
+        return Err(BillingError::Frozen(invoice.customer));
+    }
+    let due = invoice.total_cents.saturating_sub(account.credit_cents);
+    account.credit_cents = account.credit_cents.saturating_sub(invoice.total_cents);
+    account.balance_cents += due;
+    ledger.journal.push(Entry::settled(invoice.id, due));
+    Ok(Receipt { invoice: invoice.id, charged_cents: due })
+}";
+
+struct Log {
+    events: Vec<Event>,
+    t: i64,
+}
+
+impl Log {
+    fn new() -> Log {
+        Log { events: Vec::new(), t: 1_780_000_000_000 }
+    }
+
+    fn push(&mut self, session: &str, body: Body) {
+        self.t += 60_000;
+        let n = self.events.len();
+        self.events.push(Event {
+            v: SCHEMA_VERSION,
+            id: EventId(format!("ev_{n:05}")),
+            ts: Ts(self.t),
+            writer: "test".into(),
+            session: Some(SessionKey(session.to_owned())),
+            body,
+        });
+    }
+
+    fn start(&mut self, session: &str) {
+        self.push(
+            session,
+            Body::SessionStarted(SessionStarted {
+                harness: "claude".into(),
+                harness_session_id: session.into(),
+                project: Some("billing".into()),
+                cwd: Some("/work/billing".into()),
+                ..Default::default()
+            }),
+        );
+    }
+
+    /// An `Edit` call and its `code.edit` (the hunk's text, context included).
+    fn edit(&mut self, session: &str, call: &str, before: Option<&str>, after: &str, at: u32) {
+        self.push(
+            session,
+            Body::ToolCall(ToolCall {
+                tool: "Edit".into(),
+                call_id: call.into(),
+                args: serde_json::json!({"file_path": "/work/billing/src/settle.rs",
+                    "old_string": before.unwrap_or(""), "new_string": after}),
+            }),
+        );
+        let n = |t: &str| u32::try_from(t.lines().count()).unwrap();
+        self.push(
+            session,
+            Body::CodeEdit(CodeEdit {
+                file: "/work/billing/src/settle.rs".into(),
+                op: if before.is_some() { "update" } else { "add" }.into(),
+                before_range: before.map(|b| [at, at + n(b) - 1]),
+                after_range: Some([at, at + n(after) - 1]),
+                call_id: Some(call.into()),
+                before_text: before.map(str::to_owned),
+                after_text: Some(after.to_owned()),
+                ..Default::default()
+            }),
+        );
+    }
+
+    fn read(&mut self, session: &str, call: &str, text: &str) {
+        self.push(
+            session,
+            Body::ToolCall(ToolCall {
+                tool: "Read".into(),
+                call_id: call.into(),
+                args: serde_json::json!({"file_path": "/work/billing/src/settle.rs"}),
+            }),
+        );
+        let numbered: Vec<String> = text.lines().enumerate().map(|(i, l)| format!("{:>6}→{l}", i + 1)).collect();
+        self.push(
+            session,
+            Body::ToolResult(ToolResult {
+                tool: "Read".into(),
+                call_id: call.into(),
+                stdout: numbered.join("\n"),
+                ..Default::default()
+            }),
+        );
+    }
+
+    fn say(&mut self, session: &str, text: &str) {
+        self.push(session, Body::MsgOut(MsgOut { text: text.into(), ..Default::default() }));
+    }
+}
+
+fn explain_text(store: &Store, text: &str, all: bool) -> Explanation {
+    let opts = ExplainOptions { brief: true, all, ..ExplainOptions::default() };
+    explain::explain(store, None, &Target { text: text.to_owned(), ..Target::default() }, &opts).unwrap()
+}
+
+fn keys(e: &Explanation) -> Vec<&str> {
+    e.sessions.iter().map(|s| s.session.as_str()).collect()
+}
+
+fn lines(text: &str, from: usize, to: usize) -> String {
+    text.lines().skip(from - 1).take(to - from + 1).collect::<Vec<_>>().join("\n")
+}
+
+/// A 2- or 3-line span of code a session just wrote is explained by that
+/// session (from the lines' exact hashes), even inside a longer edit.
+#[test]
+fn short_spans_are_explained_by_the_session_that_wrote_them() {
+    let mut log = Log::new();
+    log.start("claude:writer");
+    log.edit("claude:writer", "w1", None, FUNCTION, 10);
+    log.say("claude:writer", "Added settle_invoice: credit is consumed before the balance is charged.");
+    let (_d, paths) = home();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
+    j.append(&log.events).unwrap();
+    let three = "fn add(a: i32, b: i32) -> i32 {\n    a + b\n}";
+    for (from, to) in [(3, 5), (6, 7), (7, 8), (9, 10), (1, 2)] {
+        let span = lines(FUNCTION, from, to);
+        let e = explain_text(j.store(), &span, false);
+        assert_eq!(keys(&e), ["claude:writer"], "lines {from}-{to}: {e:#?}");
+        assert_eq!(e.sessions[0].wrote, Some("span"));
+        assert!(e.target.fingerprints >= 3, "lines {from}-{to} have line hashes and k-grams: {e:#?}");
+    }
+    // A 3-line function written by one session, beside another's.
+    let mut log2 = Log::new();
+    log2.start("claude:other");
+    log2.edit("claude:other", "o1", None, "fn sub(a: i32, b: i32) -> i32 {\n    a - b\n}", 1);
+    log2.start("claude:adder");
+    log2.edit("claude:adder", "a1", None, three, 5);
+    j.append(
+        &log2.events.iter().map(|e| Event { id: EventId(format!("{}b", e.id.0)), ..e.clone() }).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let e = explain_text(j.store(), three, false);
+    assert_eq!(keys(&e)[0], "claude:adder", "{e:#?}");
+    assert_eq!(e.sessions[0].wrote, Some("span"));
+    // One line of two words is one hash, which both functions share (words
+    // only: `a + b` reads as `a - b`): no match, unless asked for all.
+    let e = explain_text(j.store(), "    a + b", false);
+    assert!(e.sessions.is_empty() && !e.warnings.is_empty(), "{e:#?}");
+    let e = explain_text(j.store(), "    a + b", true);
+    assert_eq!(e.sessions.len(), 2, "{e:#?}");
+}
+
+/// Sessions that wrote the span come before the many that only read it,
+/// and among writers the latest comes first, without `--all`.
+#[test]
+fn writers_come_before_readers_and_the_latest_writer_first() {
+    let mut log = Log::new();
+    log.start("claude:author");
+    log.edit("claude:author", "a1", None, FUNCTION, 1);
+    // Eight sessions read the function, twice each, after it was written.
+    for r in 0..8 {
+        let s = format!("claude:reader{r}");
+        log.start(&s);
+        log.read(&s, &format!("r{r}a"), FUNCTION);
+        log.say(&s, &format!("settle_invoice consumes credit first:\n{}", lines(FUNCTION, 6, 8)));
+        log.read(&s, &format!("r{r}b"), FUNCTION);
+        log.read(&s, &format!("r{r}c"), FUNCTION);
+    }
+    // A later session rewrites three lines in the middle (a hunk with its
+    // three lines of context).
+    let new_middle =
+        "    let due = invoice.total_cents.saturating_sub(account.credit_cents).max(invoice.minimum_cents);
+    account.credit_cents = account.credit_cents.saturating_sub(invoice.total_cents - due.min(invoice.total_cents));
+    account.balance_cents = account.balance_cents.checked_add(due).ok_or(BillingError::Overflow)?;";
+    let edited = FUNCTION.replace(&lines(FUNCTION, 6, 8), new_middle);
+    log.start("claude:fixer");
+    log.read("claude:fixer", "f0", FUNCTION);
+    log.edit("claude:fixer", "f1", Some(&lines(FUNCTION, 3, 11)), &lines(&edited, 3, 11), 3);
+    let (_d, paths) = home();
+    let mut j = shared::projection::open(&paths, "test").unwrap();
+    j.append(&log.events).unwrap();
+
+    // The rewritten lines: the fixer wrote them, nobody read them.
+    let e = explain_text(j.store(), &lines(&edited, 6, 8), false);
+    assert_eq!(keys(&e)[0], "claude:fixer", "{e:#?}");
+    assert_eq!(e.sessions[0].wrote, Some("span"));
+    // The function as it is now: both wrote some of it, the fixer last;
+    // the readers, with more touches each, come after the writers.
+    let e = explain_text(j.store(), &edited, false);
+    assert_eq!(keys(&e)[..2], ["claude:fixer", "claude:author"], "{e:#?}");
+    assert!(e.sessions[2..].iter().all(|s| s.wrote.is_none() && s.session.starts_with("claude:reader")), "{e:#?}");
+    assert!(e.sessions[2].touch_count > e.sessions[1].touch_count, "readers touched it more often: {e:#?}");
+    // Lines the author wrote and the fixer kept as context: the author.
+    let e = explain_text(j.store(), &lines(&edited, 1, 3), false);
+    assert_eq!(keys(&e)[0], "claude:author", "{e:#?}");
+    assert_eq!(e.sessions[0].wrote, Some("span"));
+}

@@ -2,23 +2,32 @@
 //! transcript around each moment they touched it (seed 003, "Query
 //! Algorithm").
 //!
-//! 1. The span's text is fingerprinted: its winnowed fingerprints `W` (the
-//!    denominator of every confidence) and all its k-grams `A` (looked up,
-//!    so that every fingerprint a stored text selected inside the shared
-//!    words is found).
-//! 2. **Direct**: each event holding some of `A` is a touch when it holds at
-//!    least [`DIRECT_FLOOR`] of `|W|` (and two fingerprints): the share is
-//!    the touch's confidence.
-//! 3. **Lineage**: the edits that wrote the span (their tool call or result
-//!    is a touch, and their written side holds the span) are traversed
-//!    backwards, breadth first: an edge into a span is followed when it is
-//!    lineage at `min_confidence` or more, or an agent's link (always);
-//!    the older span's fingerprints are looked up like the query (their
-//!    touches are lineage touches), and the edits that wrote *them* continue
-//!    the walk. At most `max_fanout` edges per span (best first), `max_edges`
-//!    in all, `max_depth` deep. An agent's link declared for the target's
-//!    place is followed even when the apply could not resolve it.
-//! 4. **Order**: sessions by touch count, then most recent touch, then key.
+//! 1. The span's text is fingerprinted ([`fingerprint::Evidence`]): its
+//!    winnowed fingerprints, all its k-grams and its line hashes. It is
+//!    looked up by its line hashes and, when short (at most
+//!    [`SHORT_KGRAMS`] k-grams), all its k-grams, else its winnowed
+//!    fingerprints ([`Probe`]).
+//! 2. **Direct**: each event holding at least [`MIN_EVIDENCE`] of those
+//!    keys (one shared hash is no match) is a touch when it holds at least
+//!    [`DIRECT_FLOOR`] of what it could: an edit is indexed by every k-gram
+//!    and line it wrote, so its share is of all the keys; another text by
+//!    its winnowed fingerprints, so its share is of the span's winnowed
+//!    count. An edit that wrote at least [`WRITE_FLOOR`] of the span
+//!    *wrote* it.
+//! 3. **Lineage**: the edits that wrote the span (touches themselves, or
+//!    their tool call or result is a touch, and their written side holds
+//!    the span) are traversed backwards, breadth first: an edge into a span
+//!    is followed when it is lineage at `min_confidence` or more, or an
+//!    agent's link (always); the older span's fingerprints are looked up
+//!    like the query (their touches are lineage touches), and the edits that
+//!    wrote *them* continue the walk. At most `max_fanout` edges per span
+//!    (best first), `max_edges` in all, `max_depth` deep. An agent's link
+//!    declared for the target's place is followed even when the apply could
+//!    not resolve it.
+//! 4. **Order**: the sessions that wrote the span first, the latest writer
+//!    first; then those that wrote an older version of it (through
+//!    lineage), the latest first; then the others by touch count, then most
+//!    recent touch; then key.
 //! 5. **Continuations**: a returned session whose first messages carry over
 //!    an earlier session's last ones (same project, started before; harness
 //!    scaffolding excluded; a compaction summary adds
@@ -48,6 +57,19 @@ use crate::storage::tape::{Frame, Lsn, Snapshot};
 
 /// Share of the span's fingerprints an event must hold to touch it.
 pub const DIRECT_FLOOR: f32 = 0.25;
+/// Share of the span's keys an edit's written text must hold for the edit
+/// to have written the span.
+pub const WRITE_FLOOR: f32 = 0.25;
+/// Fingerprints an event must share with a span to touch it (with `all`,
+/// one is enough).
+pub const MIN_EVIDENCE: usize = 2;
+/// A span with at most this many k-grams is looked up by all of them (a
+/// text holding it may have selected any); a longer one by its winnowed
+/// fingerprints.
+pub const SHORT_KGRAMS: usize = 64;
+/// Most line hashes, and most k-grams, one span is looked up by (the
+/// smallest values: a consistent sample).
+pub const MAX_KEYS: usize = 160;
 /// Lineage edges at or above this confidence are traversed by default.
 pub const MIN_CONFIDENCE: f32 = 0.50;
 /// Share of a session's head found in an earlier session's tail that makes
@@ -159,7 +181,7 @@ pub struct TargetInfo {
     /// Last line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub end: Option<u32>,
-    /// Its winnowed fingerprints.
+    /// The fingerprints (line hashes and k-grams) it was looked up by.
     pub fingerprints: usize,
 }
 
@@ -182,6 +204,10 @@ pub struct SessionEvidence {
     pub confidence: f32,
     /// `direct`, `lineage` or `continuation`: how the session was reached.
     pub via: &'static str,
+    /// `span` when one of its edits wrote the span, `lineage` when one wrote
+    /// an older version of it (absent when it only read or discussed it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wrote: Option<&'static str>,
     /// When reached across a continuation: which session it continues into.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub continuation: Option<Continuation>,
@@ -192,6 +218,8 @@ pub struct SessionEvidence {
     pub windows: Vec<Window>,
     #[serde(skip)]
     latest_ms: i64,
+    #[serde(skip)]
+    latest_write_ms: i64,
 }
 
 /// A crossing from a later session back into the one it continues.
@@ -229,6 +257,10 @@ pub struct Touch {
     pub via: &'static str,
     /// Edges between the target and the span this touch matched.
     pub depth: usize,
+    /// The event is an edit that wrote (at `depth` 0) the span, or (deeper)
+    /// the older span it matched.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub wrote: bool,
     #[serde(skip)]
     lsn: Lsn,
     #[serde(skip)]
@@ -357,6 +389,60 @@ struct Walk<'a> {
     out: Explanation,
     info: HashMap<Lsn, EventInfo>,
     tails: Tails,
+    /// Postings counted per probe already looked up (the same older span
+    /// is often reached from many edits).
+    memo: HashMap<Vec<i64>, std::rc::Rc<Vec<(Lsn, u32)>>>,
+}
+
+/// What one span is looked up by.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Probe {
+    /// The keys (sorted): line hashes and k-grams.
+    keys: Vec<i64>,
+    /// How many of the keys an ordinary indexed text (winnowed) holding the
+    /// whole span shares with them, about: the denominator of its share.
+    winnowed: usize,
+}
+
+impl Probe {
+    /// A text's probe: its line hashes and, when short, all its k-grams, else
+    /// its winnowed fingerprints.
+    fn of_text(e: &fingerprint::Evidence) -> Probe {
+        let short = e.kgrams.len() <= SHORT_KGRAMS;
+        let kgrams = if short { &e.kgrams } else { &e.winnowed };
+        Probe::new(&e.lines, kgrams, e.winnowed.len())
+    }
+
+    /// The probe of a span known by its dense set (an edit's side): its line
+    /// hashes and, when short, all its k-grams, else the smallest of them,
+    /// as many as winnowing would select (small values are the ones windows
+    /// select, so texts holding the span hold most of them).
+    fn of_dense(dense: &[i64]) -> Probe {
+        let (lines, kgrams): (Vec<i64>, Vec<i64>) = dense.iter().partition(|&&v| fingerprint::is_line(v));
+        let expected = (kgrams.len() * 2).div_ceil(fingerprint::W + 1);
+        if kgrams.len() <= SHORT_KGRAMS {
+            Probe::new(&lines, &kgrams, expected)
+        } else {
+            Probe::new(&lines, &kgrams[..expected], expected)
+        }
+    }
+
+    fn new(lines: &[i64], kgrams: &[i64], winnowed: usize) -> Probe {
+        // Sorted values: the first ones are the smallest.
+        let mut keys: Vec<i64> = kgrams.iter().take(MAX_KEYS).copied().collect();
+        keys.extend(lines.iter().take(MAX_KEYS));
+        keys.sort_unstable();
+        keys.dedup();
+        Probe { keys, winnowed: winnowed.clamp(1, MAX_KEYS) }
+    }
+}
+
+/// An event found holding a probe's keys.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Found {
+    lsn: Lsn,
+    confidence: f32,
+    wrote: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -451,6 +537,7 @@ pub fn explain(store: &Store, tapes: Option<&Snapshot>, target: &Target, opts: &
         out: Explanation::default(),
         info: HashMap::new(),
         tails: Tails::default(),
+        memo: HashMap::new(),
     };
     walk.out.target = TargetInfo {
         expanded_from: None,
@@ -471,20 +558,39 @@ pub fn explain(store: &Store, tapes: Option<&Snapshot>, target: &Target, opts: &
              run `engram-ingestor replay` to index them"
         ));
     }
-    let w = walk.fp.fingerprints([target.text.as_str()]);
-    let a = walk.fp.all_kgrams(&target.text);
-    walk.out.target.fingerprints = w.len();
-    if a.is_empty() {
-        walk.out.warnings.push(format!("the span has fewer than {} words: nothing to fingerprint", fingerprint::K));
+    let version: u32 = conn
+        .query_row("SELECT value FROM engram_state WHERE key = 'provenance_version'", [], |r| r.get::<_, String>(0))
+        .optional()
+        .sql("read provenance_version")?
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(fingerprint::VERSION);
+    if version < fingerprint::VERSION {
+        walk.out.warnings.push(
+            "the evidence index was built by an older version (without line hashes or what edits wrote): \
+             run `engram-ingestor replay` to rebuild it"
+                .to_owned(),
+        );
+    }
+    let evidence = walk.fp.evidence(&target.text);
+    let probe = Probe::of_text(&evidence);
+    walk.out.target.fingerprints = probe.keys.len();
+    if probe.keys.len() < MIN_EVIDENCE && !opts.all {
+        walk.out.warnings.push(format!(
+            "the span has too few words to fingerprint: it needs {} words in a row, or {} lines of {} words",
+            fingerprint::K,
+            MIN_EVIDENCE,
+            fingerprint::LINE_MIN_TOKENS
+        ));
         return Ok(walk.out);
     }
-    let direct = walk.lookup(&a, w.len().max(1))?;
-    let seeds = walk.seeds(&direct, &w)?;
-    for (lsn, conf) in &direct {
-        walk.touch(*lsn, *conf, "direct", 0)?;
+    let dense = evidence.dense();
+    let direct = walk.lookup(&probe)?;
+    let seeds = walk.seeds(&direct, &dense)?;
+    for f in &direct {
+        walk.touch(*f, "direct", 0)?;
     }
     walk.lineage(seeds, target)?;
-    walk.tombstones(target, &w)?;
+    walk.tombstones(target, &dense)?;
     let mut sessions = walk.sessions()?;
     walk.out.sessions_found = sessions.len();
     sessions.truncate(opts.limit);
@@ -500,27 +606,53 @@ pub fn explain(store: &Store, tapes: Option<&Snapshot>, target: &Target, opts: &
 }
 
 impl Walk<'_> {
-    /// Events holding `fps` (looked up one by one), with the share of
-    /// `denominator` each holds, those at the floor or above.
-    fn lookup(&mut self, fps: &[i64], denominator: usize) -> Result<Vec<(Lsn, f32)>> {
-        let mut hits: HashMap<Lsn, u32> = HashMap::new();
+    /// Postings of each key of `probe` counted per event (memoised).
+    fn count(&mut self, probe: &Probe) -> Result<std::rc::Rc<Vec<(Lsn, u32)>>> {
+        if let Some(hits) = self.memo.get(&probe.keys) {
+            return Ok(hits.clone());
+        }
+        let mut hits: HashMap<Lsn, u32, BuildHasherDefault<IntHasher>> = HashMap::default();
         let mut stmt =
             self.conn.prepare_cached("SELECT lsn FROM prov_postings WHERE fp = ?1").sql("prepare evidence lookup")?;
-        for f in fps {
+        for f in &probe.keys {
             let mut rows = stmt.query([f]).sql("evidence lookup")?;
             while let Some(row) = rows.next().sql("evidence lookup")? {
                 let lsn: i64 = row.get(0).sql("evidence lookup")?;
                 *hits.entry(lsn as Lsn).or_insert(0) += 1;
             }
         }
-        let (floor, min_hits) = if self.opts.all { (0.0, 1) } else { (DIRECT_FLOOR, denominator.min(2) as u32) };
-        let mut out: Vec<(Lsn, f32)> = hits
-            .into_iter()
-            .filter(|&(_, n)| n >= min_hits)
-            .map(|(l, n)| (l, (n as f32 / denominator as f32).min(1.0)))
-            .filter(|&(_, c)| c >= floor)
-            .collect();
-        out.sort_unstable_by_key(|&(l, _)| l);
+        let mut hits: Vec<(Lsn, u32)> = hits.into_iter().collect();
+        hits.sort_unstable();
+        let hits = std::rc::Rc::new(hits);
+        self.memo.insert(probe.keys.clone(), hits.clone());
+        Ok(hits)
+    }
+
+    /// Events holding at least [`MIN_EVIDENCE`] of `probe`'s keys, with
+    /// their share (see the module docs), those at the floor or above.
+    fn lookup(&mut self, probe: &Probe) -> Result<Vec<Found>> {
+        let hits = self.count(probe)?;
+        let (floor, min_hits) = if self.opts.all { (0.0, 1) } else { (DIRECT_FLOOR, MIN_EVIDENCE as u32) };
+        let keys = probe.keys.len().max(1) as f32;
+        let mut out = Vec::new();
+        for &(lsn, n) in hits.iter() {
+            // An ordinary text's share is the larger one: skip the event
+            // lookup for what cannot reach the floor either way.
+            let winnowed = (n as f32 / probe.winnowed as f32).min(1.0);
+            if n < min_hits || winnowed < floor {
+                continue;
+            }
+            let Some(info) = self.event_info(lsn)? else { continue };
+            let (confidence, wrote) = if info.kind == "code.edit" {
+                let share = (n as f32 / keys).min(1.0);
+                (share, share >= WRITE_FLOOR)
+            } else {
+                (winnowed, false)
+            };
+            if confidence >= floor {
+                out.push(Found { lsn, confidence, wrote });
+            }
+        }
         Ok(out)
     }
 
@@ -551,7 +683,8 @@ impl Walk<'_> {
     }
 
     /// Records a touch (the strongest, shallowest one per event wins).
-    fn touch(&mut self, lsn: Lsn, confidence: f32, via: &'static str, depth: usize) -> Result<()> {
+    fn touch(&mut self, found: Found, via: &'static str, depth: usize) -> Result<()> {
+        let Found { lsn, confidence, wrote } = found;
         let Some(info) = self.event_info(lsn)? else { return Ok(()) };
         let better = |t: &Touch| depth < t.depth || (depth == t.depth && confidence > t.confidence);
         if self.touches.get(&lsn).is_some_and(|t| !better(t)) {
@@ -568,6 +701,7 @@ impl Walk<'_> {
                 confidence,
                 via,
                 depth,
+                wrote,
                 lsn,
                 ts_ms: info.ts_ms,
             },
@@ -575,13 +709,17 @@ impl Walk<'_> {
         Ok(())
     }
 
-    /// Spans written by the edits among `touches` (through their tool call
-    /// or result) that hold `fps`: where the lineage walk starts.
-    fn seeds(&mut self, touches: &[(Lsn, f32)], fps: &[i64]) -> Result<Vec<Node>> {
+    /// Spans written by the edits among `touches` (the edits themselves, or
+    /// through their tool call or result) whose written side holds `fps` (a
+    /// dense set) at `min_confidence` or more: where the lineage walk starts.
+    fn seeds(&mut self, touches: &[Found], fps: &[i64]) -> Result<Vec<Node>> {
         let mut calls: Vec<(String, String)> = Vec::new();
-        for (lsn, _) in touches {
-            if let Some(i) = self.event_info(*lsn)?
-                && let Some(call) = i.call_id
+        let mut edits: Vec<i64> = Vec::new();
+        for f in touches {
+            let Some(i) = self.event_info(f.lsn)? else { continue };
+            if i.kind == "code.edit" {
+                edits.push(f.lsn as i64);
+            } else if let Some(call) = i.call_id
                 && matches!(i.kind.as_str(), "tool.call" | "tool.result")
             {
                 calls.push((i.session, call));
@@ -589,25 +727,44 @@ impl Walk<'_> {
         }
         calls.sort();
         calls.dedup();
-        let mut out = Vec::new();
-        let mut stmt = self
+        let mut candidates: Vec<(i64, Option<Vec<u8>>)> = Vec::new();
+        let mut by_call = self
             .conn
             .prepare_cached("SELECT lsn, after_fp FROM prov_spans WHERE session_key = ?1 AND call_id = ?2")
             .sql("prepare span lookup")?;
         for (session, call) in calls {
-            let rows: Vec<(i64, Option<Vec<u8>>)> = stmt
+            let rows: Vec<(i64, Option<Vec<u8>>)> = by_call
                 .query_map(params![session, call], |r| Ok((r.get(0)?, r.get(1)?)))
                 .and_then(|r| r.collect())
                 .sql("span lookup")?;
-            for (lsn, after) in rows {
-                let after = after.map(|b| fingerprint::decode(&b)).unwrap_or_default();
-                if !after.is_empty() && fingerprint::containment(fps, &after) >= self.opts.min_confidence {
-                    out.push((lsn, "after"));
+            candidates.extend(rows);
+        }
+        let mut by_lsn =
+            self.conn.prepare_cached("SELECT after_fp FROM prov_spans WHERE lsn = ?1").sql("prepare span lookup")?;
+        for lsn in edits {
+            let after: Option<Option<Vec<u8>>> = by_lsn.query_row([lsn], |r| r.get(0)).optional().sql("span lookup")?;
+            candidates.push((lsn, after.flatten()));
+        }
+        candidates.sort_unstable_by_key(|c| c.0);
+        candidates.dedup_by_key(|c| c.0);
+        // Copies of one text (the same edit replayed in many sessions) are
+        // compared once.
+        let mut held: HashMap<Vec<u8>, bool> = HashMap::new();
+        let mut out = Vec::new();
+        for (lsn, after) in candidates {
+            let Some(after) = after.filter(|a| !a.is_empty()) else { continue };
+            let holds = match held.get(&after) {
+                Some(&h) => h,
+                None => {
+                    let h = fingerprint::containment(fps, &fingerprint::decode(&after)) >= self.opts.min_confidence;
+                    held.insert(after, h);
+                    h
                 }
+            };
+            if holds {
+                out.push((lsn, "after"));
             }
         }
-        out.sort_unstable();
-        out.dedup();
         Ok(out)
     }
 
@@ -707,9 +864,9 @@ impl Walk<'_> {
         if fps.is_empty() {
             return Ok(());
         }
-        let hits = self.lookup(&fps, fps.len())?;
-        for (lsn, conf) in &hits {
-            self.touch(*lsn, *conf, "lineage", depth + 1)?;
+        let hits = self.lookup(&Probe::of_dense(&fps))?;
+        for f in &hits {
+            self.touch(*f, "lineage", depth + 1)?;
         }
         if from.1 == "after" {
             queue.push_back((from, depth + 1));
@@ -901,10 +1058,18 @@ impl Walk<'_> {
                 session,
                 via: "lineage",
                 latest_ms: i64::MIN,
+                latest_write_ms: i64::MIN,
                 ..SessionEvidence::default()
             });
             if t.via == "direct" {
                 s.via = "direct";
+            }
+            if t.wrote {
+                let what = if t.depth == 0 { "span" } else { "lineage" };
+                if s.wrote.is_none() || what == "span" {
+                    s.wrote = Some(what);
+                }
+                s.latest_write_ms = s.latest_write_ms.max(t.ts_ms);
             }
             s.confidence = s.confidence.max(t.confidence);
             s.latest_ms = s.latest_ms.max(t.ts_ms);
@@ -914,8 +1079,20 @@ impl Walk<'_> {
         for s in &mut out {
             s.touch_count = s.touches.len();
         }
+        // Writers of the span, then of its older versions (the latest
+        // writer first), then the sessions that read or discussed it.
+        let tier = |s: &SessionEvidence| match s.wrote {
+            Some("span") => 0,
+            Some(_) => 1,
+            None => 2,
+        };
         out.sort_by(|a, b| {
-            b.touch_count.cmp(&a.touch_count).then(b.latest_ms.cmp(&a.latest_ms)).then(a.session.cmp(&b.session))
+            tier(a)
+                .cmp(&tier(b))
+                .then(b.latest_write_ms.cmp(&a.latest_write_ms))
+                .then(b.touch_count.cmp(&a.touch_count))
+                .then(b.latest_ms.cmp(&a.latest_ms))
+                .then(a.session.cmp(&b.session))
         });
         Ok(out)
     }
@@ -1219,6 +1396,7 @@ fn tail_touch(conn: &Connection, session: &str, confidence: f32) -> Result<Optio
         confidence,
         via: "continuation",
         depth: 0,
+        wrote: false,
         lsn: lsn as Lsn,
         ts_ms,
     }))

@@ -19,9 +19,19 @@
 //! shorter than `K` tokens are never seen. A text with fewer than `W`
 //! k-grams keeps its smallest.
 //!
+//! **Line hashes** ([`lines`]): one hash per line of at least
+//! [`LINE_MIN_TOKENS`] words, over that line's words in order. They are the
+//! evidence of short spans, whose few k-grams winnowing may not select, and
+//! of the exact code an edit wrote: a span's [`Evidence`] is its winnowed
+//! fingerprints, all its k-grams and its line hashes, and the *dense* set
+//! (every k-gram and every line hash, [`Fingerprinter::dense`]) is what the
+//! spans of edits keep and what an edit's written text is indexed by.
+//!
 //! Fingerprints are stored as 47-bit values ([`stored`]): six bytes in a
-//! SQLite integer. The chance that an unrelated fingerprint collides with
-//! one of a query's is about one in 10^14 per pair.
+//! SQLite integer. A line hash is stored with bit 47 ([`LINE`]) set, so it
+//! never equals a k-gram's value and a set tells the two apart. The chance
+//! that an unrelated fingerprint collides with one of a query's is about one
+//! in 10^14 per pair.
 //!
 //! The hashes are computed here, by this code, so that they never change
 //! with a dependency's version: the index stores them. Changing [`K`],
@@ -32,8 +42,17 @@
 pub const K: usize = 5;
 /// Window size, in k-grams: any shared run of `W + K - 1` tokens is found.
 pub const W: usize = 12;
-/// Version of the tokenizer, hash and parameters; stored in the projection.
-pub const VERSION: u32 = 1;
+/// Version of the tokenizer, hashes, parameters and of what is indexed
+/// (version 2 added line hashes and the dense postings of edits); stored in
+/// the projection as `provenance_version`.
+pub const VERSION: u32 = 2;
+/// Bit set on the stored value of a line hash (above a k-gram's 47 bits).
+pub const LINE: i64 = 1 << 47;
+/// Lines with fewer words are not hashed (`}`, `else {`, `return;`).
+pub const LINE_MIN_TOKENS: usize = 2;
+/// Mixed into a line's hash so that a one-line text's line hash and its
+/// k-gram (five words) differ however the bits fall.
+const LINE_SALT: u64 = 0x6c69_6e65_6861_7368;
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -139,6 +158,21 @@ pub fn kgrams(tokens: &[u64], k: usize, out: &mut Vec<u64>) {
     }
 }
 
+/// One hash per line of `text` holding at least [`LINE_MIN_TOKENS`] words
+/// (a line-number gutter skipped), in order: the polynomial of the line's
+/// token hashes, salted, finalised with splitmix64. `scratch` is reused.
+pub fn lines(text: &str, scratch: &mut Vec<u64>, out: &mut Vec<u64>) {
+    for line in text.lines() {
+        scratch.clear();
+        tokens(line, scratch);
+        if scratch.len() < LINE_MIN_TOKENS {
+            continue;
+        }
+        let h = scratch.iter().fold(LINE_SALT, |h, &t| h.wrapping_mul(ROLL).wrapping_add(t));
+        out.push(mix(h));
+    }
+}
+
 /// Robust winnowing: the minimum of every window of `w` hashes (the
 /// rightmost on ties), each selected position recorded once, in order. A
 /// sequence shorter than one window selects its minimum.
@@ -190,6 +224,44 @@ pub fn stored(h: u64) -> i64 {
     (h >> 17) as i64
 }
 
+/// The value a line hash is stored as: its top 47 bits, with [`LINE`].
+pub fn stored_line(h: u64) -> i64 {
+    stored(h) | LINE
+}
+
+/// Whether a stored value is a line hash.
+pub fn is_line(v: i64) -> bool {
+    v & LINE != 0
+}
+
+/// What a span of text is looked up by, each sorted and without repeats.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Evidence {
+    /// Its winnowed fingerprints (what an ordinary indexed text holding
+    /// the span selected of it, about).
+    pub winnowed: Vec<i64>,
+    /// All its k-grams.
+    pub kgrams: Vec<i64>,
+    /// Its line hashes.
+    pub lines: Vec<i64>,
+}
+
+impl Evidence {
+    /// Every k-gram and line hash (the dense set), sorted.
+    pub fn dense(&self) -> Vec<i64> {
+        let mut out = Vec::with_capacity(self.kgrams.len() + self.lines.len());
+        out.extend_from_slice(&self.kgrams);
+        out.extend_from_slice(&self.lines);
+        out.sort_unstable();
+        out
+    }
+
+    /// Whether there is nothing to look up.
+    pub fn is_empty(&self) -> bool {
+        self.kgrams.is_empty() && self.lines.is_empty()
+    }
+}
+
 /// Reusable buffers for fingerprinting many texts.
 #[derive(Debug, Default)]
 pub struct Fingerprinter {
@@ -224,6 +296,48 @@ impl Fingerprinter {
         kgrams(&self.tokens, K, &mut self.grams);
         sorted_stored(&self.grams)
     }
+
+    /// The line hashes of `text` as stored values, sorted, without repeats.
+    pub fn line_hashes(&mut self, text: &str) -> Vec<i64> {
+        self.picked.clear();
+        lines(text, &mut self.tokens, &mut self.picked);
+        let mut out: Vec<i64> = self.picked.iter().map(|&h| stored_line(h)).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The winnowed fingerprints, k-grams and line hashes of `text`.
+    pub fn evidence(&mut self, text: &str) -> Evidence {
+        let winnowed = self.fingerprints([text]);
+        let kgrams = self.all_kgrams(text);
+        let lines = self.line_hashes(text);
+        Evidence { winnowed, kgrams, lines }
+    }
+
+    /// Every k-gram and every line hash of `text`, sorted, without repeats:
+    /// what the spans of edits keep and an edit's written text is indexed by.
+    pub fn dense(&mut self, text: &str) -> Vec<i64> {
+        let mut out = self.all_kgrams(text);
+        out.extend(self.line_hashes(text));
+        out.sort_unstable();
+        out
+    }
+}
+
+/// The values of sorted set `a` that are not in sorted set `b`.
+pub fn difference(a: &[i64], b: &[i64]) -> Vec<i64> {
+    let mut out = Vec::with_capacity(a.len());
+    let mut j = 0;
+    for &x in a {
+        while j < b.len() && b[j] < x {
+            j += 1;
+        }
+        if b.get(j) != Some(&x) {
+            out.push(x);
+        }
+    }
+    out
 }
 
 fn sorted_stored(hashes: &[u64]) -> Vec<i64> {
@@ -271,7 +385,8 @@ pub fn intersection(a: &[i64], b: &[i64]) -> usize {
     n
 }
 
-/// Encodes sorted fingerprints as a blob: little-endian 6-byte values.
+/// Encodes sorted fingerprints as a blob: little-endian 6-byte values (a
+/// line hash keeps its [`LINE`] bit, the 48th).
 pub fn encode(fps: &[i64]) -> Vec<u8> {
     let mut out = Vec::with_capacity(fps.len() * 6);
     for f in fps {
@@ -323,10 +438,39 @@ mod tests {
     }
 
     #[test]
+    fn line_hashes_read_words_and_skip_short_lines() {
+        let mut f = Fingerprinter::default();
+        let a = f.line_hashes("fn add(a: i32) -> i32 {\n    a + 1\n}\nelse {\n");
+        // `}` and `else {` have fewer than two words.
+        assert_eq!(a.len(), 2);
+        assert!(a.iter().all(|&v| is_line(v)));
+        // Gutters, indentation and punctuation do not change a line's hash.
+        assert_eq!(f.line_hashes("     1→fn add(a: i32) -> i32 {\n  2\ta + 1\n"), a);
+        // Word order does.
+        assert_ne!(f.line_hashes("1 + a"), f.line_hashes("a + 1"));
+        // A five-word line's hash is not its k-gram.
+        let one = "let total = items sum";
+        assert!(f.all_kgrams(one).iter().all(|k| !f.line_hashes(one).contains(k)));
+        let e = f.evidence("fn add(a: i32, b: i32) -> i32 {\n    a + b\n}");
+        assert_eq!((e.winnowed.len(), e.kgrams.len(), e.lines.len()), (1, 5, 2));
+        assert_eq!(e.dense(), f.dense("fn add(a: i32, b: i32) -> i32 {\n    a + b\n}"));
+    }
+
+    #[test]
+    fn difference_of_sorted_sets() {
+        assert_eq!(difference(&[1, 3, 5, 7], &[0, 3, 4, 7, 9]), vec![1, 5]);
+        assert_eq!(difference(&[1, 2], &[]), vec![1, 2]);
+        assert!(difference(&[], &[1]).is_empty());
+    }
+
+    #[test]
     fn blobs_round_trip() {
         let fps = fingerprints(&"the quick brown fox jumps over the lazy dog again and again ".repeat(20));
         assert_eq!(decode(&encode(&fps)), fps);
         assert!(fps.iter().all(|&f| (0..1i64 << 47).contains(&f)));
+        let dense = Fingerprinter::default().dense("the quick brown fox\njumps over the lazy dog\n");
+        assert!(dense.iter().any(|&v| is_line(v)));
+        assert_eq!(decode(&encode(&dense)), dense);
     }
 
     /// A naive winnowing: the rightmost minimum of each window, positions
@@ -372,6 +516,24 @@ mod tests {
             let mut fast = Vec::new();
             winnow(&h, w, &mut fast);
             prop_assert_eq!(fast, naive_winnow(&h, w));
+        }
+
+        /// Whole lines taken from a text have all their k-grams and line
+        /// hashes in the text's dense set: an edit that wrote them holds
+        /// all of a span's evidence.
+        #[test]
+        fn whole_lines_of_a_text_have_their_dense_set_in_it(
+            lines in prop::collection::vec(prop::collection::vec(vocabulary(), 0..8), 1..30),
+            from in 0usize..30,
+            len in 1usize..30,
+        ) {
+            let text: Vec<String> = lines.iter().map(|l| l.join(" ")).collect();
+            let from = from.min(text.len() - 1);
+            let to = (from + len).min(text.len());
+            let mut f = Fingerprinter::default();
+            let span = f.dense(&text[from..to].join("\n"));
+            let whole = f.dense(&text.join("\n"));
+            prop_assert_eq!(intersection(&span, &whole), span.len());
         }
 
         /// The paper's guarantee: two texts sharing a run of at least

@@ -1,8 +1,9 @@
 //! The provenance tables of the projection (migration 0008), kept by the
 //! apply: for every content event newly inserted into `session_events`,
 //! [`Indexer::event`] fingerprints its texts ([`texts`]) into the evidence
-//! index, and a `code.edit` with text also becomes a span with its lineage
-//! edge and, when its old text did not survive, a tombstone; a `span.link`
+//! index, and a `code.edit` with text is indexed by what it wrote and also
+//! becomes a span with its lineage edge and, when its old text did not
+//! survive, a tombstone; a `span.link`
 //! becomes an agent link. Everything depends only on the events applied so
 //! far, in log order, so replay builds the same tables as incremental
 //! application, however the events are batched.
@@ -27,13 +28,13 @@ const POSTING_ROWS: usize = 128;
 /// Messages of a session whose fingerprints make its head.
 pub const HEAD_EVENTS: i64 = 8;
 
-/// The texts of an event that are fingerprinted into the evidence index:
-/// messages (except what Engram itself injected), tool arguments (every
-/// string in them; a string holding JSON is read as JSON), tool output and
-/// metadata text. Reads (`code.read`: the text is in the tool result),
-/// links and edits add no postings: an edit's two sides are in its tool
-/// call's arguments (posted with the call), and their fingerprints are kept
-/// with the span (`prov_spans`), found from the call by its `call_id`.
+/// The texts of an event that are fingerprinted (winnowed) into the
+/// evidence index: messages (except what Engram itself injected), tool
+/// arguments (every string in them; a string holding JSON is read as JSON),
+/// tool output and metadata text. Reads (`code.read`: the text is in the
+/// tool result) and links add no postings. An edit is indexed by what it
+/// wrote, densely (see [`Indexer::event`]); the dense sets of its two sides
+/// are kept with the span (`prov_spans`).
 pub fn texts(body: &Body) -> Vec<Cow<'_, str>> {
     let mut out = Vec::new();
     match body {
@@ -153,9 +154,12 @@ pub struct Indexer {
 }
 
 impl Indexer {
-    /// Indexes one content event just inserted into `session_events` at `lsn`.
-    /// With `direct`, postings are written now (an event applied in its own
-    /// savepoint); otherwise they wait for [`Indexer::flush`].
+    /// Indexes one content event just inserted into `session_events` at `lsn`:
+    /// the winnowed fingerprints of its [`texts`], and for a `code.edit` with
+    /// text its span and the dense set of what it wrote (every k-gram and
+    /// line hash of its new text its old text lacks). With `direct`,
+    /// postings are written now (an event applied in its own savepoint);
+    /// otherwise they wait for [`Indexer::flush`].
     pub fn event(&mut self, conn: &Connection, lsn: Lsn, event: &Event, direct: bool) -> rusqlite::Result<()> {
         let lsn = lsn as i64;
         let texts = texts(&event.body);
@@ -225,8 +229,13 @@ impl Indexer {
             .flatten();
         let file = normalize_path(e.move_to.as_deref().unwrap_or(&e.file), cwd.as_deref());
         let before_file = normalize_path(&e.file, cwd.as_deref());
-        let before = e.before_text.as_deref().map(|t| self.fp.fingerprints([t])).unwrap_or_default();
-        let after = e.after_text.as_deref().map(|t| self.fp.fingerprints([t])).unwrap_or_default();
+        let before = e.before_text.as_deref().map(|t| self.fp.dense(t)).unwrap_or_default();
+        let after = e.after_text.as_deref().map(|t| self.fp.dense(t)).unwrap_or_default();
+        // What the edit wrote: the k-grams and lines of its new text that
+        // its old text did not have (a hunk's context lines are in both).
+        // Every one is posted, so that any span of the written code, however
+        // short, finds the edit by all of its evidence.
+        self.postings.extend(fingerprint::difference(&after, &before).into_iter().map(|f| (f, lsn)));
         let similarity = (!before.is_empty() && !after.is_empty()).then(|| fingerprint::jaccard(&before, &after));
         let range = |r: Option<[u32; 2]>| (r.map(|r| i64::from(r[0])), r.map(|r| i64::from(r[1])));
         let (bs, be) = range(e.before_range);

@@ -39,6 +39,7 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
     (8, "provenance", include_str!("../../../../migrations/0008_provenance.sql")),
     (9, "knowledge", include_str!("../../../../migrations/0009_knowledge.sql")),
     (11, "session_audit", include_str!("../../../../migrations/0011_session_audit.sql")),
+    (12, "provenance_v2", include_str!("../../../../migrations/0012_provenance_v2.sql")),
     (13, "score_coverage", include_str!("../../../../migrations/0013_score_coverage.sql")),
 ];
 
