@@ -199,7 +199,7 @@ pub fn json_object_in(text: &str) -> Result<Vec<u8>, String> {
             && v.is_object()
         {
             let end = start + values.byte_offset();
-            return Ok(t[start..end].as_bytes().to_vec());
+            return Ok(t.as_bytes()[start..end].to_vec());
         }
     }
     Err(format!("the answer holds no JSON object: {}", quote(t)))
