@@ -210,6 +210,20 @@ pub struct Exchange {
     pub answer: Result<Vec<u8>, ModelError>,
 }
 
+/// Why a call was not made now (the work waits for a later pass).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NotNow {
+    /// Another process holds the data home's model call lock.
+    #[error("another model call of this data home is running")]
+    Busy,
+    /// The daily budget is spent, or the call cannot be counted.
+    #[error(transparent)]
+    Budget(#[from] budget::ReserveError),
+    /// The lock cannot be taken.
+    #[error("cannot take the model call lock: {0}")]
+    Lock(String),
+}
+
 /// The instructions every preset's prompt starts with.
 const PREAMBLE: &str = "You are one step of Engram, a memory for coding agents; a program calls you, not a \
 person. Do not use tools. Read the task and the input, then answer with exactly one JSON object as the task \
@@ -287,6 +301,34 @@ impl<'c> ModelClient<'c> {
             }
         };
         Exchange { sent: prompt, raw, answer }
+    }
+
+    /// [`Self::ask`], counted against the daily budget of `purpose` first
+    /// (the caller holds the single-flight lock, [`budget::single_flight`]).
+    pub fn ask_counted(
+        &self,
+        paths: &Paths,
+        purpose: &str,
+        now: crate::base::time::Ts,
+        instructions: &str,
+        request: &Value,
+    ) -> Result<Exchange, NotNow> {
+        budget::reserve(paths, purpose, self.config.daily_calls, now)?;
+        Ok(self.ask(instructions, request))
+    }
+
+    /// [`Self::ask_counted`] under the single-flight lock, waited for up to `wait`.
+    pub fn ask_metered(
+        &self,
+        paths: &Paths,
+        purpose: &str,
+        wait: Duration,
+        now: crate::base::time::Ts,
+        instructions: &str,
+        request: &Value,
+    ) -> Result<Exchange, NotNow> {
+        let _lock = budget::single_flight(paths, wait).map_err(|e| NotNow::Lock(e.to_string()))?.ok_or(NotNow::Busy)?;
+        self.ask_counted(paths, purpose, now, instructions, request)
     }
 
     fn ask_openai(&self, instructions: &str, json: &str) -> Exchange {
