@@ -10,6 +10,11 @@
 //! resulting file is validated exactly as every binary reads it
 //! ([`Config::parse`]), and only then written, atomically. An unknown key, a
 //! value of the wrong type or out of range is a 400 and the file is untouched.
+//!
+//! The programs and servers Engram's models run on (`command`, `preset`,
+//! `model`, `base_url` of the extractor, the judge, the summariser, the dedup
+//! judge and the curator) are shown but never changed here ([`file_only`]):
+//! what runs on the user's machine is set in `config.toml` or the CLI only.
 
 use serde_json::{Map, Value, json};
 use shared::base::config::Config;
@@ -23,7 +28,11 @@ const SECTIONS: &[(&str, &str, &str)] = &[
     ("predictor", "Predictor", "The learned ranking: when it trains and how much influence it may earn (seed 002)."),
     ("privacy", "Privacy", "What is never recorded, and redaction of secrets."),
     ("scan", "Capture", "Where harness logs are read from, and when a quiet session counts as ended."),
-    ("extractor", "Memory extractor", "An optional local command that extracts memories (JSON in, JSON out)."),
+    (
+        "extractor",
+        "Memory extractor",
+        "An optional model that extracts memories: your claude or codex CLI, a server on this machine, or a command.",
+    ),
     ("judge", "Continuity judge", "An optional local command that judges what helped a finished session."),
     ("time", "Time", "The time zone of session-level signals (mornings, evenings, dates)."),
     (
@@ -112,8 +121,12 @@ const KEYS: &[Key] = &[
         None,
     ),
     ("scan.idle_end_minutes", "A session with no new content for this long is ended.", Some((1.0, 100_000.0))),
-    ("extractor.command", "Program and arguments, one per entry; empty means off.", None),
-    ("extractor.timeout_ms", "Kill the command after this long.", Some((1.0, 3_600_000.0))),
+    ("extractor.preset", "claude, codex or openai (set in config.toml only).", None),
+    ("extractor.model", "The model the preset asks for (set in config.toml only).", None),
+    ("extractor.base_url", "The openai preset's server on this machine (set in config.toml only).", None),
+    ("extractor.command", "Program and arguments, one per entry, instead of a preset (set in config.toml only).", None),
+    ("extractor.timeout_ms", "Stop waiting for the model after this long.", Some((1.0, 3_600_000.0))),
+    ("extractor.daily_calls", "Model calls a day at most.", Some((1.0, 1_000_000.0))),
     ("judge.command", "Program and arguments, one per entry; empty means off.", None),
     ("judge.timeout_ms", "Kill the command after this long.", Some((1.0, 3_600_000.0))),
     ("time.timezone", "local (the system's) or an IANA name such as Europe/Paris.", None),
@@ -126,6 +139,17 @@ const KEYS: &[Key] = &[
     ),
     ("web.allowed_hosts", "Extra Host header values accepted (name:port), besides the loopback names.", None),
 ];
+
+/// Sections naming a program or server a model runs on.
+const MODEL_SECTIONS: &[&str] = &["extractor", "judge", "knowledge.summary", "knowledge.dedup", "knowledge.curation"];
+
+/// Whether `key` names a program or server a model runs on: set in
+/// `config.toml` or the CLI only, never through the web page.
+pub fn file_only(key: &str) -> bool {
+    key.rsplit_once('.').is_some_and(|(section, leaf)| {
+        MODEL_SECTIONS.contains(&section) && matches!(leaf, "command" | "preset" | "model" | "base_url")
+    })
+}
 
 /// A float that is exactly an `f32` printed as that `f32` would be (0.05, not 0.0500000007).
 fn tidy(v: Value) -> Value {
@@ -209,6 +233,7 @@ pub fn describe(paths: &Paths) -> ApiResult<Value> {
                     "value": lookup(&current, &key).cloned().unwrap_or(Value::Null),
                     "default": default,
                     "description": known.map(|k| k.1),
+                    "editable": !file_only(&key),
                     "min": known.and_then(|k| k.2).map(|r| r.0),
                     "max": known.and_then(|k| k.2).map(|r| r.1),
                 })
@@ -283,6 +308,12 @@ pub fn update(paths: &Paths, changes: &Value) -> ApiResult<Value> {
     })?;
     let defaults = defaults();
     for (key, value) in changes {
+        if file_only(key) {
+            return Err(ApiError::bad_request(format!(
+                "{key} names a program or server a model runs on: set it in {} (or with the CLI), not here",
+                file.display()
+            )));
+        }
         let default = match lookup(&defaults, key) {
             Some(Value::Object(_)) => {
                 return Err(ApiError::bad_request(format!("{key} is a section; name one of its settings")));
@@ -348,6 +379,34 @@ mod tests {
         for (s, _, _) in SECTIONS {
             assert!(d.get(s).is_some(), "{s}");
         }
+    }
+
+    #[test]
+    fn the_programs_and_servers_of_models_are_not_set_here() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        std::fs::write(paths.config(), "[extractor]\npreset = \"claude\"\n").unwrap();
+        for (key, value) in [
+            ("extractor.command", json!(["sh", "-c", "curl example.com"])),
+            ("extractor.preset", json!("codex")),
+            ("extractor.base_url", json!("http://127.0.0.1:1/v1")),
+            ("knowledge.dedup.command", json!(["x"])),
+            ("knowledge.curation.preset", json!("claude")),
+            ("knowledge.summary.model", json!("opus")),
+            ("judge.command", json!(["x"])),
+        ] {
+            let err = update(&paths, &json!({ key: value })).unwrap_err();
+            assert!(format!("{err:?}").contains("config.toml"), "{key}: {err:?}");
+        }
+        assert_eq!(std::fs::read_to_string(paths.config()).unwrap(), "[extractor]\npreset = \"claude\"\n");
+        // Their limits may be changed.
+        update(&paths, &json!({"extractor.daily_calls": 50, "knowledge.curation.timeout_ms": 9000})).unwrap();
+        let d = describe(&paths).unwrap();
+        let fields: Vec<&Value> =
+            d["sections"].as_array().unwrap().iter().flat_map(|s| s["fields"].as_array().unwrap()).collect();
+        let editable = |k: &str| fields.iter().find(|f| f["key"] == k).map(|f| f["editable"].clone());
+        assert_eq!(editable("extractor.preset"), Some(json!(false)));
+        assert_eq!(editable("extractor.daily_calls"), Some(json!(true)));
     }
 
     #[test]
