@@ -100,6 +100,12 @@ pub enum Command {
         #[arg(long, value_name = "KEY")]
         session: Option<String>,
     },
+    /// The extractor model (`[extractor]` in config.toml).
+    Extractor {
+        /// What to do.
+        #[command(subcommand)]
+        command: ExtractorCommand,
+    },
     /// What Engram knows of sessions.
     Session {
         /// What to do.
@@ -117,6 +123,22 @@ pub enum Command {
         /// `ingest` only: the queue the worker drains (one per transcript).
         #[arg(long, hide = true)]
         lane: Option<String>,
+    },
+}
+
+/// `extractor` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ExtractorCommand {
+    /// Show what the configured model returns for one recorded session: the
+    /// request sent, the raw answer, the memories parsed or why the answer
+    /// was refused. Records nothing; counts one call against the daily budget.
+    Test {
+        /// harness:id (default: the latest session with something to learn from).
+        #[arg(long, value_name = "KEY")]
+        session: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -785,6 +807,19 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
             }
             Ok(0)
         }
+        Command::Extractor { command: ExtractorCommand::Test { session, json } } => {
+            let config = Config::load(&env.paths.config()).context("read the configuration")?;
+            let probe = crate::probe::run(&env.paths, &config, session.as_deref(), env.now)?;
+            if json {
+                env.json(&probe)?;
+            } else {
+                env.write(&crate::probe::render(&probe))?;
+            }
+            match probe.error {
+                Some(e) => Err(Error::ExtractorResponse { reason: e }),
+                None => Ok(0),
+            }
+        }
         Command::Session { command: SessionCommand::Audit { session, limit, json } } => {
             let store = shared::storage::store::Store::open(&env.paths.db()).context("open the database")?;
             match session {
@@ -867,8 +902,32 @@ fn install(args: InstallArgs, env: &mut Env<'_>, add: bool) -> Result<u8, Error>
             };
             env.line(next)?;
         }
+        if add {
+            env.line(&extractor_hint(&env.paths, opts.target))?;
+        }
     }
     Ok(0)
+}
+
+/// The one line `install` prints about the extractor model: how to switch
+/// it on with the harness just installed, or which one is on.
+fn extractor_hint(paths: &Paths, target: crate::install::Target) -> String {
+    let config = Config::load(&paths.config()).unwrap_or_default();
+    if config.extractor.enabled() {
+        return format!(
+            "Extractor model: {} (`engram-ingestor extractor test` shows what it returns).",
+            config.extractor.describe()
+        );
+    }
+    let preset = match target {
+        crate::install::Target::Claude => "claude",
+        crate::install::Target::Codex => "codex",
+    };
+    format!(
+        "Optional: to have your {preset} CLI extract lessons too, add `[extractor] preset = \"{preset}\"` to {} \
+         (off by default; `engram-ingestor extractor test` shows what it returns).",
+        paths.config().display()
+    )
 }
 
 fn tapes_list(env: &mut Env<'_>, json: bool) -> Result<u8, Error> {

@@ -14,16 +14,19 @@
 //! 3. **Judgement.** Without a judge (the default) pairs at or above
 //!    `merge_similarity` (0.95) are duplicates, grouped by union in bootstrap
 //!    mode and each unverified memory with its best verified match in
-//!    incremental mode. With the optional external command
-//!    (`knowledge.dedup.command`, off by default) the pairs go out in batches
-//!    of at most `batch_chars` characters of text; the answer
+//!    incremental mode. With the optional model (`knowledge.dedup.preset`
+//!    or `knowledge.dedup.command`, off by default; see
+//!    [`shared::base::model`]) the pairs go out in batches of at most
+//!    `batch_chars` characters of text (redacted), one model call at a time
+//!    per data home and at most `knowledge.dedup.daily_calls` a day; the answer
 //!    `{"groups":[{"ids":[…],"canonical_text":"…","confidence":0.9,"reason":"…"}],"no_match_ids":[…]}`
 //!    is validated strictly ([`validate`]): known ids only, no id twice,
 //!    groups of two or more, confidence in 0..=1, every unverified id
 //!    accounted for, in incremental mode at most one verified memory per
 //!    group. A batch whose answer fails counts an attempt on its unverified
 //!    memories (with the error) and is retried in a later run, up to
-//!    `max_attempts`.
+//!    `max_attempts`; a batch not sent (the daily budget spent, another
+//!    model call running too long) counts nothing and waits for a later run.
 //! 4. **Merge.** Each group is one `memory.merged` event (the merge log;
 //!    its apply is seed 000's merge semantics, one transaction): the
 //!    survivor is the verified member, else the one seen most often, else
@@ -38,6 +41,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 use shared::base::config::Config;
 use shared::base::ids::MemoryId;
+use shared::base::model::ModelClient;
 use shared::base::time::Ts;
 use shared::domain::knowledge::similarity::similar_memories;
 use shared::domain::memory::ops::MAX_TEXT;
@@ -102,6 +106,8 @@ pub struct PassReport {
     pub merges: Vec<MergeRecord>,
     /// Memories whose judgement failed this pass.
     pub failed: usize,
+    /// Memories whose batch was not sent (budget spent, model busy): left for a later run.
+    pub deferred: usize,
 }
 
 /// What a run did.
@@ -177,6 +183,9 @@ pub struct JudgeGroup {
     #[serde(default)]
     pub reason: String,
 }
+
+/// The budget's name for the judge.
+pub const PURPOSE: &str = "knowledge.dedup";
 
 const INSTRUCTIONS: &str = "These are memories of a coding agent. For each entry of `pairs`, decide whether the \
 unverified memory states the same lesson as any of its candidates (a conceptual duplicate, possibly worded \
@@ -310,6 +319,7 @@ pub fn run(journal: &mut Journal, config: &Config, opts: &DedupOptions, now: Ts)
             batches: 0,
             merges: Vec::new(),
             failed: 0,
+            deferred: 0,
         };
         if unverified.is_empty() {
             report.passes.push(pass_report);
@@ -339,6 +349,7 @@ pub fn run(journal: &mut Journal, config: &Config, opts: &DedupOptions, now: Ts)
         }
         let mut groups: Vec<(Vec<&Entry>, Option<String>, f32, String)> = Vec::new();
         let mut failed: BTreeMap<MemoryId, String> = BTreeMap::new();
+        let mut deferred: BTreeSet<String> = BTreeSet::new();
         if !judge.enabled() {
             // Union of pairs at or above the merge threshold (incremental: each
             // unverified memory with its best verified match only).
@@ -423,9 +434,22 @@ pub fn run(journal: &mut Journal, config: &Config, opts: &DedupOptions, now: Ts)
                     memories: memories.into_values().collect(),
                     pairs,
                 };
-                let answer = shared::base::command::run_json(&judge, &req)
-                    .map_err(|e| e.to_string())
-                    .and_then(|out| validate(&req, &out));
+                if !deferred.is_empty() {
+                    deferred.extend(req.pairs.iter().map(|p| p.id.clone()));
+                    continue;
+                }
+                let mut value = serde_json::to_value(&req).unwrap_or_default();
+                shared::storage::redact::redact_value(&mut value);
+                let client = ModelClient::new(&judge, journal.paths());
+                let wait = judge.timeout().saturating_mul(2);
+                let answer = match client.ask_metered(journal.paths(), PURPOSE, wait, now, INSTRUCTIONS, &value) {
+                    Err(e) => {
+                        tracing::warn!(error = %e, "dedup judge not asked; its memories wait for a later run");
+                        deferred.extend(req.pairs.iter().map(|p| p.id.clone()));
+                        continue;
+                    }
+                    Ok(x) => x.answer.map_err(|e| e.to_string()).and_then(|out| validate(&req, &out)),
+                };
                 match answer {
                     Ok(resp) => {
                         for g in resp.groups {
@@ -472,10 +496,15 @@ pub fn run(journal: &mut Journal, config: &Config, opts: &DedupOptions, now: Ts)
         }
         let verified: Vec<MemoryId> = unverified
             .iter()
-            .filter(|u| !merged_ids.contains(&u.id) && !failed.contains_key(&MemoryId(u.id.clone())))
+            .filter(|u| {
+                !merged_ids.contains(&u.id)
+                    && !failed.contains_key(&MemoryId(u.id.clone()))
+                    && !deferred.contains(&u.id)
+            })
             .map(|u| MemoryId(u.id.clone()))
             .collect();
         pass_report.failed = failed.len();
+        pass_report.deferred = deferred.len();
         let merges = pass_report.merges.len();
         report.absorbed += pass_report.merges.iter().map(|m| m.absorbed.len()).sum::<usize>();
         report.passes.push(pass_report);
@@ -509,6 +538,9 @@ pub fn render(r: &DedupReport) -> String {
             p.merges.len(),
             if p.failed > 0 { format!("; {} failed (retried next run)", p.failed) } else { String::new() },
         ));
+        if p.deferred > 0 {
+            out.push_str(&format!("  {} not sent to the judge (budget spent or model busy): next run\n", p.deferred));
+        }
         for m in &p.merges {
             out.push_str(&format!(
                 "  {} <- {} ({:.2}: {})\n",

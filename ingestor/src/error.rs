@@ -65,13 +65,13 @@ pub enum Error {
         limit: usize,
     },
     /// The external extractor's answer broke the response contract.
-    #[error("external extractor response rejected: {reason}")]
+    #[error("extractor answer refused: {reason}")]
     ExtractorResponse {
         /// What was wrong (first problem found).
         reason: String,
     },
     /// The external extractor could not be run, failed or timed out.
-    #[error("external extractor {command}: {reason}")]
+    #[error("extractor model {command}: {reason}")]
     Extractor {
         /// The program.
         command: String,

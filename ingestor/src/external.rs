@@ -24,8 +24,11 @@
 //!
 //! Turns are the session's learnable user messages, the agent's text replies
 //! and tool results, never injected, compacted, subagent-prompt or meta text;
-//! each is cut to 2 000 characters and the oldest are dropped to fit the byte
-//! budget. A request for one turn of a recorded session (seed 000
+//! each is redacted, cut to 2 000 characters, and the oldest are dropped to
+//! fit the byte budget. A turn touching a path of `privacy.exclude` (as the
+//! configuration says now, which may be more than when the session was
+//! recorded) is never sent: a tool result whose call names such a path or
+//! whose output was excluded when recorded, a message naming one. A request for one turn of a recorded session (seed 000
 //! "Per-Turn Pipeline", [`build_turn_request`]) carries about 2,000
 //! characters of prior context before the new turns; `new_from` is the index
 //! of the first new turn (0 when every turn is new).
@@ -36,7 +39,7 @@ use shared::storage::event::{Body, Event, INJECTION_OPEN, MemoryType};
 
 use crate::error::Error;
 use crate::extract::{Candidate, learnable_input};
-use crate::redact;
+use crate::redact::{self, EXCLUDED_MARKER, Privacy};
 use crate::scan::turn;
 
 /// Version of the request/response contract.
@@ -133,10 +136,31 @@ fn cut(text: &str) -> String {
     t
 }
 
-/// The turns of a session's events (see the module docs), oldest first.
-fn turns_of(events: &[Event]) -> Vec<Turn> {
+/// Whether a turn's text names a path whose contents are never sent.
+pub fn touches_excluded(privacy: &Privacy, text: &str) -> bool {
+    text.contains(EXCLUDED_MARKER) || privacy.command_touches(text).is_some()
+}
+
+/// The turns of a session's events (see the module docs), oldest first;
+/// `context` are earlier events whose tool calls may explain a result.
+fn turns_of<'e>(context: impl Iterator<Item = &'e Event>, events: &'e [Event], privacy: &Privacy) -> Vec<Turn> {
+    // Tool calls naming an excluded path: their results are never sent.
+    let mut touching: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for e in context.chain(events) {
+        if let Body::ToolCall(c) = &e.body
+            && (privacy.args_touch(&c.args).is_some() || c.args.to_string().contains(EXCLUDED_MARKER))
+        {
+            touching.insert(c.call_id.as_str());
+        }
+    }
     let mut turns: Vec<Turn> = Vec::new();
     for e in events {
+        if let Body::ToolResult(r) = &e.body
+            && !r.call_id.is_empty()
+            && touching.contains(r.call_id.as_str())
+        {
+            continue;
+        }
         let (role, text, tool, is_error) = match &e.body {
             Body::MsgIn(_) => match learnable_input(e) {
                 Some(t) => ("user", t.to_owned(), None, false),
@@ -150,7 +174,7 @@ fn turns_of(events: &[Event]) -> Vec<Turn> {
             }
             _ => continue,
         };
-        if text.trim().is_empty() {
+        if text.trim().is_empty() || touches_excluded(privacy, &text) {
             continue;
         }
         turns.push(Turn {
@@ -221,8 +245,8 @@ fn request<'e>(
 
 /// Builds the request for one session's events, within `max_bytes` of turn
 /// text (the most recent turns are kept): the batch pipeline, every turn new.
-pub fn build_request(events: &[Event], max_bytes: usize, max_memories: u32) -> ExtractorRequest {
-    let turns = fit(turns_of(events), max_bytes);
+pub fn build_request(events: &[Event], max_bytes: usize, max_memories: u32, privacy: &Privacy) -> ExtractorRequest {
+    let turns = fit(turns_of(std::iter::empty(), events, privacy), max_bytes);
     request(events.iter(), turns, 0, max_memories)
 }
 
@@ -231,13 +255,18 @@ pub fn build_request(events: &[Event], max_bytes: usize, max_memories: u32) -> E
 /// the newest kept), then those of `new` within [`turn::MAX_NEW_BYTES`];
 /// `new_from` says where the new ones start. `None` when the new text is
 /// under [`turn::MIN_NEW_CHARS`] characters: nothing worth a call.
-pub fn build_turn_request(prior: &[Event], new: &[Event], max_memories: u32) -> Option<ExtractorRequest> {
-    let fresh = turns_of(new);
+pub fn build_turn_request(
+    prior: &[Event],
+    new: &[Event],
+    max_memories: u32,
+    privacy: &Privacy,
+) -> Option<ExtractorRequest> {
+    let fresh = turns_of(prior.iter(), new, privacy);
     let new_chars: usize = fresh.iter().map(|t| t.text.chars().count()).sum();
     if new_chars < turn::MIN_NEW_CHARS {
         return None;
     }
-    let mut turns = turns_of(prior);
+    let mut turns = turns_of(std::iter::empty(), prior, privacy);
     let start = turn::suffix_start(&turns, turn::CONTEXT_CHARS, |t: &Turn| t.text.chars().count());
     turns.drain(..start);
     let new_from = turns.len();

@@ -17,7 +17,8 @@
 //! - [`patch`]: `apply_patch`, unified diff and `structuredPatch` hunks.
 //! - [`extract`]: friction-moment memory extraction; [`dedup`]: merging
 //!   near-duplicates at write time; [`dedup_run`]: seed 000's dedup pipeline;
-//!   [`external`]: the external extractor's JSON contract.
+//!   [`external`]: the external extractor's JSON contract; [`runner`]: asking
+//!   the extractor model; [`probe`]: `extractor test`; [`spans`]: the spans it answered for or must be asked again.
 //! - [`hook`]: the write-side hooks and their detached ingestion worker;
 //!   [`install`]: wiring hooks and the MCP server into Claude Code and Codex,
 //!   [`plugin`]: the Claude Code plugin with seed 004's skills, and
@@ -43,6 +44,7 @@ pub mod install;
 pub mod memories;
 pub mod patch;
 pub mod plugin;
+pub mod probe;
 pub mod quickstart;
 pub mod record;
 pub mod redact;
@@ -50,6 +52,7 @@ pub mod render;
 pub mod runner;
 pub mod scan;
 pub mod schedule;
+pub mod spans;
 pub mod tapes;
 
 pub use error::Error;

@@ -265,8 +265,25 @@ pub fn scan_summary(s: &ScanSummary) -> String {
         let list: Vec<String> = t.unknown_types.iter().map(|(k, v)| format!("{k} ({v})")).collect();
         let _ = writeln!(out, "unknown record types kept as opaque events: {}", short(&list.join(", "), 200));
     }
-    if s.extractor_runs > 0 {
-        let _ = writeln!(out, "external extractor: {} run(s), {} failed", s.extractor_runs, s.extractor_failures);
+    if s.extractor_runs > 0 || s.extractor_deferred > 0 || s.extractor_pending > 0 {
+        let _ = writeln!(
+            out,
+            "extractor model: {} call(s), {} failed, {} span(s) already answered, {} set aside, {} answered from earlier; {} waiting",
+            s.extractor_runs,
+            s.extractor_failures,
+            s.extractor_cached,
+            s.extractor_deferred,
+            s.extractor_retried,
+            s.extractor_pending
+        );
+    }
+    let c = &s.curation;
+    if c.curated + c.flushed > 0 {
+        let _ = writeln!(
+            out,
+            "curation: {} session(s) curated ({} kept, {} discarded, {} merged, {} knowledge extracted), {} saved as they were",
+            c.curated, c.kept, c.discarded, c.merged, c.knowledge_extracted, c.flushed
+        );
     }
     for u in &s.unrecognised {
         let _ = writeln!(out, "not recognised: {u}");

@@ -239,14 +239,14 @@ fn embeddings_decide_when_both_sides_have_one() {
 #[test]
 fn external_extractor_contract() {
     let events = main_session(SourceKind::ClaudeTranscript, "claude_session.jsonl", CLAUDE_1);
-    let req: ExtractorRequest = external::build_request(&events, 64 * 1024, 4);
+    let req: ExtractorRequest = external::build_request(&events, 64 * 1024, 4, &ingestor::redact::Privacy::default());
     let json = serde_json::to_string(&req).expect("json");
     assert!(json.contains("\"protocol\":1"));
     for banned in ["<engram-context>", "Fridays", "PLANTED", "ENVCONTENT"] {
         assert!(!json.contains(banned), "{banned} in request");
     }
     assert!(req.turns.iter().any(|t| t.role == "tool" && t.is_error));
-    let small = external::build_request(&events, 200, 4);
+    let small = external::build_request(&events, 200, 4, &ingestor::redact::Privacy::default());
     assert!(small.turns.len() < req.turns.len() && !small.turns.is_empty());
     assert_eq!(
         small.turns.last().map(|t| &t.text),
@@ -273,7 +273,7 @@ fn external_extractor_contract() {
         br#"{"memories":[{"text":"a","type":"fact"},{"text":"b","type":"fact"},{"text":"c","type":"fact"},{"text":"d","type":"fact"},{"text":"e","type":"fact"}]}"#,
     ] {
         let err = external::validate_response(&req, bad).expect_err("must reject");
-        assert!(err.to_string().starts_with("external extractor response rejected"), "{err}");
+        assert!(err.to_string().starts_with("extractor answer refused"), "{err}");
     }
 }
 

@@ -18,8 +18,15 @@
 //!    leave a prefix of a batch: the cursors, last, are then missing, the
 //!    files are read again from the old cursors, and what the prefix already
 //!    recorded is recognised by its ids, so nothing is lost or duplicated.
-//!    The optional external extractor runs per session here; its failures are
-//!    logged and counted, never fatal.
+//!    The optional extractor model runs per session here ([`Scanner::model`]):
+//!    a span it already answered for is not sent again; a span it could not
+//!    answer for now (another model call running, the daily budget spent, a
+//!    failure) is set aside ([`crate::spans`]) and asked again at the end of
+//!    the next scans, at most [`RETRIES_PER_SCAN`] a scan. The deterministic
+//!    extraction runs on every span whatever the model does.
+//!
+//! The logs of Engram's own model calls (a `claude -p` or `codex exec` run in
+//! the data home's `model/work`) are never read.
 //!
 //! SpecStory exports are found in the projects the projection knows (and,
 //! after the other sources, in those this scan was the first to see) and
@@ -102,6 +109,8 @@ impl Default for Limits {
 const EXTERNAL_BYTES: usize = 48 * 1024;
 /// Memories the external extractor may return per session.
 const EXTERNAL_MAX: u32 = 8;
+/// Spans set aside that one scan asks the model about again, at most.
+pub const RETRIES_PER_SCAN: usize = 8;
 
 /// What to scan.
 #[derive(Clone, Debug, PartialEq)]
@@ -118,8 +127,9 @@ pub struct ScanOptions {
     pub now: Ts,
     /// Chunk, line and batch sizes.
     pub limits: Limits,
-    /// Summarise ended sessions with the external summariser when one is
-    /// configured (the hooks' worker); a scan of history stays extractive.
+    /// Ask the models of the end of a session (the summariser, the
+    /// curator) when configured (the hooks' worker); a scan of history
+    /// stays extractive and saves the buffers as they are.
     pub external_summaries: bool,
     /// Each session read is one turn (the hooks' worker, on Stop): the
     /// external extractor follows seed 000's per-turn rules ([`turn`]).
@@ -258,8 +268,19 @@ pub struct ScanSummary {
     /// Turns not sent to the external extractor by seed 000's per-turn
     /// rules (a transcript under 10 KB, new content under 50 characters).
     pub extractor_skipped: u64,
+    /// Spans not sent because the model already answered for them.
+    pub extractor_cached: u64,
+    /// Spans set aside without a call (another model call running, the
+    /// daily budget spent): asked again by a later scan.
+    pub extractor_deferred: u64,
+    /// Spans set aside earlier that this scan asked again (and got an answer).
+    pub extractor_retried: u64,
+    /// Spans waiting for the model after this scan.
+    pub extractor_pending: u64,
     /// Ended sessions summarised (seed 004 "Summarization").
     pub sessions_summarized: u64,
+    /// The curation of ended sessions' buffers (seed 004 "Curation Agent").
+    pub curation: shared::domain::knowledge::curation::CurationReport,
     /// Paths given that are not a known log.
     pub unrecognised: Vec<String>,
     /// Stopped early by a shutdown request (what was read is recorded).
@@ -336,6 +357,11 @@ pub fn run(
         journal,
         enricher,
         config,
+        paths: paths.clone(),
+        spans: config.extractor.enabled().then(|| crate::spans::Spans::open(paths)),
+        model_lock: None,
+        answered_spans: Vec::new(),
+        asked_now: HashSet::new(),
         privacy: Rc::new(privacy),
         now: opts.now,
         per_turn: opts.per_turn,
@@ -395,12 +421,29 @@ pub fn run(
         }
     }
     if !scanner.summary.interrupted {
+        scanner.retry_set_aside()?;
+    }
+    if let Some(spans) = &scanner.spans {
+        scanner.summary.extractor_pending = spans.counts().0 as u64;
+    }
+    drop(scanner.model_lock.take());
+    if !scanner.summary.interrupted {
         let _passes = store_passes(paths, &mut scanner.journal)?;
         let t = Instant::now();
         let harnesses = if opts.harnesses.is_empty() { Harness::ALL.to_vec() } else { opts.harnesses.clone() };
         scanner.end_idle(&harnesses)?;
         scanner.summary.timings.idle_ms = ms(t);
-        // Summaries of the sessions that ended (seed 004): a failure costs only them.
+        // The curation of the buffers of the sessions that ended (seed 004),
+        // then their summaries: a failure costs only them.
+        match shared::domain::knowledge::curation::curate_ended(
+            &mut scanner.journal,
+            config,
+            opts.external_summaries,
+            opts.now,
+        ) {
+            Ok(r) => scanner.summary.curation = r,
+            Err(e) => tracing::warn!(error = %e, "cannot curate the ended sessions' buffers"),
+        }
         match shared::domain::knowledge::summary::summarize_ended(&mut scanner.journal, config, opts.external_summaries)
         {
             Ok(n) => scanner.summary.sessions_summarized = n as u64,
@@ -416,6 +459,16 @@ pub fn run(
     summary.last_lsn = scanner.journal.tape().lock().context("read the log position")?.last_lsn();
     summary.elapsed_ms = ms(started);
     Ok(summary)
+}
+
+/// Whether `file` is the log of one of Engram's own model calls (see
+/// [`shared::base::model::is_model_call_log`]): its first 4 KB name the
+/// data home's model directory as the working directory.
+fn model_call_log(file: &File, paths: &Paths) -> bool {
+    use std::os::unix::fs::FileExt as _;
+    let mut head = [0u8; 4096];
+    let n = file.read_at(&mut head, 0).unwrap_or(0);
+    shared::base::model::is_model_call_log(&head[..n], paths)
 }
 
 /// The directories the projection knows as projects or working directories:
@@ -492,6 +545,17 @@ struct Scanner<'c> {
     /// Environment detection of the sessions read.
     enricher: env::Enricher,
     config: &'c Config,
+    paths: Paths,
+    /// What the extractor model did with each span (when one is configured).
+    spans: Option<crate::spans::Spans>,
+    /// The data home's single-flight model lock, once this scan has it.
+    model_lock: Option<FileLock>,
+    /// Spans the model answered for in the batch being flushed: marked done
+    /// once their memories are on tape (a crash before asks again).
+    answered_spans: Vec<String>,
+    /// Spans this scan asked about (or set aside): not asked again by its
+    /// retry of the spans set aside earlier.
+    asked_now: HashSet<String>,
     privacy: Rc<Privacy>,
     now: Ts,
     per_turn: bool,
@@ -640,6 +704,11 @@ impl Scanner<'_> {
             return Ok(false);
         }
         let file = File::open(&src.path).map_err(|e| Error::io(&src.path, e))?;
+        if model_call_log(&file, &self.paths) {
+            tracing::debug!(file = %path, "the log of one of Engram's own model calls; not read");
+            self.summary.timings.read_ms += ms(t);
+            return Ok(false);
+        }
         let meta = file.metadata().map_err(|e| Error::io(&src.path, e))?;
         let size = meta.len();
         let mtime = mtime_ms(&meta);
@@ -1118,6 +1187,9 @@ impl Scanner<'_> {
             memories.extend(ex.events);
         }
         drop(lookup);
+        if self.config.knowledge.curation.enabled() {
+            memories = shared::domain::knowledge::curation::stage_pending(locked.store(), memories);
+        }
         let memories = Encoded::new(memories);
         let first_memory = batch.len();
         let (n_memories, n_total) = (memories.len(), batch.len() + memories.len() + cursors.len());
@@ -1133,18 +1205,14 @@ impl Scanner<'_> {
                 "events are on tape but not yet projected"
             );
         }
-        for m in &batch.events()[first_memory..first_memory + n_memories] {
-            if let Some(h) = m.session.as_ref().and_then(|s| Harness::from_name(s.harness())) {
-                let hs = self.harness(h);
-                match m.body {
-                    Body::MemoryAdded(_) => hs.memories_added += 1,
-                    Body::MemoryUpdated(_) => hs.memories_merged += 1,
-                    Body::MemoryStaged(_) => hs.memories_staged += 1,
-                    _ => {}
-                }
+        self.count_memories(&batch.events()[first_memory..first_memory + n_memories]);
+        self.summary.events_appended += n_total as u64;
+        let answered = std::mem::take(&mut self.answered_spans);
+        if let Some(spans) = self.spans.as_mut() {
+            for h in &answered {
+                spans.mark_done(h, self.now);
             }
         }
-        self.summary.events_appended += n_total as u64;
         for s in sessions {
             self.session_state.insert(s, true);
         }
@@ -1166,7 +1234,7 @@ impl Scanner<'_> {
         }
         let mut snapshot: Option<Snapshot> = None;
         let mut out = Vec::new();
-        let (mut runs, mut failures, mut skipped) = (0u64, 0u64, 0u64);
+        let mut skipped = 0u64;
         for (session, idx) in groups {
             let known_before =
                 self.session_state.get(session.as_str()) == Some(&true) && !pending.whole.contains(session);
@@ -1205,7 +1273,7 @@ impl Scanner<'_> {
                     let new_chars: usize = new.iter().map(turn::text_chars).sum();
                     let req = match turn::skip_external(bytes, new_chars) {
                         Some(why) => Err(why),
-                        None => external::build_turn_request(prior, &new, EXTERNAL_MAX)
+                        None => external::build_turn_request(prior, &new, EXTERNAL_MAX, &self.privacy)
                             .ok_or("new content under 50 characters"),
                     };
                     match req {
@@ -1217,29 +1285,230 @@ impl Scanner<'_> {
                         }
                     }
                 } else {
-                    external::build_request(&events, EXTERNAL_BYTES, EXTERNAL_MAX)
+                    let mut r = external::build_request(&events, EXTERNAL_BYTES, EXTERNAL_MAX, &self.privacy);
+                    // The span is the turns of the events new to the projection.
+                    let fresh: HashSet<&EventId> =
+                        idx.iter().filter(|&&i| pending.fresh[i]).map(|&i| &pending.events[i].id).collect();
+                    let from = r.turns.iter().position(|t| t.event_id.as_ref().is_some_and(|id| fresh.contains(id)));
+                    r.new_from = u32::try_from(from.unwrap_or(r.turns.len())).unwrap_or(u32::MAX);
+                    r
                 };
                 let mut req = req;
                 if req.project.is_none() {
                     req.project.clone_from(&project);
                 }
-                if req.turns.is_empty() {
+                if req.new_from as usize >= req.turns.len() {
                     continue;
                 }
-                runs += 1;
-                match runner::run_extractor(&self.config.extractor, &req) {
-                    Ok(cands) => out.push(cands),
+                if let Some(cands) = self.model(&req) {
+                    out.push(cands);
+                }
+            }
+        }
+        self.summary.extractor_skipped += skipped;
+        Ok(out)
+    }
+
+    /// Asks the extractor model about one request's span (see the module
+    /// docs): its candidates, or `None` when the span was answered before,
+    /// set aside, or answered badly.
+    fn model(&mut self, req: &external::ExtractorRequest) -> Option<Vec<extract::Candidate>> {
+        let spans = self.spans.as_mut()?;
+        let hash = crate::spans::span_hash(req);
+        if spans.is_done(&hash) {
+            self.summary.extractor_cached += 1;
+            return None;
+        }
+        self.asked_now.insert(hash.clone());
+        if self.model_lock.is_none() {
+            match shared::base::model::budget::single_flight(&self.paths, std::time::Duration::ZERO) {
+                Ok(Some(lock)) => {
+                    self.model_lock = Some(lock);
+                    // Another process may have answered it meanwhile.
+                    spans.refresh();
+                    if spans.is_done(&hash) {
+                        self.summary.extractor_cached += 1;
+                        return None;
+                    }
+                }
+                Ok(None) => {
+                    spans.set_aside(req, "another model call of this data home was running", false, self.now);
+                    self.summary.extractor_deferred += 1;
+                    return None;
+                }
+                Err(e) => {
+                    spans.set_aside(req, &format!("cannot take the model call lock: {e}"), false, self.now);
+                    self.summary.extractor_deferred += 1;
+                    return None;
+                }
+            }
+        }
+        let client = shared::base::model::ModelClient::new(&self.config.extractor, &self.paths);
+        match runner::ask(&client, &self.paths, self.now, req) {
+            Err(not_now) => {
+                tracing::info!(session = %req.session, reason = %not_now, "span set aside for the extractor model");
+                spans.set_aside(req, &not_now.to_string(), false, self.now);
+                self.summary.extractor_deferred += 1;
+                None
+            }
+            Ok(ran) => {
+                self.summary.extractor_runs += 1;
+                match ran.result {
+                    Ok(cands) => {
+                        self.answered_spans.push(hash);
+                        Some(cands)
+                    }
                     Err(e) => {
-                        failures += 1;
-                        tracing::warn!(session = %session, error = %e, "external extractor failed; continuing without it");
+                        self.summary.extractor_failures += 1;
+                        tracing::warn!(session = %req.session, error = %e, "extractor model failed; the span is asked again later");
+                        spans.set_aside(req, &e.to_string(), true, self.now);
+                        None
                     }
                 }
             }
         }
-        self.summary.extractor_runs += runs;
-        self.summary.extractor_failures += failures;
-        self.summary.extractor_skipped += skipped;
-        Ok(out)
+    }
+
+    /// Asks the extractor model again about spans set aside by earlier
+    /// scans (at most [`RETRIES_PER_SCAN`], oldest first, while the daily
+    /// budget lasts), with this scan's single-flight lock, and appends the
+    /// memories of those it answers.
+    fn retry_set_aside(&mut self) -> Result<(), Error> {
+        let Some(spans) = self.spans.as_mut() else { return Ok(()) };
+        if spans.pending().is_empty() {
+            return Ok(());
+        }
+        if self.model_lock.is_none() {
+            match shared::base::model::budget::single_flight(&self.paths, std::time::Duration::ZERO) {
+                Ok(Some(lock)) => self.model_lock = Some(lock),
+                _ => return Ok(()),
+            }
+        }
+        // Under the lock: what other processes answered meanwhile is known.
+        spans.refresh();
+        let spans = &*spans;
+        let client = shared::base::model::ModelClient::new(&self.config.extractor, &self.paths);
+        // (hash as sent, hash as set aside, candidates)
+        let mut answered: Vec<(String, String, Vec<extract::Candidate>)> = Vec::new();
+        let mut tries = 0usize;
+        for p in spans.pending() {
+            if spans.is_done(&p.hash) {
+                // Answered by another scan that read the same turns.
+                spans.drop_pending(&p.hash);
+                self.summary.extractor_cached += 1;
+                continue;
+            }
+            if self.asked_now.contains(&p.hash) {
+                continue;
+            }
+            if tries == RETRIES_PER_SCAN {
+                break;
+            }
+            tries += 1;
+            let mut req = p.restored();
+            // What privacy.exclude says now.
+            let new_from = req.new_from as usize;
+            let before = req.turns.len();
+            let mut kept = Vec::with_capacity(before);
+            let mut new_kept_from = None;
+            for (i, t) in req.turns.drain(..).enumerate() {
+                if external::touches_excluded(&self.privacy, &t.text) {
+                    continue;
+                }
+                if i >= new_from && new_kept_from.is_none() {
+                    new_kept_from = Some(kept.len());
+                }
+                kept.push(t);
+            }
+            req.turns = kept;
+            for (i, t) in req.turns.iter_mut().enumerate() {
+                t.index = u32::try_from(i).unwrap_or(u32::MAX);
+            }
+            let Some(from) = new_kept_from else {
+                // Every new turn is excluded now: nothing left to send.
+                spans.drop_pending(&p.hash);
+                continue;
+            };
+            req.new_from = u32::try_from(from).unwrap_or(u32::MAX);
+            let hash = crate::spans::span_hash(&req);
+            // A span whose turns changed is kept under its new hash.
+            let set_aside = |error: &str, failed: bool| {
+                spans.set_aside(&req, error, failed, self.now);
+                if hash != p.hash {
+                    spans.drop_pending(&p.hash);
+                }
+            };
+            match runner::ask(&client, &self.paths, self.now, &req) {
+                Err(not_now) => {
+                    tracing::info!(reason = %not_now, "spans set aside stay for a later scan");
+                    set_aside(&not_now.to_string(), false);
+                    break;
+                }
+                Ok(ran) => {
+                    self.summary.extractor_runs += 1;
+                    match ran.result {
+                        Ok(cands) => answered.push((hash.clone(), p.hash.clone(), cands)),
+                        Err(e) => {
+                            self.summary.extractor_failures += 1;
+                            tracing::warn!(session = %req.session, error = %e, "extractor model failed again on a span set aside");
+                            set_aside(&e.to_string(), true);
+                        }
+                    }
+                }
+            }
+        }
+        if answered.is_empty() {
+            return Ok(());
+        }
+        let mut hashes: Vec<(String, String)> = Vec::with_capacity(answered.len());
+        let mut groups: Vec<Vec<extract::Candidate>> = Vec::with_capacity(answered.len());
+        for (sent, earlier, cands) in answered {
+            hashes.push((sent, earlier));
+            groups.push(cands);
+        }
+        let t = Instant::now();
+        let mut locked = self.journal.locked().context("take the tape lock")?;
+        let lookup = StoreLookup::new(locked.store()).with_conflicts(self.config);
+        let mut memories = Vec::new();
+        for group in groups {
+            let ex = extract::resolve(group, &lookup);
+            lookup.note(&ex.events);
+            memories.extend(ex.events);
+        }
+        drop(lookup);
+        if self.config.knowledge.curation.enabled() {
+            memories = shared::domain::knowledge::curation::stage_pending(locked.store(), memories);
+        }
+        let batch = Encoded::new(memories);
+        locked.append_batch(&batch).context("append to the tape log")?;
+        drop(locked);
+        self.summary.timings.append_ms += ms(t);
+        self.summary.events_appended += batch.len() as u64;
+        self.count_memories(batch.events());
+        // Done only once their memories are on tape: a crash asks again.
+        if let Some(spans) = self.spans.as_mut() {
+            for (sent, earlier) in &hashes {
+                spans.mark_done(sent, self.now);
+                spans.drop_pending(earlier);
+            }
+        }
+        self.summary.extractor_retried += hashes.len() as u64;
+        Ok(())
+    }
+
+    /// Counts memory events by harness.
+    fn count_memories(&mut self, events: &[Event]) {
+        for m in events {
+            if let Some(h) = m.session.as_ref().and_then(|s| Harness::from_name(s.harness())) {
+                let hs = self.harness(h);
+                match m.body {
+                    Body::MemoryAdded(_) => hs.memories_added += 1,
+                    Body::MemoryUpdated(_) => hs.memories_merged += 1,
+                    Body::MemoryStaged(_) => hs.memories_staged += 1,
+                    _ => {}
+                }
+            }
+        }
     }
 
     /// Appends `session.ended` (reason `idle`) for sessions of `harnesses`

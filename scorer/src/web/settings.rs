@@ -17,6 +17,8 @@
 //! the page, so a setting that would let a page run a program or open the
 //! server to the network is set in `config.toml` or on the command line;
 //! the page shows them read-only and a change is a 403 naming the key.
+//! The model sections' `preset` and `model` (which program or server a
+//! model runs on) are locked likewise.
 
 use serde_json::{Map, Value, json};
 use shared::base::config::Config;
@@ -30,7 +32,11 @@ const SECTIONS: &[(&str, &str, &str)] = &[
     ("predictor", "Predictor", "The learned ranking: when it trains and how much influence it may earn (seed 002)."),
     ("privacy", "Privacy", "What is never recorded, and redaction of secrets."),
     ("scan", "Capture", "Where harness logs are read from, and when a quiet session counts as ended."),
-    ("extractor", "Memory extractor", "An optional local command that extracts memories (JSON in, JSON out)."),
+    (
+        "extractor",
+        "Memory extractor",
+        "An optional model that extracts memories: your claude or codex CLI, a server on this machine, or a command.",
+    ),
     ("judge", "Continuity judge", "An optional local command that judges what helped a finished session."),
     ("time", "Time", "The time zone of session-level signals (mornings, evenings, dates)."),
     (
@@ -119,8 +125,12 @@ const KEYS: &[Key] = &[
         None,
     ),
     ("scan.idle_end_minutes", "A session with no new content for this long is ended.", Some((1.0, 100_000.0))),
-    ("extractor.command", "Program and arguments, one per entry; empty means off.", None),
-    ("extractor.timeout_ms", "Kill the command after this long.", Some((1.0, 3_600_000.0))),
+    ("extractor.preset", "claude, codex or openai (set in config.toml only).", None),
+    ("extractor.model", "The model the preset asks for (set in config.toml only).", None),
+    ("extractor.base_url", "The openai preset's server on this machine (set in config.toml only).", None),
+    ("extractor.command", "Program and arguments, one per entry, instead of a preset (set in config.toml only).", None),
+    ("extractor.timeout_ms", "Stop waiting for the model after this long.", Some((1.0, 3_600_000.0))),
+    ("extractor.daily_calls", "Model calls a day at most.", Some((1.0, 1_000_000.0))),
     ("judge.command", "Program and arguments, one per entry; empty means off.", None),
     ("judge.timeout_ms", "Kill the command after this long.", Some((1.0, 3_600_000.0))),
     ("time.timezone", "local (the system's) or an IANA name such as Europe/Paris.", None),
@@ -133,6 +143,9 @@ const KEYS: &[Key] = &[
     ),
     ("web.allowed_hosts", "Extra Host header values accepted (name:port), besides the loopback names.", None),
 ];
+
+/// Sections naming a program or server a model runs on.
+const MODEL_SECTIONS: &[&str] = &["extractor", "judge", "knowledge.summary", "knowledge.dedup", "knowledge.curation"];
 
 /// Why `key` (a dotted setting) is set only in `config.toml` or on the
 /// command line, if it is: it names a program to run (a `command`, of the
@@ -157,6 +170,11 @@ pub fn locked(key: &str) -> Option<&'static str> {
         || leaf.ends_with("_host")
     {
         return Some("it names an endpoint Engram connects to");
+    }
+    if key.rsplit_once('.').is_some_and(|(section, leaf)| {
+        MODEL_SECTIONS.contains(&section) && matches!(leaf, "preset" | "model")
+    }) {
+        return Some("it chooses the program or server a model runs on");
     }
     None
 }
@@ -244,6 +262,7 @@ pub fn describe(paths: &Paths) -> ApiResult<Value> {
                     "value": lookup(&current, &key).cloned().unwrap_or(Value::Null),
                     "default": default,
                     "description": known.map(|k| k.1),
+                    "editable": locked.is_none(),
                     "min": known.and_then(|k| k.2).map(|r| r.0),
                     "max": known.and_then(|k| k.2).map(|r| r.1),
                     "locked": locked.is_some(),
@@ -452,6 +471,34 @@ mod tests {
         assert!(!locked_keys.iter().any(|k| k.ends_with("timeout_ms")), "{locked_keys:?}");
         update(&paths, &json!({"extractor.timeout_ms": 5000, "injection.prompt_k": 4})).unwrap();
         assert_eq!(Config::load(&paths.config()).unwrap().extractor.timeout_ms, 5000);
+    }
+
+    #[test]
+    fn the_programs_and_servers_of_models_are_not_set_here() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::at(dir.path());
+        std::fs::write(paths.config(), "[extractor]\npreset = \"claude\"\n").unwrap();
+        for (key, value) in [
+            ("extractor.command", json!(["sh", "-c", "curl example.com"])),
+            ("extractor.preset", json!("codex")),
+            ("extractor.base_url", json!("http://127.0.0.1:1/v1")),
+            ("knowledge.dedup.command", json!(["x"])),
+            ("knowledge.curation.preset", json!("claude")),
+            ("knowledge.summary.model", json!("opus")),
+            ("judge.command", json!(["x"])),
+        ] {
+            let err = update(&paths, &json!({ key: value })).unwrap_err();
+            assert!(format!("{err:?}").contains("config.toml"), "{key}: {err:?}");
+        }
+        assert_eq!(std::fs::read_to_string(paths.config()).unwrap(), "[extractor]\npreset = \"claude\"\n");
+        // Their limits may be changed.
+        update(&paths, &json!({"extractor.daily_calls": 50, "knowledge.curation.timeout_ms": 9000})).unwrap();
+        let d = describe(&paths).unwrap();
+        let fields: Vec<&Value> =
+            d["sections"].as_array().unwrap().iter().flat_map(|s| s["fields"].as_array().unwrap()).collect();
+        let editable = |k: &str| fields.iter().find(|f| f["key"] == k).map(|f| f["editable"].clone());
+        assert_eq!(editable("extractor.preset"), Some(json!(false)));
+        assert_eq!(editable("extractor.daily_calls"), Some(json!(true)));
     }
 
     #[test]

@@ -61,15 +61,34 @@ pub fn run_json<T: Serialize>(config: &CommandConfig, request: &T) -> Result<Vec
     run(&config.command, &input, Duration::from_millis(config.timeout_ms))
 }
 
+/// Where and with what environment a command runs (beyond the caller's own).
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// The working directory (the caller's when `None`).
+    pub cwd: Option<std::path::PathBuf>,
+    /// Variables set for the command, on top of the caller's environment.
+    pub env: Vec<(String, String)>,
+}
+
 /// Runs `argv` with `input` on stdin and returns its stdout, or an error when
 /// it cannot start, exits unsuccessfully, writes too much or outlives `timeout`.
 pub fn run(argv: &[String], input: &[u8], timeout: Duration) -> Result<Vec<u8>, CommandError> {
+    run_with(argv, input, timeout, &RunOptions::default())
+}
+
+/// [`run`] in the working directory and with the variables of `opts`.
+pub fn run_with(argv: &[String], input: &[u8], timeout: Duration, opts: &RunOptions) -> Result<Vec<u8>, CommandError> {
     let program = argv.first().cloned().unwrap_or_default();
     let fail = |reason: String| CommandError { command: program.clone(), reason };
     if program.is_empty() {
         return Err(fail("no command configured".into()));
     }
-    let mut child = Command::new(&program)
+    let mut cmd = Command::new(&program);
+    if let Some(dir) = &opts.cwd {
+        cmd.current_dir(dir);
+    }
+    cmd.envs(opts.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let mut child = cmd
         .args(&argv[1..])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

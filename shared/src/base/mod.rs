@@ -1,4 +1,4 @@
-//! Infrastructure: errors, ids, time, paths, files, config, commands,
+//! Infrastructure: errors, ids, time, paths, files, config, commands, model calls,
 //! JSON-RPC framing, logging and telemetry. Uses nothing else in the crate.
 
 pub mod base64;
@@ -10,6 +10,7 @@ pub mod hint;
 pub mod ids;
 pub(crate) mod json_scan;
 pub mod logging;
+pub mod model;
 pub mod paths;
 pub mod rpc;
 pub mod shell;

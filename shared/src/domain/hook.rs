@@ -288,12 +288,20 @@ pub fn read_stdin(max: usize) -> io::Result<Vec<u8>> {
 /// the environment, logging to the hooks log, stdin read (at most
 /// `max_input` bytes), and the body under `catch_unwind`. A failure or a
 /// panic is logged (with `hook`, the event's name) and gives `None`: a hook
-/// never breaks the agent.
+/// never breaks the agent. Inside one of Engram's own model calls
+/// ([`crate::base::model::in_model_call`]) it does nothing and gives `None`.
 pub fn guarded<T, E: std::fmt::Display>(
     hook: &str,
     max_input: usize,
     body: impl FnOnce(&[u8], &Paths) -> std::result::Result<T, E>,
 ) -> Option<T> {
+    if crate::base::model::in_model_call() {
+        // A harness run by one of Engram's own model calls: its sessions are
+        // not the user's, nothing is recorded or injected (the input is read
+        // so that the harness's write does not fail).
+        let _ = read_stdin(max_input);
+        return None;
+    }
     let paths = match Paths::from_env() {
         Ok(p) => p,
         Err(e) => {

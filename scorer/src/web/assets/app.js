@@ -1098,6 +1098,13 @@ function fieldEl(f, changed, errors, mark) {
     input.addEventListener('input', () => set(input.value === '' && (f.type === 'path' || f.type === 'string?') ? null : input.value));
     ctl = input;
   }
+  if (f.editable === false) {
+    // A program or server a model runs on: config.toml or the CLI only.
+    for (const el of [ctl, ...ctl.querySelectorAll('input, textarea')]) el.disabled = true;
+    row.append(h('label', { for: id }, f.key), h('div', { class: 'ctl' }, ctl),
+      h('div', { class: 'd' }, f.description || '', h('span', { class: 'muted' }, '  set in config.toml')), err);
+    return row;
+  }
   const reset = JSON.stringify(f.value) !== JSON.stringify(f.default)
     ? h('button', { type: 'button', class: 'small', onclick: () => { set(null); changed.set(f.key, null); row.classList.add('changed'); mark(); toast(`${f.key} will go back to its default (${JSON.stringify(f.default)})`); } }, 'Default')
     : null;

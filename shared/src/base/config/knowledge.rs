@@ -1,7 +1,8 @@
 //! The `[knowledge]` section of `config.toml` (seed 004 "Configuration":
 //! `conflictDetection`, `checkpoints`, `buffer`, `knowledgeGraph`; topic
-//! shifts; seed 000's dedup pipeline). Every key has a default; the optional
-//! external commands (LLM discovery, summaries, dedup judgements) are off.
+//! shifts; seed 000's dedup pipeline; seed 004's curation). Every key has a
+//! default; the optional models (LLM discovery, summaries, dedup
+//! judgements, curation) are off.
 //!
 //! ```toml
 //! [knowledge.conflicts]
@@ -12,11 +13,16 @@
 //!
 //! [knowledge.dedup]
 //! command = ["my-local-llm", "--dedup"]
+//!
+//! [knowledge.curation]
+//! preset = "claude"
+//! model = "haiku"
 //! ```
 
 use serde::{Deserialize, Serialize};
 
 use crate::base::command::CommandConfig;
+use crate::base::model::{DEFAULT_DAILY_CALLS, ModelConfig, Preset};
 
 /// The deepest a graph traversal may go, whatever the configuration says.
 pub const HARD_MAX_DEPTH: u32 = 10;
@@ -35,11 +41,13 @@ pub struct KnowledgeConfig {
     pub buffer: BufferConfig,
     /// Topic-shift detection at prompts.
     pub topic: TopicConfig,
-    /// Optional external session summariser (off by default; the summary is
-    /// then extractive).
-    pub summary: CommandConfig,
+    /// Optional model writing session summaries (off by default; the
+    /// summary is then extractive).
+    pub summary: ModelConfig,
     /// Seed 000's dedup pipeline.
     pub dedup: DedupConfig,
+    /// Seed 004's curation of the observation buffer at session end.
+    pub curation: CurationConfig,
 }
 
 /// `[knowledge.graph]`.
@@ -154,11 +162,19 @@ impl Default for TopicConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DedupConfig {
-    /// Optional external judge (an LLM command line; off by default: only
+    /// The judge's preset (see [`crate::base::model`]; off by default: only
     /// pairs above `merge_similarity` are merged).
+    pub preset: Option<Preset>,
+    /// The model the preset asks for.
+    pub model: Option<String>,
+    /// The server of the `openai` preset (loopback only).
+    pub base_url: Option<String>,
+    /// A judge program speaking Engram's JSON protocol (instead of a preset).
     pub command: Vec<String>,
-    /// Kill the judge after this long.
+    /// Stop waiting for the judge after this long.
     pub timeout_ms: u64,
+    /// Judge calls a day at most.
+    pub daily_calls: u32,
     /// Candidates below this similarity are never compared.
     pub min_similarity: f32,
     /// Candidates per unverified memory.
@@ -178,8 +194,12 @@ pub struct DedupConfig {
 impl Default for DedupConfig {
     fn default() -> Self {
         DedupConfig {
+            preset: None,
+            model: None,
+            base_url: None,
             command: Vec::new(),
             timeout_ms: 60_000,
+            daily_calls: DEFAULT_DAILY_CALLS,
             min_similarity: 0.5,
             top_k: 5,
             merge_similarity: DUPLICATE_SIMILARITY,
@@ -192,9 +212,74 @@ impl Default for DedupConfig {
 }
 
 impl DedupConfig {
-    /// The judge as an external command.
-    pub fn judge(&self) -> CommandConfig {
-        CommandConfig { command: self.command.clone(), timeout_ms: self.timeout_ms }
+    /// The judge's model.
+    pub fn judge(&self) -> ModelConfig {
+        ModelConfig {
+            preset: self.preset,
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            command: self.command.clone(),
+            timeout_ms: self.timeout_ms,
+            daily_calls: self.daily_calls,
+        }
+    }
+}
+
+/// `[knowledge.curation]` (seed 004 "Curation Agent"): with a model, the
+/// memories extracted during a session wait in the observation buffer
+/// (status `pending`) until the session ends, when the model keeps,
+/// discards or merges them and may extract knowledge from the session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CurationConfig {
+    /// The curator's preset (see [`crate::base::model`]; off by default:
+    /// nothing waits, every memory is saved as it is learned).
+    pub preset: Option<Preset>,
+    /// The model the preset asks for.
+    pub model: Option<String>,
+    /// The server of the `openai` preset (loopback only).
+    pub base_url: Option<String>,
+    /// A curator program speaking Engram's JSON protocol (instead of a preset).
+    pub command: Vec<String>,
+    /// Stop waiting for the curator after this long.
+    pub timeout_ms: u64,
+    /// Curation calls a day at most.
+    pub daily_calls: u32,
+    /// A session with fewer observations (tool uses) has its buffer saved
+    /// as it is, without asking the model (seed 004 `minObservations`).
+    pub min_observations: u32,
+}
+
+impl Default for CurationConfig {
+    fn default() -> Self {
+        CurationConfig {
+            preset: None,
+            model: None,
+            base_url: None,
+            command: Vec::new(),
+            timeout_ms: 60_000,
+            daily_calls: DEFAULT_DAILY_CALLS,
+            min_observations: 5,
+        }
+    }
+}
+
+impl CurationConfig {
+    /// The curator's model.
+    pub fn curator(&self) -> ModelConfig {
+        ModelConfig {
+            preset: self.preset,
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            command: self.command.clone(),
+            timeout_ms: self.timeout_ms,
+            daily_calls: self.daily_calls,
+        }
+    }
+
+    /// Curation is on (a model is configured).
+    pub fn enabled(&self) -> bool {
+        self.curator().enabled()
     }
 }
 
@@ -223,6 +308,9 @@ impl KnowledgeConfig {
                 self.topic.ask_threshold, self.topic.trust_threshold
             ));
         }
+        self.summary.validate("knowledge.summary")?;
+        self.dedup.judge().validate("knowledge.dedup")?;
+        self.curation.curator().validate("knowledge.curation")?;
         if self.conflicts.similarity_threshold > DUPLICATE_SIMILARITY {
             return Err(format!(
                 "knowledge.conflicts.similarity_threshold must not exceed the duplicate threshold {DUPLICATE_SIMILARITY}"

@@ -12,9 +12,14 @@
 //! exclude = ["secrets/**"]
 //!
 //! [extractor]
-//! command = ["my-local-llm", "--json"]
-//! timeout_ms = 20000
+//! preset = "claude"          # or "codex", or "openai" with base_url, or command = [...]
+//! model = "haiku"
+//! daily_calls = 200
 //! ```
+//!
+//! Model programs and servers (`*.preset`, `*.model`, `*.base_url`,
+//! `*.command`) are set here or on the command line only, never through the
+//! web page; see [`crate::base::model`].
 
 use std::path::Path;
 
@@ -22,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::command::CommandConfig;
 use crate::base::error::{Error, Result};
+use crate::base::model::ModelConfig;
 
 pub mod env;
 pub mod knowledge;
@@ -41,8 +47,8 @@ pub struct Config {
     pub privacy: PrivacyConfig,
     /// Reading harness logs.
     pub scan: ScanConfig,
-    /// Optional external memory extractor (off by default).
-    pub extractor: CommandConfig,
+    /// Optional model extracting memories (off by default; see [`crate::base::model`]).
+    pub extractor: ModelConfig,
     /// Optional external continuity judge (off by default).
     pub judge: CommandConfig,
     /// Time zone for session-level signals.
@@ -319,6 +325,7 @@ impl Config {
                 return Err(format!("injection.floors.{name} must be a number of at least 0, not {v}"));
             }
         }
+        self.extractor.validate("extractor")?;
         self.knowledge.validate()
     }
 }
@@ -360,6 +367,26 @@ mod tests {
         assert_eq!(c.env.file_markers["Tiltfile"], ["tilt"]);
         let err = Config::parse("[env]\nskip_tool = ['x']\n").unwrap_err();
         assert!(err.contains("skip_tool"), "{err}");
+    }
+
+    #[test]
+    fn model_keys_are_checked_where_they_are() {
+        let c =
+            Config::parse("[extractor]\npreset = 'codex'\n[knowledge.summary]\npreset = 'claude'\nmodel = 'haiku'\n")
+                .unwrap();
+        assert!(c.extractor.enabled() && c.knowledge.summary.enabled());
+        let err =
+            Config::parse("[extractor]\npreset = 'openai'\nmodel = 'm'\nbase_url = 'http://192.168.1.9:11434/v1'\n")
+                .unwrap_err();
+        assert!(err.contains("extractor.base_url") && err.contains("loopback"), "{err}");
+        let err =
+            Config::parse("[knowledge.dedup]\npreset = 'openai'\nmodel = 'm'\nbase_url = 'http://example.com/v1'\n")
+                .unwrap_err();
+        assert!(err.contains("knowledge.dedup.base_url"), "{err}");
+        let err = Config::parse("[knowledge.curation]\nmodel = 'm'\n").unwrap_err();
+        assert!(err.contains("knowledge.curation.model needs knowledge.curation.preset"), "{err}");
+        let err = Config::parse("[judge]\npreset = 'claude'\n").unwrap_err();
+        assert!(err.contains("preset"), "the judge takes a command only: {err}");
     }
 
     #[test]

@@ -18,6 +18,8 @@
 //!   resolving a staged memory.
 //! * [`conversation`] — stash and resume; [`checkpoint`] — save points and
 //!   destructive commands; [`topic`] — topic-shift detection.
+//! * [`curation`] — the curation of the buffer at the end of a session (its
+//!   `pending` entries).
 //! * [`summary`] — session summaries; [`prompt`] — what the prompt and
 //!   tool hooks add (a surfaced conflict, a stash suggestion, a checkpoint).
 //! * [`ops`] — the writers' commands: save through conflict detection and
@@ -27,6 +29,7 @@ pub mod apply;
 pub mod buffer;
 pub mod checkpoint;
 pub mod conversation;
+pub mod curation;
 pub mod discovery;
 pub mod graph;
 pub mod ops;

@@ -4,22 +4,26 @@
 //!
 //! The summary is extractive ([`extractive`]): the first and the last
 //! observation (user prompt or tool use), the files it edited and read, the
-//! tools it used with their counts, the tags of what it learned. An LLM
-//! summary is only made through the optional external command
-//! (`knowledge.summary`, off by default; [`external`]): it gets the same
-//! facts plus the session's prompts as JSON and must answer
+//! tools it used with their counts, the tags of what it learned. With a
+//! model (`knowledge.summary`, a preset or a command, off by default;
+//! [`external`]) the summary is LLM-first: the model gets the same facts
+//! plus the session's prompts as JSON (redacted) and must answer
 //! `{"summary": "…"}` (non-empty, at most 1200 characters, without the
-//! injection marker); anything else falls back to the extractive summary.
+//! injection marker). Anything else (a failure, a timeout, an answer that
+//! is not that JSON, the daily budget spent) falls back to the extractive
+//! summary. Model calls are made by the hooks' worker only, at most
+//! [`MODEL_PER_PASS`] per pass (the other ended sessions wait for the next
+//! pass), one at a time per data home.
 
 use std::collections::BTreeMap;
 
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
-use crate::base::command::CommandConfig;
 use crate::base::config::Config;
 use crate::base::error::{Result, SqlContext};
 use crate::base::ids::SessionKey;
+use crate::base::model::{ModelClient, ModelConfig};
 use crate::base::time::Ts;
 use crate::storage::event::{Body, INJECTION_OPEN, SessionSummarized, origin};
 use crate::storage::journal::Journal;
@@ -33,6 +37,10 @@ const TAGS: usize = 10;
 pub const MAX_EXTERNAL: usize = 1200;
 /// Sessions summarised per pass.
 const PER_PASS: usize = 200;
+/// Sessions summarised by the model per pass.
+pub const MODEL_PER_PASS: usize = 3;
+/// The budget's name for summaries.
+pub const PURPOSE: &str = "knowledge.summary";
 
 fn observations(store: &Store, session: &str, newest: bool) -> Result<Option<String>> {
     let order = if newest { "DESC" } else { "ASC" };
@@ -154,12 +162,18 @@ pub fn validate(stdout: &[u8]) -> std::result::Result<String, String> {
     Ok(crate::storage::redact::redact_text(s).into_owned())
 }
 
-/// The LLM summary through the configured command, or why there is none.
+/// The instructions of a summary request.
+pub const INSTRUCTIONS: &str = "Summarize this coding-agent session in 2-4 sentences from its prompts and facts. \
+Focus on what was done, files touched, outcome. Reply with JSON {\"summary\": \"…\"} and nothing else.";
+
+/// The LLM summary through the configured model, or why there is none.
 pub fn external(
     store: &Store,
-    command: &CommandConfig,
+    paths: &crate::base::paths::Paths,
+    model: &ModelConfig,
     session: &SessionKey,
     facts: &SessionSummarized,
+    now: Ts,
 ) -> std::result::Result<String, String> {
     let prompts: Vec<String> = store
         .conn()
@@ -170,15 +184,13 @@ pub fn external(
         .and_then(|mut s| s.query_map(params![session.as_str(), origin::USER], |r| r.get::<_, String>(0))?.collect())
         .map_err(|e| e.to_string())?;
     let prompts = prompts.iter().map(|p| super::preview(&crate::storage::redact::redact_text(p), 500)).collect();
-    let req = SummaryRequest {
-        protocol: 1,
-        session: session.as_str(),
-        instructions: "Summarize in 2-4 sentences. Focus on what was done, files touched, outcome. \
-                       Reply with JSON {\"summary\": \"…\"} and nothing else.",
-        prompts,
-        facts,
-    };
-    let out = crate::base::command::run_json(command, &req).map_err(|e| e.to_string())?;
+    let req = SummaryRequest { protocol: 1, session: session.as_str(), instructions: INSTRUCTIONS, prompts, facts };
+    let mut value = serde_json::to_value(&req).map_err(|e| e.to_string())?;
+    crate::storage::redact::redact_value(&mut value);
+    let client = ModelClient::new(model, paths);
+    let exchange =
+        client.ask_metered(paths, PURPOSE, model.timeout(), now, INSTRUCTIONS, &value).map_err(|e| e.to_string())?;
+    let out = exchange.answer.map_err(|e| e.to_string())?;
     validate(&out)
 }
 
@@ -201,12 +213,14 @@ pub fn due(store: &Store, limit: usize) -> Result<Vec<SessionKey>> {
 /// the external command only when `allow_external` (the hooks' worker; a
 /// bulk scan of old history stays extractive). Returns how many.
 pub fn summarize_ended(journal: &mut Journal, config: &Config, allow_external: bool) -> Result<usize> {
-    let sessions = due(journal.store(), PER_PASS)?;
+    let with_model = allow_external && config.knowledge.summary.enabled();
+    let sessions = due(journal.store(), if with_model { MODEL_PER_PASS } else { PER_PASS })?;
+    let paths = journal.paths().clone();
     let mut events = Vec::new();
     for key in sessions {
         let Some(mut facts) = extractive(journal.store(), &key)? else { continue };
-        if allow_external && config.knowledge.summary.enabled() {
-            match external(journal.store(), &config.knowledge.summary, &key, &facts) {
+        if with_model {
+            match external(journal.store(), &paths, &config.knowledge.summary, &key, &facts, Ts::now()) {
                 Ok(text) => {
                     facts.summary = text;
                     facts.method = "external".into();
