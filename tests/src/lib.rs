@@ -1,12 +1,14 @@
 //! Support code for the end-to-end tests that run the real Engram binaries,
 //! the session driver that plays agent sessions through the real hooks
-//! ([`driver`]), the scenario benchmark built on it ([`scenario`]), and the
-//! real-data extraction benchmark ([`realdata`]).
+//! ([`driver`]), the scenario benchmark built on it ([`scenario`]), the
+//! real-data extraction benchmark ([`realdata`]), and the topic-shift labels
+//! of the real sessions ([`topic`]).
 
 pub mod driver;
 pub mod learning;
 pub mod realdata;
 pub mod scenario;
+pub mod topic;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -122,6 +122,14 @@ fn login_work<'a>() -> Vec<Step<'a>> {
     ]
 }
 
+/// [`login_work`] and a follow-up: a thread past its first two prompts.
+fn login_steps<'a>() -> Vec<Step<'a>> {
+    let mut steps = login_work();
+    steps.push(Step::Prompt("it still times out on CI"));
+    steps.push(Step::Tool("Bash", json!({"command": "pnpm test src/auth/login.test.ts"})));
+    steps
+}
+
 const BILLING: &str = "Explain how the billing service computes invoice totals for enterprise customers with several \
                        currencies and discounts, and what documentation we have about its rounding rules today";
 
@@ -437,16 +445,23 @@ fn a_checkpoint_is_made_before_rm_rf_and_can_be_resumed() {
 #[test]
 fn topic_shift_tiers_on_scripted_prompts() {
     let w = World::new();
-    // Same topic, then a new one at once (ask), then a follow-up (the suggestion declined).
+    // Same topic; new words at once without saying so (the rhythm of work: nothing);
+    // an explicit switch (ask); a follow-up (the suggestion declined); another
+    // switch before the thread has moved on (nothing: one suggestion per topic).
     let s = "5a0c2f9e-4444-4e3a-9c55-000000000001";
     scorer_hook(&w, "session-start", &hook_input("SessionStart", s, json!({"source": "startup"})));
-    transcript(&w, s, &login_work(), 10_000, 3_000);
+    transcript(&w, s, &login_steps(), 10_000, 3_000);
     let same = prompt(&w, s, "now run it again with the session.rs change");
     assert!(!same.contains("new topic"), "{same}");
-    let ask = prompt(&w, s, BILLING);
+    let quiet = prompt(&w, s, "Write a CSV export of the weekly sales figures for the marketing dashboard");
+    assert!(!quiet.contains("new topic"), "{quiet}");
+    let ask = prompt(&w, s, &format!("Unrelated question: {BILLING}"));
     assert!(ask.contains("may start a new topic") && ask.contains("memory_stash"), "{ask}");
+    assert_eq!(ask.lines().filter(|l| l.contains("new topic")).count(), 1, "one line: {ask}");
     let follow = prompt(&w, s, "ok, and the tax lines?");
     assert!(!follow.contains("new topic"), "{follow}");
+    let again = prompt(&w, s, "Unrelated question: how are PDF receipts rendered for partial refunds?");
+    assert!(!again.contains("new topic"), "{again}");
     let tiers: Vec<(String, String)> = {
         let store = w.store();
         let mut stmt = store
@@ -464,11 +479,11 @@ fn topic_shift_tiers_on_scripted_prompts() {
         w.store().conn().query_row("SELECT score FROM topic_shifts WHERE tier = 'ask'", [], |r| r.get(0)).unwrap();
     assert!((0.4..0.85).contains(&score), "{score}");
 
-    // A new topic after two hours: stashed automatically; taking it back counts against the detector.
+    // An explicit switch after two hours: stashed automatically; taking it back counts against the detector.
     let t = "5a0c2f9e-4444-4e3a-9c55-000000000002";
     scorer_hook(&w, "session-start", &hook_input("SessionStart", t, json!({"source": "startup"})));
-    transcript(&w, t, &login_work(), 2 * 3_600_000, 30_000);
-    let trust = prompt(&w, t, BILLING);
+    transcript(&w, t, &login_steps(), 2 * 3_600_000, 30_000);
+    let trust = prompt(&w, t, &format!("Different subject: {BILLING}"));
     assert!(trust.contains("was stashed as conv_"), "{trust}");
     let conv = trust
         .split("stashed as ")

@@ -37,6 +37,8 @@ const PROMPT_CHARS: usize = 400;
 const STASH_FILES: usize = 20;
 /// Words of a label made from a prompt.
 const LABEL_WORDS: usize = 8;
+/// The agent's replies kept in a [`Thread`].
+pub const REPLIES: usize = 60;
 
 /// The part of a session since its last stash.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -59,6 +61,14 @@ pub struct Thread {
     pub files: Vec<String>,
     /// Tools used, in order.
     pub tools: Vec<String>,
+    /// The agent's text replies, oldest first, with their times (the
+    /// latest [`REPLIES`] of them).
+    pub replies: Vec<(i64, String)>,
+    /// Files read or edited with the time each was last touched, most
+    /// recent first (the same files as `files`).
+    pub touched: Vec<(i64, String)>,
+    /// When the latest topic-shift suggestion in this thread was made.
+    pub suggested_ms: Option<i64>,
 }
 
 impl Thread {
@@ -117,6 +127,13 @@ impl Thread {
 /// The session's current thread (see the module docs); `None` for an
 /// unknown session.
 pub fn current(store: &Store, session: &SessionKey) -> Result<Option<Thread>> {
+    current_before(store, session, i64::MAX)
+}
+
+/// The session's thread as it stood just before `before_ms`: what
+/// [`current`] returned then, built from what was recorded earlier (a
+/// replay of a recorded session asks this at each of its prompts).
+pub fn current_before(store: &Store, session: &SessionKey, before_ms: i64) -> Result<Option<Thread>> {
     let conn = store.conn();
     let row: Option<(String, String, Option<String>, i64, i64)> = conn
         .prepare_cached(
@@ -127,8 +144,8 @@ pub fn current(store: &Store, session: &SessionKey) -> Result<Option<Thread>> {
         })
         .sql("read the session")?;
     let stashed_until: Option<i64> = conn
-        .prepare_cached("SELECT MAX(ended_ms) FROM conversations WHERE session_key = ?1")
-        .and_then(|mut s| s.query_row([session.as_str()], |r| r.get(0)))
+        .prepare_cached("SELECT MAX(ended_ms) FROM conversations WHERE session_key = ?1 AND ended_ms < ?2")
+        .and_then(|mut s| s.query_row(params![session.as_str(), before_ms], |r| r.get(0)))
         .sql("read the session's stashes")?;
     let (harness, harness_session_id, project, started, last) = match row {
         Some(r) => r,
@@ -139,46 +156,71 @@ pub fn current(store: &Store, session: &SessionKey) -> Result<Option<Thread>> {
     let mut prompts: Vec<(i64, String)> = conn
         .prepare_cached(
             "SELECT ts_ms, text FROM session_events
-             WHERE session_key = ?1 AND kind = 'msg.in' AND (origin IS NULL OR origin = ?3) AND ts_ms >= ?2 AND text != ''
+             WHERE session_key = ?1 AND kind = 'msg.in' AND (origin IS NULL OR origin = ?3) AND ts_ms >= ?2
+               AND ts_ms < ?5 AND text != ''
              UNION
              SELECT served_ms, query FROM rankings
-             WHERE session_key = ?1 AND trigger = ?4 AND served_ms >= ?2 AND query != ''
+             WHERE session_key = ?1 AND trigger = ?4 AND served_ms >= ?2 AND served_ms < ?5 AND query != ''
              ORDER BY 1",
         )
         .and_then(|mut s| {
-            s.query_map(params![session.as_str(), from, origin::USER, trigger::PROMPT], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<rusqlite::Result<Vec<_>>>()
+            s.query_map(params![session.as_str(), from, origin::USER, trigger::PROMPT, before_ms], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
         })
         .sql("read the thread's prompts")?;
     // The same prompt seen by the hook and, later, in the transcript.
     let mut seen = std::collections::HashSet::new();
     prompts.retain(|(_, p)| seen.insert(p.trim().to_owned()));
-    let file_rows: Vec<String> = conn
+    let file_rows: Vec<(i64, String)> = conn
         .prepare_cached(
-            "SELECT file FROM session_events WHERE session_key = ?1 AND file IS NOT NULL AND ts_ms >= ?2
-             ORDER BY lsn DESC LIMIT 200",
+            "SELECT ts_ms, file FROM session_events WHERE session_key = ?1 AND file IS NOT NULL AND ts_ms >= ?2
+             AND ts_ms < ?3 ORDER BY lsn DESC LIMIT 200",
         )
-        .and_then(|mut s| s.query_map(params![session.as_str(), from], |r| r.get(0))?.collect())
+        .and_then(|mut s| {
+            s.query_map(params![session.as_str(), from, before_ms], |r| Ok((r.get(0)?, r.get(1)?)))?.collect()
+        })
         .sql("read the thread's files")?;
-    let mut files: Vec<String> = Vec::new();
-    for f in file_rows {
-        if !files.contains(&f) {
-            files.push(f);
+    let mut touched: Vec<(i64, String)> = Vec::new();
+    for (t, f) in file_rows {
+        if !touched.iter().any(|(_, g)| *g == f) {
+            touched.push((t, f));
         }
     }
+    let files: Vec<String> = touched.iter().map(|(_, f)| f.clone()).collect();
     let tools: Vec<String> = conn
         .prepare_cached(
             "SELECT tool FROM session_events WHERE session_key = ?1 AND kind = 'tool.call' AND tool IS NOT NULL
-             AND ts_ms >= ?2 ORDER BY lsn LIMIT 500",
+             AND ts_ms >= ?2 AND ts_ms < ?3 ORDER BY lsn LIMIT 500",
         )
-        .and_then(|mut s| s.query_map(params![session.as_str(), from], |r| r.get(0))?.collect())
+        .and_then(|mut s| s.query_map(params![session.as_str(), from, before_ms], |r| r.get(0))?.collect())
         .sql("read the thread's tools")?;
+    let mut replies: Vec<(i64, String)> = conn
+        .prepare_cached(
+            "SELECT ts_ms, text FROM session_events WHERE session_key = ?1 AND kind = 'msg.out'
+             AND (origin IS NULL OR origin = 'text') AND text != '' AND ts_ms >= ?2 AND ts_ms < ?3
+             ORDER BY lsn DESC LIMIT ?4",
+        )
+        .and_then(|mut s| {
+            s.query_map(params![session.as_str(), from, before_ms, REPLIES as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect()
+        })
+        .sql("read the thread's replies")?;
+    replies.reverse();
+    let suggested_ms: Option<i64> = conn
+        .prepare_cached(
+            "SELECT MAX(created_ms) FROM topic_shifts WHERE session_key = ?1 AND tier != 'ignore'
+             AND created_ms >= ?2 AND created_ms < ?3",
+        )
+        .and_then(|mut s| s.query_row(params![session.as_str(), from, before_ms], |r| r.get(0)))
+        .sql("read the thread's topic-shift suggestions")?;
     let latest: Option<i64> = conn
         .prepare_cached(
-            "SELECT MAX(t) FROM (SELECT MAX(ts_ms) AS t FROM session_events WHERE session_key = ?1
-                UNION ALL SELECT MAX(served_ms) FROM rankings WHERE session_key = ?1)",
+            "SELECT MAX(t) FROM (SELECT MAX(ts_ms) AS t FROM session_events WHERE session_key = ?1 AND ts_ms < ?2
+                UNION ALL SELECT MAX(served_ms) FROM rankings WHERE session_key = ?1 AND served_ms < ?2)",
         )
-        .and_then(|mut s| s.query_row([session.as_str()], |r| r.get(0)))
+        .and_then(|mut s| s.query_row(params![session.as_str(), before_ms], |r| r.get(0)))
         .sql("read the thread's last activity")?;
     Ok(Some(Thread {
         session: session.as_str().to_owned(),
@@ -186,10 +228,13 @@ pub fn current(store: &Store, session: &SessionKey) -> Result<Option<Thread>> {
         harness,
         harness_session_id,
         started_ms: from,
-        last_ms: latest.unwrap_or(last).max(from),
+        last_ms: latest.unwrap_or(last.min(before_ms)).max(from),
         prompts,
         files,
         tools,
+        replies,
+        touched,
+        suggested_ms,
     }))
 }
 

@@ -104,13 +104,30 @@ pub fn shift_note(
     prompt: &str,
     now: Ts,
 ) -> Result<Option<(topic::Shift, String, Vec<Body>)>> {
+    if !config.knowledge.topic.enabled {
+        return Ok(None);
+    }
+    let Some(thread) = conversation::current(store, session)? else { return Ok(None) };
+    shift_note_in(store, config, session, project, &thread, prompt, now)
+}
+
+/// [`shift_note`] against a thread already read (a replay of a recorded
+/// session passes the thread as it stood at each prompt).
+pub fn shift_note_in(
+    store: &Store,
+    config: &Config,
+    session: &SessionKey,
+    project: Option<&str>,
+    thread: &conversation::Thread,
+    prompt: &str,
+    now: Ts,
+) -> Result<Option<(topic::Shift, String, Vec<Body>)>> {
     let t = &config.knowledge.topic;
     if !t.enabled {
         return Ok(None);
     }
-    let Some(thread) = conversation::current(store, session)? else { return Ok(None) };
     let thresholds = topic::thresholds(store, config, project)?;
-    let shift = topic::decide(&thread, prompt, now.0, thresholds);
+    let shift = topic::decide(thread, prompt, now.0, thresholds);
     let pending_suggestion: bool = store
         .conn()
         .query_row(
@@ -127,21 +144,18 @@ pub fn shift_note(
     let mut stashed = None;
     let label = thread.label();
     if shift.tier == tier::TRUST && t.auto_stash && !thread.is_empty() {
-        let (id, body) = conversation::stash_body(&thread, None, true, Some(shift.score), Ts(now.0 - 1));
+        let (id, body) = conversation::stash_body(thread, None, true, Some(shift.score), Ts(now.0 - 1));
         let _ = write!(
             text,
-            "Engram: this prompt starts a new topic (shift score {:.2}), so the previous conversation \"{label}\" \
-             was stashed as {id}. memory_resume(conversation_id=\"{id}\") brings it back.",
-            shift.score
+            "Engram: new topic; \"{label}\" was stashed as {id} (memory_resume(conversation_id=\"{id}\") brings it back)."
         );
         events.push(body);
         stashed = Some(id);
     } else if shift.tier != tier::IGNORE {
         let _ = write!(
             text,
-            "Engram: this prompt may start a new topic (shift score {:.2}). If the user wants to park the previous \
-             conversation \"{label}\", suggest /stash, or call memory_stash(list=false, session_id=\"{session}\").",
-            shift.score
+            "Engram: this prompt may start a new topic; to park \"{label}\", suggest /stash or \
+             memory_stash(list=false, session_id=\"{session}\")."
         );
     }
     events.push(Body::TopicShift(TopicShift {

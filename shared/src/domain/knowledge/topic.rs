@@ -1,28 +1,44 @@
-//! Topic-shift detection at a prompt (seed 004 "Topic Shift Detection").
+//! Topic-shift detection at a prompt (seed 004 "Topic Shift Detection"),
+//! calibrated on labelled real sessions (`tests/data/topic_shifts.json`).
 //!
 //! A new prompt is compared with the session's current thread (see
-//! [`super::conversation::current`]); five signals, each in `[0, 1]` where 1
-//! means "a new topic", are weighted as the seed says and summed:
+//! [`super::conversation::current`]). Real follow-ups react to the agent's
+//! last answer, so words new to the user's own prompts say little; what
+//! separates a new subject is the prompt's words measured against the
+//! **last three turns** (prompts, the agent's replies, the files touched),
+//! together with evidence that the user means to move on:
 //!
-//! | signal | weight | 0 (same topic) … 1 (new topic) |
-//! |---|---|---|
-//! | file overlap | 0.30 | the files the prompt names are the thread's (by name); without file names, share of the prompt's words absent from the thread's prompts and file names |
-//! | time gap | 0.25 | < 30 s since the thread's last activity … > 30 min, log-linear between |
-//! | directory proximity | 0.15 | directories the prompt names are the thread's, or their parents/children; 0.5 when it names none |
-//! | tool pattern change | 0.15 | the prompt asks for research (explain, look up, docs…) after code tools, or for code changes after research tools; 0.5 when either is unknown |
-//! | prompt structure | 0.15 | ≤ 8 words or a reference back ("it", "that", "this")… ≥ 30 words |
+//! | signal | value |
+//! |---|---|
+//! | `novelty` | share of the prompt's content tokens absent from the last three turns; Latin words of 2+ characters minus stop words, CJK text as character bigrams |
+//! | `pause` | idle time since the thread's last activity (the agent's, once ingested): 0 under 1 h, 0.6 at 1 h rising log-linearly to 0.67 at 3 h; 0 when the prompt reacts to what happened ("still", "doesn't work", "encore", "还是"…) |
+//! | `marker` | 0.8 for an explicit switch ("unrelated", "different subject", "changer de sujet", "zpět k", "换个话题", "ところで"…) |
+//! | `evidence` | the larger of `pause` and `marker`, 1 when both |
 //!
-//! A prompt opening with a continuation keyword ("also", "and", "now",
-//! "next", "then", "ok", "okay", "great", "thanks", "please", "can you
-//! also") has its score halved. A thread without a prompt yet scores 0.
+//! `score = novelty × evidence`, halved when the prompt opens with an
+//! acknowledgement or continuation ("thanks", "also", "try again"…) and
+//! carries no marker. Minutes of idle time are the normal rhythm of work and
+//! count for nothing; a pause of hours or an explicit marker without new
+//! words counts for nothing either. At the default ask threshold (0.4) the
+//! ask tier is thus: no feedback wording and an idle time of 1 h with
+//! novelty ≥ 0.67, or of 3 h or more with novelty ≥ 0.6; or a marker and
+//! novelty ≥ 0.5.
 //!
-//! Tiers: `ignore` below the ask threshold (0.4), `ask` (suggest a stash)
-//! below the trust threshold (0.85), `trust` (stash automatically) above.
-//! The thresholds adapt per project ([`thresholds`]) from the counters the
-//! projection keeps (seed 004 "Adaptive Thresholds").
+//! The detector stays silent (score 0) on the first two prompts of a thread,
+//! on prompts of three content tokens or fewer, and until the thread has
+//! moved on after a suggestion (its whole comparison window lies after it):
+//! at most one suggestion per topic.
+//!
+//! Tiers: `ignore` below the ask threshold, `ask` (suggest a stash) below
+//! the trust threshold, `trust` (stash automatically) above it, and only
+//! with both a marker and a long pause. The thresholds adapt per project
+//! ([`thresholds`]) from the counters the projection keeps (seed 004
+//! "Adaptive Thresholds").
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
 
+use regex::RegexSet;
 use rusqlite::OptionalExtension;
 use serde::Serialize;
 
@@ -32,64 +48,105 @@ use crate::domain::knowledge::apply::tier;
 use crate::domain::knowledge::conversation::Thread;
 use crate::storage::store::Store;
 
-/// Seed 004's signal weights.
-pub const WEIGHTS: [(&str, f32); 5] = [
-    ("file_overlap", 0.30),
-    ("time_gap", 0.25),
-    ("directory_proximity", 0.15),
-    ("tool_pattern", 0.15),
-    ("prompt_structure", 0.15),
+/// Turns (a prompt and what followed it) a prompt is compared with.
+pub const WINDOW: usize = 3;
+/// Prompts of a thread before the detector speaks.
+pub const QUIET_PROMPTS: usize = 2;
+/// Content tokens a prompt needs to be considered.
+pub const MIN_TOKENS: usize = 4;
+/// Idle time from which a pause counts (1 h).
+pub const PAUSE_FROM_MS: i64 = 3_600_000;
+/// Idle time at which a pause counts fully (3 h).
+pub const PAUSE_FULL_MS: i64 = 3 * 3_600_000;
+/// Evidence of a pause of [`PAUSE_FROM_MS`] … [`PAUSE_FULL_MS`].
+const PAUSE_EVIDENCE: (f32, f32) = (0.6, 0.67);
+/// Evidence of an explicit switch marker.
+const MARKER_EVIDENCE: f32 = 0.8;
+/// A prompt recorded this long before a suggestion still counts as the one it was made at.
+const SUGGESTION_SLACK_MS: i64 = 5_000;
+
+/// Openers that acknowledge or continue the last exchange (the score is
+/// halved): acknowledgements, retries and continuations. "now", "next" and
+/// "ok" are not among them: "OK, now …" opens new subjects as often as not.
+pub const CONTINUATION: &[&str] = &[
+    "can you also",
+    "also",
+    "and",
+    "then",
+    "great",
+    "thanks",
+    "thank you",
+    "perfect",
+    "yes",
+    "continue",
+    "try again",
+    "retry",
+    "go ahead",
 ];
 
-/// Seed 004's continuation keywords.
-pub const CONTINUATION: &[&str] =
-    &["can you also", "also", "and", "now", "next", "then", "ok", "okay", "great", "thanks", "please"];
+/// Explicit "this is another subject" wording, several languages.
+const SWITCH_MARKERS: &[&str] = &[
+    r"\banother (thing|question|topic|task)\b",
+    r"\bdifferent (topic|question|subject)\b",
+    r"\bnew (task|topic|question)\b",
+    r"\bunrelated\b",
+    r"\bby the way\b",
+    r"\bswitch(ing)? (topic|gears)\b",
+    r"\bseparate (question|issue)\b",
+    r"chang\w*( \w+)? de sujet",
+    r"\bautre (chose|question|sujet)\b",
+    r"n'a rien [àa] voir",
+    r"\bsans rapport\b",
+    r"\bau fait\b",
+    r"\boutra (coisa|pergunta)\b",
+    r"\bmudando de assunto\b",
+    r"\bjiná věc\b",
+    r"\bjinak\b",
+    r"\bještě (se )?vrátím\b",
+    r"\bzpět k\b",
+    r"换个话题",
+    r"另外一个",
+    r"另一个问题",
+    r"顺便",
+    r"别的问题",
+    r"別の(話|質問|件)",
+    r"ところで",
+    r"話は変わ",
+];
 
-const RESEARCH_WORDS: &[&str] = &[
-    "explain",
-    "why",
-    "what",
-    "how",
-    "research",
-    "search",
-    "look",
-    "find",
-    "docs",
-    "documentation",
-    "learn",
-    "compare",
-    "understand",
-    "read",
-    "investigate",
-    "which",
+/// Wording that reacts to what just happened (the prompt follows up).
+const FEEDBACK_CUES: &[&str] = &[
+    r"\b(still|again|same|doesn'?t|didn'?t|isn'?t|not|no longer|broke|broken|wrong|works?|worked|working|error|fails?|failed)\b",
+    r"\b(toujours|encore|pas|plus rien|marche|fonctionne|erreur|bug|c'est fait|ça marche)\b",
+    r"\b(stále|pořád|nefunguje|nejde|nevejde|chyba)\b",
+    r"\b(ainda|erro|não funciona)\b",
+    r"(还是|仍然|没有|不行|报错|错误|成功)",
+    r"(まだ|エラー|できない|いけた|うまく)",
 ];
-const CODE_WORDS: &[&str] = &[
-    "fix",
-    "implement",
-    "add",
-    "refactor",
-    "write",
-    "change",
-    "update",
-    "remove",
-    "rename",
-    "delete",
-    "build",
-    "test",
-    "create",
-    "make",
-    "move",
-    "edit",
-    "run",
-    "deploy",
-    "merge",
-    "commit",
-    "bump",
+
+/// Words too common to tell subjects apart (English, French, Portuguese, Czech).
+const STOP: &[&str] = &[
+    "a", "an", "the", "is", "are", "was", "be", "to", "of", "in", "on", "at", "it", "this", "that", "and", "or", "for",
+    "with", "as", "by", "we", "you", "i", "our", "your", "so", "do", "if", "when", "can", "could", "would", "should",
+    "will", "me", "my", "please", "now", "then", "also", "just", "not", "no", "yes", "ok", "okay", "what", "how",
+    "why", "which", "there", "here", "have", "has", "le", "la", "les", "un", "une", "des", "de", "du", "et", "ou",
+    "en", "est", "pour", "que", "qui", "dans", "sur", "pas", "je", "tu", "il", "nous", "vous", "ce", "ça", "ca",
+    "avec", "au", "aux", "mais", "o", "os", "um", "uma", "do", "da", "dos", "das", "e", "em", "para", "com", "se",
+    "na", "nao", "não", "é", "v", "ve", "že", "pro", "s", "z", "jak", "co",
 ];
-const CODE_TOOLS: &[&str] =
-    &["Edit", "Write", "MultiEdit", "NotebookEdit", "Bash", "apply_patch", "shell", "exec_command", "local_shell"];
-const RESEARCH_TOOLS: &[&str] = &["WebSearch", "WebFetch", "Read", "Grep", "Glob", "web_search", "read_file"];
-const BACK_REFERENCES: &[&str] = &["it", "that", "this", "those", "these", "there", "same", "again"];
+
+fn regex_set(patterns: &[&str]) -> Option<RegexSet> {
+    match RegexSet::new(patterns) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::warn!("topic-shift patterns do not compile: {e}");
+            None
+        }
+    }
+}
+
+static MARKERS: LazyLock<Option<RegexSet>> = LazyLock::new(|| regex_set(SWITCH_MARKERS));
+static FEEDBACK: LazyLock<Option<RegexSet>> = LazyLock::new(|| regex_set(FEEDBACK_CUES));
 
 /// A decision at one prompt.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -98,45 +155,90 @@ pub struct Shift {
     pub score: f32,
     /// `ignore`, `ask` or `trust`.
     pub tier: &'static str,
-    /// Each signal's weighted contribution.
+    /// Each signal's value (see the module docs); empty when a rule kept
+    /// the detector silent.
     pub signals: BTreeMap<String, f32>,
     /// The prompt opened with a continuation keyword (the score was halved).
     pub continuation: bool,
+    /// Why the detector stayed silent whatever the signals: `first prompts`,
+    /// `short prompt` or `suggested already`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quiet: Option<&'static str>,
     /// Thresholds used.
     pub ask_threshold: f32,
     /// See `ask_threshold`.
     pub trust_threshold: f32,
 }
 
-/// Paths and file names named in a text: words with a `/` or an extension.
-fn named_paths(text: &str) -> BTreeSet<String> {
-    text.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '`' | '"' | '\'' | '(' | ')'))
-        .map(|w| w.trim_end_matches(['.', ':', '!', '?']))
-        .filter(|w| {
-            w.len() > 2
-                && (w.contains('/')
-                    || w.rsplit_once('.').is_some_and(|(stem, ext)| {
-                        !stem.is_empty()
-                            && (1..=5).contains(&ext.len())
-                            && ext.chars().all(|c| c.is_ascii_alphanumeric())
-                    }))
-                && !w.starts_with("http")
-        })
-        .map(str::to_owned)
-        .collect()
+/// Whether `c` is written without spaces between words (kana, CJK ideographs).
+fn is_cjk(c: char) -> bool {
+    matches!(c, '\u{3040}'..='\u{30ff}' | '\u{3400}'..='\u{9fff}' | '\u{f900}'..='\u{faff}')
 }
 
-fn file_name(p: &str) -> &str {
-    p.trim_end_matches('/').rsplit('/').next().unwrap_or(p)
+/// The content tokens of `text`: lower-case words (letters, digits, `_`) of
+/// at least two characters, or numbers, minus stop words; runs of CJK
+/// characters as their character bigrams ("数据库" → "数据", "据库").
+pub fn tokens(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let lower = text.to_lowercase();
+    for word in lower.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()) {
+        let mut latin = String::new();
+        let mut cjk: Vec<char> = Vec::new();
+        let flush_latin = |latin: &mut String, out: &mut BTreeSet<String>| {
+            let n = latin.chars().count();
+            if (n >= 2 || latin.chars().all(|c| c.is_ascii_digit())) && n > 0 && !STOP.contains(&latin.as_str()) {
+                out.insert(std::mem::take(latin));
+            } else {
+                latin.clear();
+            }
+        };
+        for c in word.chars() {
+            if is_cjk(c) {
+                flush_latin(&mut latin, &mut out);
+                cjk.push(c);
+            } else {
+                for pair in cjk.windows(2) {
+                    out.insert(pair.iter().collect());
+                }
+                cjk.clear();
+                latin.push(c);
+            }
+        }
+        flush_latin(&mut latin, &mut out);
+        for pair in cjk.windows(2) {
+            out.insert(pair.iter().collect());
+        }
+    }
+    out
 }
 
-fn dir_of(p: &str) -> Option<&str> {
-    let p = p.trim_end_matches('/');
-    p.rsplit_once('/').map(|(d, _)| d).filter(|d| !d.is_empty())
+/// Share of `prompt`'s tokens absent from `seen` (1 for no token).
+pub fn novelty(prompt: &BTreeSet<String>, seen: &BTreeSet<String>) -> f32 {
+    if prompt.is_empty() {
+        return 1.0;
+    }
+    prompt.iter().filter(|t| !seen.contains(*t)).count() as f32 / prompt.len() as f32
 }
 
-fn lower_words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric() && c != '\'').filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+/// The tokens of the thread's last [`WINDOW`] turns: their prompts, the
+/// agent's replies since the first of them, and the files touched since.
+pub fn recent_tokens(thread: &Thread) -> BTreeSet<String> {
+    let skip = thread.prompts.len().saturating_sub(WINDOW);
+    let from = thread.prompts.get(skip).map_or(i64::MIN, |(t, _)| *t);
+    let mut seen = BTreeSet::new();
+    for (_, p) in &thread.prompts[skip..] {
+        seen.extend(tokens(p));
+    }
+    for (_, r) in thread.replies.iter().filter(|(t, _)| *t >= from) {
+        seen.extend(tokens(r));
+    }
+    for (_, f) in thread.touched.iter().filter(|(t, _)| *t >= from) {
+        seen.extend(tokens(&f.replace(['/', '\\', '.', '-'], " ")));
+        if let Some(name) = f.rsplit(['/', '\\']).next() {
+            seen.insert(name.to_lowercase());
+        }
+    }
+    seen
 }
 
 /// Whether `prompt` opens with a continuation keyword.
@@ -147,88 +249,45 @@ pub fn is_continuation(prompt: &str) -> bool {
     })
 }
 
-/// The time-gap signal: 0 under 30 s, 1 over 30 min, log-linear between.
-pub fn time_gap_signal(gap_ms: i64) -> f32 {
-    let (lo, hi) = (30_000f64, 1_800_000f64);
-    let g = gap_ms.max(0) as f64;
-    if g <= lo {
-        0.0
-    } else if g >= hi {
-        1.0
-    } else {
-        ((g / lo).ln() / (hi / lo).ln()) as f32
-    }
+/// Whether `prompt` says outright that it changes subject.
+pub fn has_switch_marker(prompt: &str) -> bool {
+    MARKERS.as_ref().is_some_and(|m| m.is_match(prompt.trim().to_lowercase().as_str()))
 }
 
-/// The five raw signals (each `[0, 1]`, 1 = new topic) of `prompt` against `thread`.
-pub fn signals(thread: &Thread, prompt: &str, now_ms: i64) -> [f32; 5] {
-    let words = lower_words(prompt);
-    let content: BTreeSet<String> = super::similarity::words(prompt);
-    // File overlap.
-    let named = named_paths(prompt);
-    let thread_names: BTreeSet<&str> = thread.files.iter().map(|f| file_name(f)).collect();
-    let file = if !named.is_empty() {
-        let hit = named.iter().filter(|n| thread_names.contains(file_name(n))).count();
-        1.0 - hit as f32 / named.len() as f32
-    } else if content.is_empty() {
-        0.0
-    } else {
-        let mut vocab: BTreeSet<String> = BTreeSet::new();
-        for (_, p) in &thread.prompts {
-            vocab.extend(super::similarity::words(p));
-        }
-        for f in &thread.files {
-            vocab.extend(super::similarity::words(&f.replace(['/', '.', '_', '-'], " ")));
-        }
-        let shared = content.iter().filter(|w| vocab.contains(*w)).count();
-        1.0 - shared as f32 / content.len() as f32
-    };
-    // Time gap.
-    let time = time_gap_signal(now_ms - thread.last_ms);
-    // Directory proximity.
-    let dirs: BTreeSet<&str> =
-        named.iter().filter_map(|n| dir_of(n).or(Some(n.as_str()).filter(|n| n.contains('/')))).collect();
-    let thread_dirs: BTreeSet<&str> = thread.files.iter().filter_map(|f| dir_of(f)).collect();
-    let directory = if dirs.is_empty() || thread_dirs.is_empty() {
-        0.5
-    } else {
-        let near =
-            |d: &str| thread_dirs.iter().any(|t| t.ends_with(d) || d.ends_with(t) || t.contains(d) || d.contains(t));
-        1.0 - dirs.iter().filter(|d| near(d)).count() as f32 / dirs.len() as f32
-    };
-    // Tool pattern change.
-    let asks_research = words.iter().any(|w| RESEARCH_WORDS.contains(&w.as_str()));
-    let asks_code = words.iter().any(|w| CODE_WORDS.contains(&w.as_str()));
-    let recent: Vec<&str> = thread.tools.iter().rev().take(10).map(String::as_str).collect();
-    let code_tools = recent.iter().filter(|t| CODE_TOOLS.contains(t)).count();
-    let research_tools = recent.iter().filter(|t| RESEARCH_TOOLS.contains(t)).count();
-    let thread_kind = match code_tools.cmp(&research_tools) {
-        _ if recent.is_empty() => None,
-        std::cmp::Ordering::Greater => Some("code"),
-        std::cmp::Ordering::Less => Some("research"),
-        std::cmp::Ordering::Equal => None,
-    };
-    let prompt_kind = match (asks_code, asks_research) {
-        (true, false) => Some("code"),
-        (false, true) => Some("research"),
-        _ => None,
-    };
-    let tool = match (thread_kind, prompt_kind) {
-        (Some(a), Some(b)) if a == b => 0.0,
-        (Some(_), Some(_)) => 1.0,
-        _ => 0.5,
-    };
-    // Prompt structure.
-    let n = words.len();
-    let refers_back = words.iter().take(6).any(|w| BACK_REFERENCES.contains(&w.as_str()));
-    let structure = if n <= 8 || (refers_back && n <= 15) {
-        0.0
-    } else if n >= 30 {
-        1.0
-    } else {
-        (n - 8) as f32 / 22.0
-    };
-    [file, time, directory, tool, structure]
+/// Whether `prompt` reacts to what just happened (still failing, worked, error…).
+pub fn has_feedback_cue(prompt: &str) -> bool {
+    FEEDBACK.as_ref().is_some_and(|m| m.is_match(prompt.to_lowercase().as_str()))
+}
+
+/// The pause signal of an idle time: 0 under 1 h, 0.6 at 1 h rising
+/// log-linearly to 0.67 at 3 h and beyond.
+pub fn time_gap_signal(gap_ms: i64) -> f32 {
+    if gap_ms < PAUSE_FROM_MS {
+        return 0.0;
+    }
+    let (lo, hi) = (PAUSE_FROM_MS as f64, PAUSE_FULL_MS as f64);
+    let ramp = ((gap_ms as f64).min(hi) / lo).ln() / (hi / lo).ln();
+    PAUSE_EVIDENCE.0 + (PAUSE_EVIDENCE.1 - PAUSE_EVIDENCE.0) * ramp as f32
+}
+
+/// The signals of `prompt` against `thread` at `now_ms`, by name (see the
+/// module docs): `novelty`, `pause`, `marker`, `feedback`, `evidence`.
+pub fn signals(thread: &Thread, prompt: &str, now_ms: i64) -> BTreeMap<String, f32> {
+    let novelty = novelty(&tokens(prompt), &recent_tokens(thread));
+    let feedback = has_feedback_cue(prompt);
+    let pause = if feedback { 0.0 } else { time_gap_signal(now_ms - thread.last_ms) };
+    let marker = if has_switch_marker(prompt) { MARKER_EVIDENCE } else { 0.0 };
+    let evidence = if pause > 0.0 && marker > 0.0 { 1.0 } else { pause.max(marker) };
+    [
+        ("novelty", novelty),
+        ("pause", pause),
+        ("marker", marker),
+        ("feedback", f32::from(u8::from(feedback))),
+        ("evidence", evidence),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
 }
 
 /// The per-project thresholds: the configured ones, moved by what the user
@@ -271,112 +330,232 @@ pub fn adapt(ask: f32, trust: f32, (auto, fp, shown, accepted): (i64, i64, i64, 
     (a, t)
 }
 
+/// Why the detector says nothing at `prompt` whatever its signals, if it does not.
+fn quiet(thread: &Thread, prompt: &str) -> Option<&'static str> {
+    if thread.prompts.len() < QUIET_PROMPTS {
+        return Some("first prompts");
+    }
+    if tokens(prompt).len() < MIN_TOKENS {
+        return Some("short prompt");
+    }
+    if let Some(at) = thread.suggested_ms {
+        let since = thread.prompts.iter().filter(|(t, _)| *t >= at - SUGGESTION_SLACK_MS).count();
+        if since < WINDOW {
+            return Some("suggested already");
+        }
+    }
+    None
+}
+
 /// Scores `prompt` against `thread` and decides the tier (see the module docs).
 pub fn decide(thread: &Thread, prompt: &str, now_ms: i64, thresholds: (f32, f32)) -> Shift {
-    let raw = signals(thread, prompt, now_ms);
     let continuation = is_continuation(prompt);
     let (ask, trust) = thresholds;
-    if thread.prompts.is_empty() {
-        return Shift {
-            score: 0.0,
-            tier: tier::IGNORE,
-            signals: BTreeMap::new(),
-            continuation,
-            ask_threshold: ask,
-            trust_threshold: trust,
-        };
+    let silent = |quiet| Shift {
+        score: 0.0,
+        tier: tier::IGNORE,
+        signals: BTreeMap::new(),
+        continuation,
+        quiet: Some(quiet),
+        ask_threshold: ask,
+        trust_threshold: trust,
+    };
+    if let Some(q) = quiet(thread, prompt) {
+        return silent(q);
     }
-    let mut signals = BTreeMap::new();
-    let mut score = 0.0;
-    for ((name, w), x) in WEIGHTS.iter().zip(raw) {
-        let v = w * x.clamp(0.0, 1.0);
-        signals.insert((*name).to_owned(), v);
-        score += v;
-    }
-    if continuation {
+    let signals = signals(thread, prompt, now_ms);
+    let get = |k: &str| signals.get(k).copied().unwrap_or(0.0).clamp(0.0, 1.0);
+    let marker = get("marker") > 0.0;
+    let mut score = get("novelty") * get("evidence");
+    if continuation && !marker {
         score *= 0.5;
     }
     let score = score.clamp(0.0, 1.0);
-    let tier = if score >= trust {
+    let tier = if score >= trust && marker && get("pause") > 0.0 {
         tier::TRUST
     } else if score >= ask {
         tier::ASK
     } else {
         tier::IGNORE
     };
-    Shift { score, tier, signals, continuation, ask_threshold: ask, trust_threshold: trust }
+    Shift { score, tier, signals, continuation, quiet: None, ask_threshold: ask, trust_threshold: trust }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn thread(prompts: &[&str], files: &[&str], tools: &[&str], last_ms: i64) -> Thread {
+    const H: i64 = 3_600_000;
+
+    /// A thread of `prompts` one minute apart from t = 0, each answered by
+    /// the matching entry of `replies` 30 s later, touching `files`; its last
+    /// activity is the last reply.
+    fn thread(prompts: &[&str], replies: &[&str], files: &[&str]) -> Thread {
+        let at = |i: usize| i as i64 * 60_000;
         Thread {
             session: "claude:s".into(),
-            prompts: prompts.iter().map(|p| (0, (*p).to_owned())).collect(),
+            prompts: prompts.iter().enumerate().map(|(i, p)| (at(i), (*p).to_owned())).collect(),
+            replies: replies.iter().enumerate().map(|(i, r)| (at(i) + 30_000, (*r).to_owned())).collect(),
             files: files.iter().map(|f| (*f).to_owned()).collect(),
-            tools: tools.iter().map(|t| (*t).to_owned()).collect(),
-            last_ms,
+            touched: files.iter().map(|f| (at(prompts.len().saturating_sub(1)) + 10_000, (*f).to_owned())).collect(),
+            last_ms: at(prompts.len().saturating_sub(1)) + 30_000,
             ..Thread::default()
         }
     }
 
+    fn login() -> Thread {
+        thread(
+            &[
+                "Fix the flaky login test in src/auth/login.rs",
+                "it still times out on CI",
+                "make the session timeout configurable",
+            ],
+            &[
+                "The login test waits on a real clock; I replaced it with a mock clock in login.rs.",
+                "CI is slower: the session refresh races the assertion. I added a retry around the refresh.",
+                "Added `session_timeout_secs` to the auth config, default 30.",
+            ],
+            &["/repo/src/auth/login.rs", "/repo/src/auth/session.rs"],
+        )
+    }
+
+    const TH: (f32, f32) = (0.4, 0.85);
+    const BILLING: &str = "Explain how the billing service computes invoice totals for enterprise customers \
+                           with several currencies and discounts";
+
     #[test]
-    fn continuation_keywords_open_the_prompt() {
+    fn the_switch_patterns_compile() {
+        assert!(MARKERS.is_some() && FEEDBACK.is_some());
+        assert!(has_switch_marker("Unrelated question: how do invoices round?"));
+        assert!(has_switch_marker("Bon, je change complètement de sujet"));
+        assert!(has_switch_marker("换个话题，帮我写一个脚本"));
+        assert!(!has_switch_marker("add the new field to the form"));
+        assert!(has_feedback_cue("it still fails"));
+        assert!(has_feedback_cue("还是不行"));
+        assert!(!has_feedback_cue("write a billing report"));
+    }
+
+    #[test]
+    fn continuation_keywords_are_acknowledgements_and_retries() {
         assert!(is_continuation("also add a test"));
-        assert!(is_continuation("Okay, now the docs"));
+        assert!(is_continuation("Thanks, that did it"));
         assert!(is_continuation("can you also check"));
+        assert!(is_continuation("try again"));
+        assert!(!is_continuation("Okay, now the docs"));
+        assert!(!is_continuation("now write the billing export"));
+        assert!(!is_continuation("next: the CSV importer"));
         assert!(!is_continuation("andromeda galaxy facts"));
         assert!(!is_continuation("fix it"));
     }
 
     #[test]
-    fn time_gap_is_log_linear_between_30s_and_30min() {
-        assert_eq!(time_gap_signal(10_000), 0.0);
-        assert_eq!(time_gap_signal(3_600_000), 1.0);
-        let mid = time_gap_signal(232_379);
-        assert!((mid - 0.5).abs() < 0.01, "{mid}");
+    fn the_pause_counts_from_one_hour() {
+        assert_eq!(time_gap_signal(-5), 0.0);
+        assert_eq!(time_gap_signal(10 * 60_000), 0.0);
+        assert_eq!(time_gap_signal(H - 1), 0.0);
+        assert!((time_gap_signal(H) - 0.6).abs() < 1e-6);
+        let two = time_gap_signal(2 * H);
+        assert!(two > 0.6 && two < 0.67, "{two}");
+        assert!((time_gap_signal(3 * H) - 0.67).abs() < 1e-6);
+        assert_eq!(time_gap_signal(40 * H), time_gap_signal(3 * H));
     }
 
     #[test]
-    fn the_three_tiers() {
-        let t = thread(
-            &["Fix the flaky login test in src/auth/login.rs"],
-            &["/repo/src/auth/login.rs", "/repo/src/auth/session.rs"],
-            &["Read", "Edit", "Bash", "Edit"],
-            1_000_000,
+    fn cjk_text_is_compared_by_character_bigrams() {
+        let t = tokens("修复数据库连接");
+        assert!(t.contains("数据") && t.contains("据库") && t.contains("连接"), "{t:?}");
+        let latin = tokens("The data_loader, v2 and 3 files");
+        assert!(
+            latin.contains("data_loader") && latin.contains("v2") && latin.contains("3") && latin.contains("files")
         );
-        let th = (0.4, 0.85);
-        let same = decide(&t, "now run it again with the session.rs change", 1_010_000, th);
-        assert_eq!(same.tier, tier::IGNORE, "{same:?}");
-        let new_soon = decide(
-            &t,
-            "Explain how the billing service computes invoice totals for enterprise customers with several \
-             currencies and discounts, and what documentation we have about its rounding rules today",
-            1_020_000,
-            th,
-        );
-        assert_eq!(new_soon.tier, tier::ASK, "{new_soon:?}");
-        let new_later = decide(
-            &t,
-            "Explain how the billing service computes invoice totals for enterprise customers with several \
-             currencies and discounts, and what documentation we have about its rounding rules today",
-            1_000_000 + 3_600_000,
-            th,
-        );
-        assert_eq!(new_later.tier, tier::TRUST, "{new_later:?}");
-        let sum: f32 = new_later.signals.values().sum();
-        assert!((sum - new_later.score).abs() < 1e-6);
-        let softened = decide(
-            &t,
-            "Also, explain how the billing service computes invoice totals for enterprise customers with several currencies and discounts",
-            1_000_000 + 3_600_000,
-            th,
-        );
-        assert!(softened.continuation && softened.score < new_later.score);
-        let first = decide(&thread(&[], &[], &[], 0), "anything at all", 5, th);
-        assert_eq!((first.tier, first.score), (tier::IGNORE, 0.0));
+        assert!(!latin.contains("the") && !latin.contains("and"));
+        // A follow-up in Chinese shares bigrams with the agent's reply.
+        let seen = tokens("数据库连接超时，我把连接池改大了");
+        let n = novelty(&tokens("数据库连接还是超时"), &seen);
+        assert!(n < 0.5, "{n}");
+        assert_eq!(novelty(&tokens("写一个新的天气预报页面"), &seen), 1.0);
+        // Kana too.
+        assert!(tokens("ところでテスト").contains("テス"));
+    }
+
+    #[test]
+    fn the_second_prompt_never_asks() {
+        let t = thread(&["Fix the flaky login test"], &["Done: the test uses a mock clock now."], &[]);
+        let d = decide(&t, &format!("Unrelated question. {BILLING}"), t.last_ms + 5 * H, TH);
+        assert_eq!((d.tier, d.score, d.quiet), (tier::IGNORE, 0.0, Some("first prompts")), "{d:?}");
+        let first = decide(&Thread::default(), BILLING, 5, TH);
+        assert_eq!(first.quiet, Some("first prompts"));
+    }
+
+    #[test]
+    fn a_short_follow_up_never_asks() {
+        let t = login();
+        for p in ["by the way, deploy it", "unrelated: rename it", "ok now push", "还是不行"] {
+            let d = decide(&t, p, t.last_ms + 6 * H, TH);
+            assert_eq!((d.tier, d.quiet), (tier::IGNORE, Some("short prompt")), "{p}: {d:?}");
+        }
+    }
+
+    #[test]
+    fn a_marker_with_new_words_asks() {
+        let t = login();
+        let d = decide(&t, &format!("Unrelated question: {BILLING}"), t.last_ms + 60_000, TH);
+        assert_eq!(d.tier, tier::ASK, "{d:?}");
+        assert!(d.score >= 0.4 && d.score < 0.85, "{d:?}");
+        // The same words without a marker, minutes later: the normal rhythm of work.
+        let d = decide(&t, BILLING, t.last_ms + 20 * 60_000, TH);
+        assert_eq!(d.tier, tier::IGNORE, "{d:?}");
+        // A marker on words of the thread: nothing new.
+        let d = decide(&t, "another thing: the session timeout in login.rs on CI", t.last_ms + 60_000, TH);
+        assert_eq!(d.tier, tier::IGNORE, "{d:?}");
+    }
+
+    #[test]
+    fn a_long_pause_with_new_words_asks_unless_it_is_feedback() {
+        let t = login();
+        let d = decide(&t, BILLING, t.last_ms + 2 * H, TH);
+        assert_eq!(d.tier, tier::ASK, "{d:?}");
+        assert_eq!(d.signals["marker"], 0.0);
+        let d = decide(&t, &format!("{BILLING}; it still fails"), t.last_ms + 2 * H, TH);
+        assert_eq!(d.tier, tier::IGNORE, "feedback wording: {d:?}");
+        let d = decide(&t, BILLING, t.last_ms + 50 * 60_000, TH);
+        assert_eq!(d.tier, tier::IGNORE, "under an hour: {d:?}");
+        // The words come from the agent's last reply: a follow-up, however late.
+        let d = decide(&t, "make session_timeout_secs default to 60 in the auth config", t.last_ms + 9 * H, TH);
+        assert_eq!(d.tier, tier::IGNORE, "{d:?}");
+        // Opening with an acknowledgement halves it.
+        let d = decide(&t, &format!("Thanks. {BILLING}"), t.last_ms + 2 * H, TH);
+        assert!(d.continuation && d.tier == tier::IGNORE, "{d:?}");
+    }
+
+    #[test]
+    fn trust_needs_a_marker_and_a_long_pause() {
+        let t = login();
+        let marked = format!("Different subject: {BILLING}");
+        let d = decide(&t, &marked, t.last_ms + 4 * H, TH);
+        assert_eq!(d.tier, tier::TRUST, "{d:?}");
+        assert_eq!(d.signals["evidence"], 1.0);
+        let d = decide(&t, &marked, t.last_ms + 60_000, TH);
+        assert_eq!(d.tier, tier::ASK, "{d:?}");
+        // Even with thresholds set low, a pause alone does not stash.
+        let d = decide(&t, BILLING, t.last_ms + 4 * H, (0.3, 0.5));
+        assert_eq!(d.tier, tier::ASK, "{d:?}");
+    }
+
+    #[test]
+    fn at_most_one_suggestion_per_topic() {
+        let mut t = login();
+        t.suggested_ms = t.prompts.last().map(|(at, _)| *at);
+        let prompt = format!("Unrelated question: {BILLING}");
+        let d = decide(&t, &prompt, t.last_ms + 2 * H, TH);
+        assert_eq!(d.quiet, Some("suggested already"), "{d:?}");
+        // Once the comparison window lies after the suggestion, it may speak again.
+        for i in 0..2 {
+            let at = t.last_ms + 60_000 * (i + 1);
+            t.prompts.push((at, format!("billing step {i}")));
+        }
+        let d = decide(&t, &prompt, t.last_ms + 60_000, TH);
+        assert_eq!((d.quiet, d.tier), (None, tier::ASK), "{d:?}");
     }
 
     #[test]

@@ -173,7 +173,7 @@ pub struct TopicShift {
     pub score: f32,
     /// `ignore`, `ask` or `trust`.
     pub tier: String,
-    /// Each signal's weighted contribution.
+    /// Each signal's value (the detector's own names).
     pub signals: BTreeMap<String, f32>,
     /// Thresholds used.
     pub ask_threshold: f32,
