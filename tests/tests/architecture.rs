@@ -78,10 +78,11 @@ fn dependencies(krate: &str) -> Vec<String> {
             inside = line == "[dependencies]";
             continue;
         }
-        if inside && !line.starts_with('#') {
-            if let Some((name, _)) = line.split_once('=') {
-                names.push(name.trim().split('.').next().unwrap_or_default().to_string());
-            }
+        if inside
+            && !line.starts_with('#')
+            && let Some((name, _)) = line.split_once('=')
+        {
+            names.push(name.trim().split('.').next().unwrap_or_default().to_string());
         }
     }
     names

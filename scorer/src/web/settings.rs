@@ -171,9 +171,10 @@ pub fn locked(key: &str) -> Option<&'static str> {
     {
         return Some("it names an endpoint Engram connects to");
     }
-    if key.rsplit_once('.').is_some_and(|(section, leaf)| {
-        MODEL_SECTIONS.contains(&section) && matches!(leaf, "preset" | "model")
-    }) {
+    if key
+        .rsplit_once('.')
+        .is_some_and(|(section, leaf)| MODEL_SECTIONS.contains(&section) && matches!(leaf, "preset" | "model"))
+    {
         return Some("it chooses the program or server a model runs on");
     }
     None

@@ -156,13 +156,12 @@ impl<'a> Gate<'a> {
         if !matches!(self.moment, Moment::Other | Moment::Restart) && self.learned_here(m) {
             return Err("learned from this session (its words are in the agent's context)".into());
         }
-        if self.moment != Moment::Other {
-            if !m.pinned
-                && m.speaker.is_none()
-                && let Some(defect) = quality::defect(&m.content)
-            {
-                return Err(format!("not a lesson as stored: {defect}"));
-            }
+        if self.moment != Moment::Other
+            && !m.pinned
+            && m.speaker.is_none()
+            && let Some(defect) = quality::defect(&m.content)
+        {
+            return Err(format!("not a lesson as stored: {defect}"));
         }
         let mut here = m.project.is_none() || m.project.as_deref() == self.project;
         if let Some(p) = m.project.as_deref().filter(|_| !here) {
