@@ -13,6 +13,14 @@
 //! without punctuation or spacing, so "Use pnpm here." and "use pnpm here"
 //! are one text.
 //!
+//! A lesson forgotten stays forgotten in other words too: beside each
+//! text's fingerprint, a keyed sketch of its content words (stemmed, stop
+//! words dropped, each word a short keyed hash: `fw1_…`) is recorded, and a
+//! memory text that shares most of a forgotten sketch's words (at least
+//! [`SKETCH_MIN_SHARED`], and [`SKETCH_SHARE`] of the smaller set) is refused
+//! as a paraphrase: "start the db before the integration tests", forgotten,
+//! keeps out "Run `docker compose up -d db` before the integration tests".
+//!
 //! Erases: [`Scrub`] finds a forgotten text wherever an event holds it
 //! verbatim, with any capitalisation, spacing or punctuation between its
 //! words (extraction tidies a sentence before storing it: the session
@@ -37,6 +45,13 @@ pub const FORGOTTEN_MARKER: &str = "[forgotten]";
 /// Texts with fewer words are not scrubbed from other events (too likely to
 /// be ordinary phrases); the memory's own events are cleared whatever its length.
 pub const MIN_SCRUB_WORDS: usize = 3;
+
+/// Fewest content words a paraphrase shares with a forgotten text.
+pub const SKETCH_MIN_SHARED: usize = 3;
+/// Share of the smaller of two word sets a paraphrase covers.
+pub const SKETCH_SHARE: f32 = 0.6;
+/// The prefix of a sketch among a memory's fingerprints.
+const SKETCH_PREFIX: &str = "fw1_";
 
 /// The key of this data home's fingerprints.
 #[derive(Clone)]
@@ -108,6 +123,29 @@ impl Key {
         let hash = blake3::keyed_hash(&self.0, words.join(" ").as_bytes());
         Some(format!("fp1_{}", &hash.to_hex()[..32]))
     }
+
+    /// The sketch of `text`: its distinct content words, each a keyed hash
+    /// of 8 hex digits, sorted (`None` below [`SKETCH_MIN_SHARED`] words).
+    pub fn sketch(&self, text: &str) -> Option<String> {
+        let mut words: Vec<String> = crate::base::text::query_terms(text)
+            .iter()
+            .map(|w| blake3::keyed_hash(&self.0, w.as_bytes()).to_hex()[..8].to_owned())
+            .collect();
+        words.sort();
+        words.dedup();
+        (words.len() >= SKETCH_MIN_SHARED).then(|| format!("{SKETCH_PREFIX}{}", words.join(".")))
+    }
+}
+
+/// Whether two sketches' word sets overlap as a paraphrase's do.
+fn paraphrase(a: &str, b: &str) -> bool {
+    let set = |s: &str| -> Vec<String> {
+        s.strip_prefix(SKETCH_PREFIX).unwrap_or(s).split('.').filter(|w| !w.is_empty()).map(str::to_owned).collect()
+    };
+    let (a, b) = (set(a), set(b));
+    let shared = a.iter().filter(|w| b.contains(w)).count();
+    let smaller = a.len().min(b.len());
+    shared >= SKETCH_MIN_SHARED && shared as f32 >= SKETCH_SHARE * smaller as f32
 }
 
 /// The words of `text`, lower-cased: what a fingerprint and a scrub compare.
@@ -127,9 +165,11 @@ impl Guard {
         Ok(Guard { key: Key::load(paths)? })
     }
 
-    /// The fingerprint of `text` if it was forgotten.
+    /// The fingerprint of `text` if it was forgotten, or the sketch of the
+    /// forgotten text it paraphrases.
     pub fn forgotten(&self, store: &Store, text: &str) -> Result<Option<String>> {
-        let Some(fp) = self.key.as_ref().and_then(|k| k.fingerprint(text)) else {
+        let Some(key) = self.key.as_ref() else { return Ok(None) };
+        let Some(fp) = key.fingerprint(text) else {
             return Ok(None);
         };
         let hit: Option<String> = store
@@ -137,7 +177,26 @@ impl Guard {
             .prepare_cached("SELECT memory_id FROM forgotten_fingerprints WHERE fingerprint = ?1")
             .and_then(|mut s| s.query_row([&fp], |r| r.get(0)).optional())
             .sql("look up a forgotten fingerprint")?;
-        Ok(hit.map(|_| fp))
+        if hit.is_some() {
+            return Ok(Some(fp));
+        }
+        let Some(sketch) = key.sketch(text) else { return Ok(None) };
+        // Few memories are forgotten: their sketches are read whole.
+        let mut stmt = store
+            .conn()
+            .prepare_cached(
+                "SELECT fingerprint FROM forgotten_fingerprints WHERE fingerprint >= ?1 AND fingerprint < ?2",
+            )
+            .sql("prepare the forgotten sketches")?;
+        let rows =
+            stmt.query_map([SKETCH_PREFIX, "fw1`"], |r| r.get::<_, String>(0)).sql("read the forgotten sketches")?;
+        for row in rows {
+            let forgotten = row.sql("read a forgotten sketch")?;
+            if paraphrase(&forgotten, &sketch) {
+                return Ok(Some(forgotten));
+            }
+        }
+        Ok(None)
     }
 
     /// Whether the event may be written: not a memory text that was forgotten.
@@ -370,6 +429,26 @@ mod tests {
         assert_eq!(k.fingerprint("  ... "), None);
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(fs::metadata(key_path(&paths)).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_forgotten_lesson_keeps_out_its_paraphrases_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = Key::load_or_create(&Paths::at(dir.path())).unwrap();
+        let forgotten = k.sketch("Start the db before the integration tests.").unwrap();
+        assert!(forgotten.starts_with(SKETCH_PREFIX));
+        assert!(!forgotten.contains("integr"), "words are hashed: {forgotten}");
+        for same in [
+            "Run `docker compose up -d db` before `uv run pytest tests/integration`.",
+            "integration tests need the DB started first",
+        ] {
+            assert!(paraphrase(&forgotten, &k.sketch(same).unwrap()), "{same}");
+        }
+        for other in ["The integration tests log to tests/integration/out.log.", "Start the dev server with make dev."]
+        {
+            assert!(!paraphrase(&forgotten, &k.sketch(other).unwrap()), "{other}");
+        }
+        assert_eq!(k.sketch("use pnpm"), None, "too few words to tell a paraphrase");
     }
 
     #[test]

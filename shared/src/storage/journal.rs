@@ -255,7 +255,7 @@ impl Journal {
         let mut events = Vec::new();
         for (id, versions) in texts {
             let mut missing = Vec::new();
-            for fp in versions.iter().filter_map(|t| key.fingerprint(t)) {
+            for fp in versions.iter().flat_map(|t| key.fingerprint(t).into_iter().chain(key.sketch(t))) {
                 let known: bool = self
                     .store
                     .conn()

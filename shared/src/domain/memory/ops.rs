@@ -347,7 +347,7 @@ fn forget_as(journal: &mut Journal, id: &str, reason: Option<String>, relearnabl
         Vec::new()
     } else {
         let key = forget::Key::load_or_create(journal.paths()).map_err(store_err("create the forget key"))?;
-        key.fingerprint(&memory.content).into_iter().collect()
+        key.fingerprint(&memory.content).into_iter().chain(key.sketch(&memory.content)).collect()
     };
     let memory_id = MemoryId::from(id);
     let forgotten = MemoryForgotten { memory_id: memory_id.clone(), reason, relearnable };
@@ -446,7 +446,8 @@ mod tests {
         assert!(forget(&mut j, judged.as_str(), None, Ts(4_000)).unwrap());
         assert!(!forget_data(&mut j, demo.as_str(), None, Ts(4_500)).unwrap(), "already forgotten");
         let fingerprints = |j: &Journal| -> i64 {
-            j.store().conn().query_row("SELECT COUNT(*) FROM forgotten_fingerprints", [], |r| r.get(0)).unwrap()
+            let sql = "SELECT COUNT(DISTINCT memory_id) FROM forgotten_fingerprints";
+            j.store().conn().query_row(sql, [], |r| r.get(0)).unwrap()
         };
         assert_eq!(fingerprints(&j), 1, "only the judged text is fingerprinted");
         // Compaction clears both memories' own events but fingerprints only the judged one.
@@ -458,6 +459,8 @@ mod tests {
         let m = require_live(j.store(), real.as_str()).unwrap();
         assert_eq!(m.content, demo_text);
         assert!(add(&mut j, memory(judged_text), &Origin::user(), Ts(6_000)).is_err(), "a forget sticks");
+        let paraphrase = "The vault holds the password for staging.";
+        assert!(add(&mut j, memory(paraphrase), &Origin::user(), Ts(6_500)).is_err(), "in other words too");
         // Replay agrees, and a second compaction leaves the real memory's text alone.
         j.compact().unwrap();
         assert_eq!(require_live(j.store(), real.as_str()).unwrap().content, demo_text);

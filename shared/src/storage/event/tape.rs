@@ -30,6 +30,7 @@ pub struct TapeLost {
 pub struct ForgetFingerprints {
     /// The forgotten memory.
     pub memory_id: MemoryId,
-    /// `fp1_` and 32 hex digits each.
+    /// `fp1_` and 32 hex digits each (a text's fingerprint), or `fw1_` and
+    /// 8 hex digits per content word, dot-separated (its sketch).
     pub fingerprints: Vec<String>,
 }
