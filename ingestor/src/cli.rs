@@ -613,7 +613,7 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
     match command {
         Command::Scan(args) => scan(args, env, shutdown),
         Command::Memory { command } => memory(command, env),
-        Command::Record { stdin, session, command } => record(stdin, session, &command, env),
+        Command::Record { stdin, session, command } => record(stdin, session, &command, env, shutdown),
         Command::Link { from, to, note, session } => {
             let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
             let r = crate::record::link(&env.paths, (&from, &to), &note, session_arg(session)?, &cwd, env.now)?;
@@ -987,7 +987,13 @@ fn session_arg(session: Option<String>) -> Result<Option<shared::base::ids::Sess
         .transpose()
 }
 
-fn record(stdin: bool, session: Option<String>, command: &[String], env: &mut Env<'_>) -> Result<u8, Error> {
+fn record(
+    stdin: bool,
+    session: Option<String>,
+    command: &[String],
+    env: &mut Env<'_>,
+    shutdown: &Shutdown,
+) -> Result<u8, Error> {
     let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
     let session = session_arg(session)?;
     let r = match (stdin, command.is_empty()) {
@@ -996,7 +1002,7 @@ fn record(stdin: bool, session: Option<String>, command: &[String], env: &mut En
             std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|e| Error::io("stdin", e))?;
             crate::record::record_transcript(&env.paths, &text, session, &cwd, env.now)?
         }
-        (false, false) => crate::record::record_command(&env.paths, command, &cwd, env.now)?,
+        (false, false) => crate::record::record_command(&env.paths, command, &cwd, env.now, &mut *env.out, shutdown)?,
         _ => return Err(Error::InvalidArgument("record: give either --stdin or a command after --".into())),
     };
     env.line(&serde_json::to_string(&r).unwrap_or_default())?;

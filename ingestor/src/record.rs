@@ -266,8 +266,23 @@ pub fn hunk(before: &str, after: &str) -> Option<CodeEdit> {
     })
 }
 
-/// `record -- COMMAND`: runs it in `cwd`, its output teed to ours.
-pub fn record_command(paths: &Paths, command: &[String], cwd: &Path, now: Ts) -> Result<Recorded, Error> {
+/// Most bytes of each output stream kept for the record (the rest is still
+/// shown; the kept text is capped again like any tool output).
+const KEPT_BYTES: usize = 4 << 20;
+
+/// `record -- COMMAND`: runs it in `cwd`, its standard output teed to `out`
+/// and its standard error to ours as they come. The child's streams are read
+/// by two threads that hand their chunks to this one, which alone writes
+/// `out` (a caller may hold the process's stdout lock for it). A shutdown
+/// request (SIGTERM, SIGINT) stops the child.
+pub fn record_command(
+    paths: &Paths,
+    command: &[String],
+    cwd: &Path,
+    now: Ts,
+    out: &mut dyn Write,
+    shutdown: &shared::base::shutdown::Shutdown,
+) -> Result<Recorded, Error> {
     let Some((program, args)) = command.split_first() else {
         return Err(Error::InvalidArgument("record: give a command after --, or --stdin".into()));
     };
@@ -280,26 +295,59 @@ pub fn record_command(paths: &Paths, command: &[String], cwd: &Path, now: Ts) ->
         .stderr(std::process::Stdio::piped())
         .spawn()
         .map_err(|e| Error::io(program, e))?;
-    let tee = |from: Option<Box<dyn Read + Send>>, to: fn() -> Box<dyn Write>| {
+    let (tx, rx) = std::sync::mpsc::channel::<(bool, Vec<u8>)>();
+    let pump = |from: Option<Box<dyn Read + Send>>, is_out: bool, tx: std::sync::mpsc::Sender<(bool, Vec<u8>)>| {
         std::thread::spawn(move || {
-            let mut kept = Vec::new();
-            if let Some(mut r) = from {
-                let mut buf = [0u8; 8192];
-                while let Ok(n) = r.read(&mut buf) {
-                    if n == 0 {
-                        break;
+            let Some(mut r) = from else { return };
+            let mut buf = [0u8; 8192];
+            loop {
+                match r.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        if tx.send((is_out, buf[..n].to_vec())).is_err() {
+                            break;
+                        }
                     }
-                    let _ = to().write_all(&buf[..n]);
-                    kept.extend_from_slice(&buf[..n]);
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
                 }
             }
-            String::from_utf8_lossy(&kept).into_owned()
         })
     };
-    let out = tee(child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>), || Box::new(std::io::stdout()));
-    let err = tee(child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>), || Box::new(std::io::stderr()));
+    let pumps = [
+        pump(child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>), true, tx.clone()),
+        pump(child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>), false, tx),
+    ];
+    let (mut kept_out, mut kept_err) = (Vec::new(), Vec::new());
+    let mut stopped = false;
+    loop {
+        match rx.recv_timeout(std::time::Duration::from_millis(100)) {
+            Ok((is_out, bytes)) => {
+                let kept = if is_out {
+                    let _ = out.write_all(&bytes).and_then(|()| out.flush());
+                    &mut kept_out
+                } else {
+                    let _ = std::io::stderr().write_all(&bytes);
+                    &mut kept_err
+                };
+                let room = KEPT_BYTES.saturating_sub(kept.len());
+                kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if shutdown.requested() && !stopped {
+                    stopped = true;
+                    let _ = child.kill();
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    for p in pumps {
+        let _ = p.join();
+    }
     let status = child.wait().map_err(|e| Error::io(program, e))?;
-    let (mut stdout, mut stderr) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
+    let mut stdout = String::from_utf8_lossy(&kept_out).into_owned();
+    let mut stderr = String::from_utf8_lossy(&kept_err).into_owned();
     let end = Ts::now().max(now);
     let after = snapshot(cwd);
     let mut b = Builder::new(session.clone());

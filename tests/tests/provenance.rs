@@ -586,6 +586,37 @@ fn record_stdin_takes_seed_tape_lines() {
     assert_eq!(first(&explain(&w, &target, &["--brief"])), session);
 }
 
+/// `record -- CMD` tees the command's output as it comes and returns with
+/// its status (it used to wait forever for a lock on its own stdout as soon
+/// as the command printed anything).
+#[test]
+fn record_a_command_that_prints_returns_with_its_output_and_status() {
+    let w = World::new();
+    let repo = w.root().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let script = "echo hi; echo careful >&2; printf 'fn main() {}\\n' > main.rs; exit 3";
+    let mut cmd = w.cmd(&["record", "--", "sh", "-c", script]);
+    cmd.current_dir(&repo).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("record -- CMD did not return within 30 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "the command's status");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut lines = stdout.lines();
+    assert_eq!(lines.next(), Some("hi"), "the command's output first: {stdout}");
+    let r: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("careful"));
+    assert_eq!(r["exit"], 3, "{r}");
+    assert!(r["files_changed"].as_u64().unwrap() >= 1, "{r}");
+}
+
 #[test]
 fn before_an_edit_the_hook_says_why_the_code_exists_once() {
     let w = World::new();

@@ -12,6 +12,9 @@
 //! - **The memories injected** at an event ([`injected_memories`]): each
 //!   memory some listing showed whose id or text the injected text holds,
 //!   whatever its layout, and each `- ` line none of them accounts for.
+//! - **At the tool call**: of the needs at tool calls, the share where the
+//!   call's own hook injected a line stating the lesson (a reminder at the
+//!   moment of action, not only earlier in the window).
 //! - **Noise**: of the events labelled `[-]`, the share whose hooks
 //!   injected at least one memory that does not state a general preference
 //!   (a lesson with scope `global`).
@@ -114,6 +117,8 @@ pub struct Measures {
     /// Issue 17's case: lessons of other projects (not general preferences)
     /// needed at a session start.
     pub recall_cross_project_start: Ratio,
+    /// Needs at tool calls whose own hook stated the lesson.
+    pub at_tool: Ratio,
     /// Recall by moment (session start, prompt, tool, after compaction, resume).
     pub recall_by_moment: BTreeMap<String, Ratio>,
     /// Recall by lesson kind.
@@ -328,6 +333,9 @@ pub fn judge(s: &Scenario, t: &Trace) -> Measures {
             }
             m.recall.add(hit);
             m.recall_by_moment.entry(e.moment.to_owned()).or_default().add(hit);
+            if e.moment == "tool" {
+                m.at_tool.add(here.iter().any(|line| lesson.stated_by(line)));
+            }
             m.recall_by_kind.entry(lesson.kind.clone()).or_default().add(hit);
             if e.after_compaction {
                 m.recall_after_compaction.add(hit);

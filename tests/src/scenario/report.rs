@@ -134,6 +134,8 @@ pub struct Totals {
     pub injected_chars: u64,
     /// Labelled events with an injection.
     pub injections: u32,
+    /// Needs at tool calls stated by the call's own hook.
+    pub at_tool: Ratio,
     /// Recall by moment.
     pub recall_by_moment: BTreeMap<String, Ratio>,
     /// Recall by lesson kind.
@@ -152,6 +154,7 @@ impl Totals {
         self.recall_after_compaction = self.recall_after_compaction.plus(m.recall_after_compaction);
         self.recall_cross_project = self.recall_cross_project.plus(m.recall_cross_project);
         self.recall_cross_project_start = self.recall_cross_project_start.plus(m.recall_cross_project_start);
+        self.at_tool = self.at_tool.plus(m.at_tool);
         self.noise = self.noise.plus(m.noise);
         self.leaks += m.leaks.len() as u32;
         self.forgets_exercised = self.forgets_exercised.plus(m.forgets_exercised);
@@ -317,6 +320,7 @@ impl Summary {
         let _ = writeln!(o, "\nOverall:");
         let _ = writeln!(o, "  needed-lesson recall by the moment  {}", ratio(t.recall));
         let _ = writeln!(o, "  recall after compactions            {}", ratio(t.recall_after_compaction));
+        let _ = writeln!(o, "  needed lesson at the tool call      {}", ratio(t.at_tool));
         let _ = writeln!(o, "  recall of lessons from other projects {}", ratio(t.recall_cross_project));
         let _ = writeln!(o, "    of which at session start (issue 17) {}", ratio(t.recall_cross_project_start));
         let _ = writeln!(o, "  noise rate                          {}", ratio(t.noise));

@@ -39,7 +39,7 @@ use super::stack::Stacks;
 use crate::base::config::FloorsConfig;
 use crate::base::ids::{MemoryId, SessionKey};
 use crate::domain::memory::quality;
-use crate::domain::rank::{RankedMemory, Ranking};
+use crate::domain::rank::{PoolMemory, RankedMemory, Ranking};
 use crate::storage::event::trigger;
 
 /// The moment a ranking is for.
@@ -122,7 +122,7 @@ impl<'a> Gate<'a> {
 
     /// Whether `m` was learned from this session since its context was last
     /// emptied (so the agent has its words already).
-    fn learned_here(&self, m: &crate::domain::rank::PoolMemory) -> bool {
+    fn learned_here(&self, m: &PoolMemory) -> bool {
         let Some(session) = self.session else { return false };
         m.source_session.as_deref() == Some(session.as_str()) && self.context_reset_ms.is_none_or(|r| m.created_ms > r)
     }
@@ -130,6 +130,37 @@ impl<'a> Gate<'a> {
     /// The evidence the moment's query gives for a memory.
     pub fn evidence(&self, it: &RankedMemory) -> Evidence {
         evidence(&self.words, &it.memory.content, &it.memory.bag)
+    }
+
+    /// Whether `m` counts as this project's own: the user's (no project),
+    /// this project's, or a lesson of this stack; an error when it belongs to
+    /// a project of another stack.
+    fn here(&self, m: &PoolMemory) -> Result<bool, String> {
+        let mut here = m.project.is_none() || m.project.as_deref() == self.project;
+        if let Some(p) = m.project.as_deref().filter(|_| !here) {
+            if self.stacks.other_stack(p) && !m.pinned {
+                return Err("learned in a project of another stack".into());
+            }
+            // Two projects of this stack agree: a lesson of the stack (two
+            // memories that say it alike, or one learned in both projects
+            // whose shared tags this environment has: `signals.stack_match`).
+            here = self.stacks.is_lesson(&m.id) || m.signals.stack_match;
+        }
+        Ok(here)
+    }
+
+    /// Whether the memory is a reminder now: it warns against what the
+    /// moment's tool call is about to do ([`RankedMemory::reminder`]), it is
+    /// a lesson that stands, and it is this project's own. A reminder needs
+    /// no other evidence and may repeat what the session was shown.
+    pub fn reminds(&self, it: &RankedMemory) -> bool {
+        let m = &it.memory;
+        self.moment == Moment::Tool
+            && it.reminder.is_some()
+            && m.excluded.is_none()
+            && !m.superseded
+            && (m.pinned || quality::defect(&m.content).is_none())
+            && self.here(m) == Ok(true)
     }
 
     /// `Ok` when the memory may be injected now, else why not, for people.
@@ -141,7 +172,7 @@ impl<'a> Gate<'a> {
         if let Some(why) = m.excluded {
             return Err(why.into());
         }
-        if it.reminder.is_some() && !m.superseded && (m.pinned || quality::defect(&m.content).is_none()) {
+        if self.reminds(it) {
             return Ok(());
         }
         if m.shown {
@@ -163,16 +194,7 @@ impl<'a> Gate<'a> {
         {
             return Err(format!("not a lesson as stored: {defect}"));
         }
-        let mut here = m.project.is_none() || m.project.as_deref() == self.project;
-        if let Some(p) = m.project.as_deref().filter(|_| !here) {
-            if self.stacks.other_stack(p) && !m.pinned {
-                return Err("learned in a project of another stack".into());
-            }
-            // Two projects of this stack agree: a lesson of the stack (two
-            // memories that say it alike, or one learned in both projects
-            // whose shared tags this environment has: `signals.stack_match`).
-            here = self.stacks.is_lesson(&m.id) || m.signals.stack_match;
-        }
+        let here = self.here(m)?;
         let floor = |base: f32| if here { base } else { base * self.floors.other_project };
         let need = if here { 1 } else { 2 };
         let enough = |e: &Evidence, base: f32| -> Result<(), String> {

@@ -498,6 +498,13 @@ pub fn serve(
     let stacks = stack::Stacks::load(store, req.project, req.stack, others, moment == gate::Moment::SessionStart)?;
     let gate = gate::Gate::new(&inj.floors, moment, req.project, &before_reset, &stacks, req.query, &ranking)
         .in_session(req.session, last_reset);
+    // A memory that warns against the call but is no reminder here (another
+    // project's, say) is judged as any other memory, and not shown as one.
+    for it in &mut ranking.items {
+        if it.reminder.is_some() && !gate.reminds(it) {
+            it.reminder = None;
+        }
+    }
     let verdicts: Vec<Result<(), String>> = ranking.items.iter().map(|it| gate.verdict(it)).collect();
     let mut chosen: Vec<usize> = Vec::new();
     let mut used = 0usize;
