@@ -24,8 +24,8 @@
 //!
 //! Memories without a project are the user's own, welcome in every project.
 //!
-//! At every moment but a restart, a memory learned from the session itself
-//! is not brought back to it (its words are in the agent's context already),
+//! At a prompt or a tool call, a memory learned from the session itself is
+//! not brought back to it (its words are in the agent's context already),
 //! unless it was learned before the context was last emptied. At the moments
 //! of a session, a memory that does not stand alone as a lesson (a fragment,
 //! a question, a pointer at something it does not name, a log line:
@@ -184,7 +184,10 @@ impl<'a> Gate<'a> {
         if m.content.trim().is_empty() {
             return Err("empty".into());
         }
-        if !matches!(self.moment, Moment::Other | Moment::Restart) && self.learned_here(m) {
+        // At a prompt or a tool call, the session's own lessons are in its
+        // context; a (re)start may bring them, as every start brings the
+        // project's lessons.
+        if matches!(self.moment, Moment::Prompt | Moment::Tool | Moment::ToolReadOnly) && self.learned_here(m) {
             return Err("learned from this session (its words are in the agent's context)".into());
         }
         if self.moment != Moment::Other

@@ -249,7 +249,9 @@ pub fn warned(text: &str) -> Vec<Warned> {
             } else if let Some(c) = command(span) {
                 push(c);
             }
-        } else if failed && let Some(c) = command(span) {
+        } else if (failed || needs_first(&before))
+            && let Some(c) = command(span)
+        {
             push(c);
         }
     }
@@ -271,6 +273,14 @@ pub fn warned(text: &str) -> Vec<Warned> {
         }
     }
     out
+}
+
+/// Whether `before` ends with "before" (or "prior to"), after a command of
+/// its own: "Run `make seed` before `make e2e`" warns against running
+/// `make e2e` without it.
+fn needs_first(before: &str) -> bool {
+    let t = before.trim_end();
+    t.ends_with(" before") || t.ends_with(" prior to") || t == "before"
 }
 
 /// Whether `before` ends with a negation, optionally followed by one verb;
@@ -341,8 +351,10 @@ mod tests {
             warned("`git push --force` fails with \"protected branch\" on main."),
             vec![cmd(&["git", "push", "--force"])]
         );
+        // What must come first: the later command is the one to remind at.
+        assert_eq!(warned("Run `make seed` before `make e2e`."), vec![cmd(&["make", "e2e"])]);
         // What a memory recommends, or mentions, is not warned against.
-        assert!(warned("Run `make seed` before `make e2e`.").is_empty());
+        assert!(warned("Run `make seed` to reset the data.").is_empty());
         assert!(warned("Don't use `any` here; we type everything strictly.").is_empty());
         assert!(warned("The staging API rate-limits to 10 req/s.").is_empty());
     }
