@@ -499,13 +499,22 @@ pub const CONTEXT_TAGS: &[&str] = &[
 /// The text the user typed in a turn: `text` without the context blocks a
 /// harness put before it (see [`CONTEXT_TAGS`]).
 pub fn typed_text(text: &str) -> &str {
+    split_context(text).1
+}
+
+/// Splits the context blocks at the start of a user turn (see
+/// [`CONTEXT_TAGS`]) from the text that follows them.
+pub fn split_context(text: &str) -> (Vec<&str>, &str) {
+    let mut context = Vec::new();
     let mut rest = text.trim_start();
     while let Some(tag) = CONTEXT_TAGS.iter().find(|t| rest.strip_prefix('<').is_some_and(|r| r.starts_with(*t))) {
         let close = format!("</{tag}>");
         let Some(end) = rest.find(&close) else { break };
-        rest = rest[end + close.len()..].trim_start();
+        let end = end + close.len();
+        context.push(&rest[..end]);
+        rest = rest[end..].trim_start();
     }
-    rest
+    (context, rest)
 }
 
 /// Beginnings of turns a harness writes in the user's name: a notification

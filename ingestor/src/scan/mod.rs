@@ -1179,18 +1179,7 @@ impl Scanner<'_> {
         let mut batch = Encoded::new(content);
         let cursors = Encoded::new(pending.cursors.into_iter().map(|(_, c)| c).collect());
         let mut locked = self.journal.locked().context("take the tape lock")?;
-        let lookup = StoreLookup::new(locked.store()).with_conflicts(self.config);
-        let mut memories = Vec::new();
-        for group in groups {
-            let ex = extract::resolve(group, &lookup);
-            lookup.note(&ex.events);
-            memories.extend(ex.events);
-        }
-        drop(lookup);
-        if self.config.knowledge.curation.enabled() {
-            memories = shared::domain::knowledge::curation::stage_pending(locked.store(), memories);
-        }
-        let memories = Encoded::new(memories);
+        let memories = Encoded::new(resolve_groups(locked.store(), self.config, groups));
         let first_memory = batch.len();
         let (n_memories, n_total) = (memories.len(), batch.len() + memories.len() + cursors.len());
         batch.extend(memories);
@@ -1468,18 +1457,7 @@ impl Scanner<'_> {
         }
         let t = Instant::now();
         let mut locked = self.journal.locked().context("take the tape lock")?;
-        let lookup = StoreLookup::new(locked.store()).with_conflicts(self.config);
-        let mut memories = Vec::new();
-        for group in groups {
-            let ex = extract::resolve(group, &lookup);
-            lookup.note(&ex.events);
-            memories.extend(ex.events);
-        }
-        drop(lookup);
-        if self.config.knowledge.curation.enabled() {
-            memories = shared::domain::knowledge::curation::stage_pending(locked.store(), memories);
-        }
-        let batch = Encoded::new(memories);
+        let batch = Encoded::new(resolve_groups(locked.store(), self.config, groups));
         locked.append_batch(&batch).context("append to the tape log")?;
         drop(locked);
         self.summary.timings.append_ms += ms(t);
@@ -1613,4 +1591,26 @@ fn recent_events(
         }
     }
     (out, all)
+}
+
+/// The memory events of candidate groups, resolved against the store under
+/// the tape lock (each group sees what the earlier ones added); with
+/// curation on, they wait in the observation buffer instead.
+fn resolve_groups(
+    store: &shared::storage::store::Store,
+    config: &Config,
+    groups: Vec<Vec<extract::Candidate>>,
+) -> Vec<Event> {
+    let lookup = StoreLookup::new(store).with_conflicts(config);
+    let mut memories = Vec::new();
+    for group in groups {
+        let ex = extract::resolve(group, &lookup);
+        lookup.note(&ex.events);
+        memories.extend(ex.events);
+    }
+    drop(lookup);
+    if config.knowledge.curation.enabled() {
+        memories = shared::domain::knowledge::curation::stage_pending(store, memories);
+    }
+    memories
 }

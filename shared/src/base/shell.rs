@@ -81,7 +81,8 @@ pub fn program(cmd: &str) -> Option<String> {
     Some(first.split('-').next().unwrap_or(&first).to_owned())
 }
 
-fn is_assignment(w: &str) -> bool {
+/// Whether `w` is an environment assignment (`FOO=1`) before a command.
+pub fn is_assignment(w: &str) -> bool {
     w.split_once('=').is_some_and(|(k, _)| {
         !k.is_empty() && k.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
     })

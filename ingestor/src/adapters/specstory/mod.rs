@@ -64,7 +64,9 @@ use shared::storage::event::{
     Body, CodeRead, INJECTION_OPEN, Meta, MsgIn, MsgOut, SessionStarted, ToolCall, ToolResult, harness, origin,
 };
 
-use crate::adapter::{Clock, DiagnosticKind, Emitter, HEAD_BYTES, ParseContext, ParseOutput, line_key, project_of};
+use crate::adapter::{
+    Clock, DiagnosticKind, Emitter, HEAD_BYTES, ParseContext, ParseOutput, line_key, project_of, split_context,
+};
 use crate::error::Error;
 use crate::patch;
 use crate::redact::{self, EXCLUDED_MARKER};
@@ -371,34 +373,6 @@ fn agent_header(em: &mut Emitter<'_, '_>, st: &mut ExportState, s: &SessionKey, 
 fn user_msg(em: &mut Emitter<'_, '_>, s: &SessionKey, ts: Ts, sub: &str, mut text: String, o: &str) {
     redact::cap_message(&mut text);
     em.emit(s, ts, sub, Body::MsgIn(MsgIn { text, origin: o.to_owned(), ..MsgIn::default() }));
-}
-
-/// Tags of context a tool puts before what the user typed, in the same
-/// message (an IDE's open file or selection, a system reminder, Engram's
-/// own context).
-const CONTEXT_TAGS: &[&str] = &[
-    "system-reminder",
-    "ide_opened_file",
-    "ide_selection",
-    "ide_diagnostics",
-    "user-prompt-submit-hook",
-    "environment_context",
-    "engram-context",
-];
-
-/// Splits the context blocks at the start of a user turn (see
-/// [`CONTEXT_TAGS`]) from the prompt that follows them.
-fn split_context(text: &str) -> (Vec<&str>, &str) {
-    let mut context = Vec::new();
-    let mut rest = text.trim_start();
-    while let Some(tag) = CONTEXT_TAGS.iter().find(|t| rest.starts_with(&format!("<{t}>"))) {
-        let close = format!("</{tag}>");
-        let Some(end) = rest.find(&close) else { break };
-        let end = end + close.len();
-        context.push(&rest[..end]);
-        rest = rest[end..].trim_start();
-    }
-    (context, rest)
 }
 
 /// The origin of a user turn's text.

@@ -15,6 +15,8 @@
 
 use serde_json::Value;
 
+use crate::base::shell::is_assignment;
+
 /// What a memory warns against.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Warned {
@@ -160,12 +162,6 @@ fn base(w: &str) -> &str {
 
 fn unquote(w: &str) -> String {
     w.trim_matches(|c| c == '"' || c == '\'' || c == '`').to_owned()
-}
-
-fn is_assignment(w: &str) -> bool {
-    w.split_once('=').is_some_and(|(k, _)| {
-        !k.is_empty() && k.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-    })
 }
 
 /// Words before a form that warn against it, as the text ends before the form.
