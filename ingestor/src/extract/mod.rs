@@ -38,6 +38,8 @@
 //! session), so extracting the same session again yields the same events.
 
 pub mod commands;
+pub mod diagnosis;
+pub mod lingua;
 pub mod prose;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -62,6 +64,8 @@ pub use prose::sentences;
 pub const MAX_MEMORY_TEXT: usize = 240;
 /// Most memories taken from one user message.
 const MAX_PER_MESSAGE: usize = 4;
+/// How many events after trouble the agent's diagnosis of it may come.
+const TROUBLE_WINDOW: usize = 16;
 /// Longest user message learned from (longer ones are pasted logs or documents).
 const MAX_MESSAGE_BYTES: usize = 4000;
 
@@ -205,7 +209,7 @@ pub fn tidy(text: &str) -> String {
         let upper: String = first.to_uppercase().collect();
         out.replace_range(..first.len_utf8(), &upper);
     }
-    if !out.ends_with(['.', '!', '?', '…']) {
+    if !out.ends_with(['.', '!', '?', '…', '。', '！', '？']) {
         out.push('.');
     }
     redact::redact_text(&out).into_owned()
@@ -481,6 +485,34 @@ pub fn candidates_in(events: &[Event], known: Option<&str>) -> Vec<Candidate> {
         }
     }
 
+    // Causes the agent found for trouble just before (see [`diagnosis`]).
+    // A failed call, or a command whose output opens with an error (converted
+    // transcripts often lose exit codes); what a file tool read is code.
+    let failed_at: BTreeSet<usize> = outcomes
+        .iter()
+        .filter(|o| o.status == Status::Failed || o.command.is_some() && diagnosis::troubled(&o.output))
+        .map(|o| o.at)
+        .collect();
+    let mut trouble: Option<usize> = None;
+    for (i, e) in events.iter().enumerate() {
+        if skip.contains(&i) {
+            continue;
+        }
+        if failed_at.contains(&i) || learnable_input(e).is_some_and(diagnosis::troubled) {
+            trouble = Some(i);
+            continue;
+        }
+        let Body::MsgOut(m) = &e.body else { continue };
+        if !(m.part.is_empty() || m.part == "text") || trouble.is_none_or(|t| i - t > TROUBLE_WINDOW) {
+            continue;
+        }
+        for s in sentences(&m.text) {
+            if let Some(text) = diagnosis::gotcha(&s) {
+                maker.make(&short(&text, MAX_MEMORY_TEXT), MemoryType::Gotcha, 0.55, None, e);
+            }
+        }
+    }
+
     // What the user says.
     let mut acted = false;
     let mut last_action: Option<&Outcome> = None;
@@ -583,7 +615,7 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
             Role::Rule => true,
             // The first words after "no," redirect the agent.
             Role::Request | Role::Other if correcting && first_content => {
-                if approves(s) {
+                if approves(s) || lingua::approves(s) == Some(true) {
                     correcting = false;
                     false
                 } else {

@@ -9,6 +9,8 @@
 //! "always"/"never" describes the thing to build (after "that", "which",
 //! "so it"…), and it is never stored as a convention.
 
+use shared::domain::memory::quality;
+
 /// Words that open a request for the task at hand.
 const TASK_VERBS: &[&str] = &[
     "add",
@@ -389,7 +391,19 @@ fn split_line(line: &str) -> Vec<String> {
         if c == '`' {
             in_tick = !in_tick;
         }
-        if in_tick || !matches!(c, '.' | '!' | '?') {
+        if in_tick {
+            continue;
+        }
+        // Full-width stops end a sentence with no space after them.
+        if matches!(c, '。' | '！' | '？') {
+            let s = cur.trim().to_owned();
+            if !s.is_empty() {
+                out.push(s);
+            }
+            cur.clear();
+            continue;
+        }
+        if !matches!(c, '.' | '!' | '?') {
             continue;
         }
         if !chars.get(i + 1).is_none_or(|n| n.is_whitespace()) {
@@ -473,9 +487,10 @@ fn subject_words(s: &str) -> std::collections::BTreeSet<String> {
         .collect()
 }
 
-/// Number of words.
+/// Number of words; text written without spaces (Chinese, Japanese,
+/// Korean) counts a word for every two of its characters.
 pub fn word_count(s: &str) -> usize {
-    s.split_whitespace().count()
+    s.split_whitespace().map(|t| t.chars().filter(|c| quality::is_cjk(*c)).count().div_ceil(2).max(1)).sum()
 }
 
 /// Lower case with typographic apostrophes made plain.
@@ -510,6 +525,9 @@ fn words(l: &str) -> Vec<&str> {
 /// What a sentence does (see the module docs).
 pub fn role(sentence: &str) -> Role {
     let s = sentence.trim();
+    if let Some(r) = super::lingua::role(s) {
+        return r;
+    }
     let plain = normalize(s);
     if let Some(flag) = FLAGS.iter().find(|f| plain.starts_with(**f)) {
         let rest = s.get(flag.len()..).unwrap_or("").trim_start_matches([' ', ',', ':', '-', '!']);
@@ -967,6 +985,9 @@ pub fn is_one_off(s: &str) -> bool {
 /// Whether a sentence names nothing: only function words ("That's not how
 /// we do it", "Not what I meant").
 pub fn says_nothing(s: &str) -> bool {
+    if let Some(empty) = super::lingua::says_nothing(s) {
+        return empty;
+    }
     let l = core(s);
     words(&l).iter().all(|w| w.len() < 2 || FUNCTION_WORDS.contains(w))
 }
@@ -1010,6 +1031,9 @@ fn quirk(l: &str) -> bool {
 /// Whether a user message following the agent's work corrects it, judging
 /// by its first sentence (openers) or anywhere ("I said", "instead of").
 pub fn is_correction(first_sentence: &str, whole: &str) -> bool {
+    if let Some(c) = super::lingua::is_correction(first_sentence) {
+        return c;
+    }
     let l = core(first_sentence);
     let opens = CORRECTION_OPENERS.iter().any(|p| {
         l.strip_prefix(p).is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', ',', '.', '!', ':', '-', '—']))
@@ -1020,6 +1044,9 @@ pub fn is_correction(first_sentence: &str, whole: &str) -> bool {
 
 /// The sentence without its correction opener ("No, " "Actually, " "Wrong: ").
 pub fn strip_correction_opener(s: &str) -> &str {
+    if let Some(rest) = super::lingua::strip_correction_opener(s) {
+        return rest;
+    }
     let lower = normalize(s);
     for p in [
         "no no",
@@ -1225,6 +1252,9 @@ pub fn is_negative(s: &str) -> bool {
 /// speaks of "I"/"me"/"my" and names no project, path or command ("Don't end
 /// with a summary of what you changed, I read the diff").
 pub fn is_personal(s: &str) -> bool {
+    if let Some(p) = super::lingua::is_personal(s) {
+        return p;
+    }
     let l = normalize(s);
     let w = words(&l);
     let personal = w.iter().any(|x| matches!(*x, "i" | "me" | "my" | "i'm" | "i've" | "i'll" | "myself"));
