@@ -456,11 +456,30 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
                         // Errors compared by their telling line, else their first line.
                         let other_error = first_line(&o.output) != first_line(&f.last.output)
                             && (error.is_none() || f.error.is_none() || error != f.error);
+                        // Setup run since the last failure (`git remote set-url …`
+                        // before `git push` failed with another error).
+                        let mut setup: Vec<String> = Vec::new();
+                        if !changed && other_error && !f.edited {
+                            for b in outcomes[f.pos + 1..pos].iter().filter(|b| b.at > f.last.at && !b.is_edit()) {
+                                if let (Some(c), Status::Ok) = (&b.command, b.status)
+                                    && is_setup(c)
+                                    && goal(c) != f.goal
+                                    && !setup.contains(&main_segment(c))
+                                {
+                                    setup.push(main_segment(c));
+                                }
+                            }
+                        }
                         if changed && other_error && !f.edited {
                             // The change got past the first error and met another:
                             // it is the fix of the first.
                             let done = std::mem::replace(f, open_at(o, g, pos));
                             out.push(done.fix(o.at, How::Changed(main_segment(cmd))));
+                        } else if !setup.is_empty() {
+                            // So did the setup run in between.
+                            setup.truncate(2);
+                            let done = std::mem::replace(f, open_at(o, g, pos));
+                            out.push(done.fix(o.at, How::RanFirst(setup)));
                         } else {
                             f.same_error &= first_line(&o.output) == first_line(&f.last.output);
                             f.failures += 1;
@@ -640,6 +659,28 @@ mod tests {
             status,
             output: output.into(),
         }
+    }
+
+    #[test]
+    fn setup_that_gets_past_an_error_fixes_it_even_when_another_follows() {
+        let auth = "fatal: could not read Username for 'https://github.com': No such device or address";
+        let outs = vec![
+            o(1, Some("git push origin main"), "Bash", Status::Failed, auth),
+            o(3, Some("git remote -v"), "Bash", Status::Ok, "origin https://github.com/a/b.git (push)"),
+            o(5, Some("git remote set-url origin git@github.com:a/b.git"), "Bash", Status::Ok, ""),
+            o(7, Some("git push origin main"), "Bash", Status::Failed, "! [rejected] main -> main (non-fast-forward)"),
+        ];
+        let f = fixes(&outs);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].how, How::RanFirst(vec!["git remote set-url origin git@github.com:a/b.git".into()]));
+        assert_eq!(f[0].error.as_deref(), Some(auth));
+        // The same error again: the setup did not help, nothing is learned.
+        let outs = vec![
+            o(1, Some("git push origin main"), "Bash", Status::Failed, auth),
+            o(5, Some("git remote set-url origin git@github.com:a/b.git"), "Bash", Status::Ok, ""),
+            o(7, Some("git push origin main"), "Bash", Status::Failed, auth),
+        ];
+        assert!(fixes(&outs).is_empty());
     }
 
     #[test]

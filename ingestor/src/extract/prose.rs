@@ -121,6 +121,14 @@ const RULE_OPENERS: &[&str] = &[
     "you can't ",
     "you cannot ",
     "never ever",
+    // A request to keep a rule is the rule: "create a rule that specifies
+    // that when fixing a bug …", "remember that the staging DB is shared".
+    "create a rule that",
+    "add a rule that",
+    "make a rule that",
+    "make it a rule",
+    "write a rule that",
+    "remember that ",
 ];
 
 /// `we …` openers that state how the project works.
@@ -231,6 +239,9 @@ const DISCOURSE: &[&str] = &[
     "then",
     "ps",
     "p.s.",
+    "yes",
+    "yeah",
+    "yep",
 ];
 
 /// Openers that flag what follows as worth keeping ("FYI, the staging
@@ -659,6 +670,10 @@ fn role_of(s: &str) -> Role {
     if matches!(first, "use" | "run" | "put" | "keep" | "name" | "call" | "style" | "write" | "place") {
         return if contrast(&l) || habit(&l) || strong_habit(&l) { Role::Rule } else { Role::Request };
     }
+    // "Apply the changes yourself, always": a habit said last.
+    if [", always", " from now on", " going forward"].iter().any(|p| l.trim_end_matches(['.', '!']).ends_with(p)) {
+        return Role::Rule;
+    }
     if TASK_VERBS.contains(&first) {
         // "Add the index concurrently, never with a plain CREATE INDEX": an
         // alternative named in its own clause makes the request a rule.
@@ -871,13 +886,17 @@ fn strong_habit_words(l: &str) -> bool {
         " like elsewhere",
         " like we always",
         " as we always",
+        " throughout the development",
+        " throughout development",
+        " throughout the project",
     ]
     .iter()
     .any(|p| format!(" {l}").contains(p))
 }
 
 /// Words that open the main clause of a conditional instruction.
-const CONDITIONAL_VERBS: &[&str] = &["use", "run", "prefer", "never", "always", "don't", "dont", "pass", "call"];
+const CONDITIONAL_VERBS: &[&str] =
+    &["use", "run", "prefer", "never", "always", "don't", "dont", "pass", "call", "follow", "stick"];
 
 /// "If you (ever) need/want/have to X, use Y" and "whenever X, run Y": a
 /// condition about the one addressed, then an instruction.
@@ -888,6 +907,9 @@ fn conditional_rule(w: &[&str]) -> bool {
             matches!(rest.first(), Some(&("need" | "want" | "have" | "must" | "ever" | "touch" | "change" | "add")))
         }
         ["whenever", ..] => true,
+        // "When writing AL code, follow …", "when deploying, run …": a kind of
+        // work, then how it is done.
+        ["when", v, ..] if v.len() > 4 && v.ends_with("ing") => true,
         // "When you add an env var, also add it to .env.example": a kind of
         // change, then what goes with it ("when you're done" is this task's).
         ["when", "you" | "we", v, ..] => WHEN_CHANGES.contains(v),
@@ -1379,6 +1401,7 @@ mod tests {
             vec!["Use pnpm, not npm; it breaks the lockfile otherwise."]
         );
         assert_eq!(sentences("Run `make gen. then` twice."), vec!["Run `make gen. then` twice."]);
+        assert_eq!(sentences("以后都用 pnpm。不要用 npm！好吗？"), vec!["以后都用 pnpm。", "不要用 npm！", "好吗？"]);
     }
 
     #[test]
@@ -1391,6 +1414,10 @@ mod tests {
             "Use uv, not pip.",
             "Use pnpm instead of npm.",
             "Tests must run serially because they share one database.",
+            "And yes, apply the changes yourself, always.",
+            "Create a rule that specifies that when fixing a bug you first write a failing test.",
+            "When writing AL code, follow the best practices of the AL guidelines.",
+            "The readme should be updated throughout the development of the project.",
             "Also, make sure the server is running before the e2e tests.",
             "Run docker compose up -d redis before the tests.",
             "The staging database is read-only.",

@@ -146,6 +146,8 @@ pub fn is_read_only(cmd: &str) -> bool {
     }
     let sub = w.get(1).copied().unwrap_or("");
     match first {
+        // `git remote set-url` / `add` / `remove` change the repository.
+        "git" if sub == "remote" => w.get(2).is_none_or(|x| x.starts_with('-') || matches!(*x, "show" | "get-url")),
         "git" => matches!(
             sub,
             "status"
@@ -153,7 +155,6 @@ pub fn is_read_only(cmd: &str) -> bool {
                 | "diff"
                 | "show"
                 | "branch"
-                | "remote"
                 | "rev-parse"
                 | "blame"
                 | "grep"
@@ -332,10 +333,18 @@ mod tests {
 
     #[test]
     fn read_only_commands() {
-        for c in ["ls -la", "cat package.json", "git status", "docker ps", "grep -r x .", "node --version"] {
+        for c in
+            ["ls -la", "cat package.json", "git status", "docker ps", "grep -r x .", "node --version", "git remote -v"]
+        {
             assert!(is_read_only(c), "{c}");
         }
-        for c in ["docker compose up -d redis", "pnpm install", "sed -i s/a/b/ f", "export X=1 && make"] {
+        for c in [
+            "docker compose up -d redis",
+            "pnpm install",
+            "sed -i s/a/b/ f",
+            "export X=1 && make",
+            "git remote set-url origin git@github.com:a/b.git",
+        ] {
             assert!(!is_read_only(c), "{c}");
         }
         assert_eq!(writes_file("cat > src/a.rs <<'EOF'"), Some(Some("src/a.rs".into())));
