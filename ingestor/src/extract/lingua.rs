@@ -505,14 +505,33 @@ pub fn role(s: &str) -> Option<Role> {
     Some(Role::Other)
 }
 
-/// Whether the first sentence of a message not in English corrects what the
-/// agent did; `None` for English.
-pub fn is_correction(first_sentence: &str) -> Option<bool> {
+/// "Instead of": a message right after the agent acted that names the way
+/// it should have gone corrects it, wherever the words stand.
+fn instead_of(lang: Lang) -> &'static [&'static str] {
+    match lang {
+        Lang::Fr => &["au lieu de", "au lieu d'", "plutôt que"],
+        Lang::Es => &["en lugar de", "en vez de"],
+        Lang::Pt => &["em vez de", "ao invés de"],
+        Lang::De => &["statt", "anstatt"],
+        Lang::It => &["invece di", "anziché"],
+        Lang::Cs => &["místo"],
+        Lang::Ru => &["вместо"],
+        Lang::Zh => &["而不是", "不要用", "别用", "改用"],
+        Lang::Ja => &["ではなく", "じゃなくて", "を使わず"],
+        Lang::Ko => &["대신"],
+        Lang::En => &[],
+    }
+}
+
+/// Whether a message not in English, right after the agent acted, corrects
+/// it: its first sentence opens with a correction, or it says "instead of";
+/// `None` for English.
+pub fn is_correction(first_sentence: &str, whole: &str) -> Option<bool> {
     let lang = guess(first_sentence);
     if lang == Lang::En {
         return None;
     }
-    Some(opener(first_sentence, lang).is_some())
+    Some(opener(first_sentence, lang).is_some() || any(&lower(whole), instead_of(lang), lang))
 }
 
 /// The byte length of the correction opener `s` starts with, if any.
@@ -730,10 +749,13 @@ mod tests {
 
     #[test]
     fn corrections_and_their_openers() {
-        assert_eq!(is_correction("Non, ce n'est pas ça."), Some(true));
-        assert_eq!(is_correction("Nonobstant cela, tu peux continuer avec le code."), Some(false));
-        assert_eq!(is_correction("不对，应该用 pnpm。"), Some(true));
-        assert_eq!(is_correction("No, use pnpm."), None);
+        let c = |s: &str| is_correction(s, s);
+        assert_eq!(c("Non, ce n'est pas ça."), Some(true));
+        assert_eq!(c("Nonobstant cela, tu peux continuer avec le code."), Some(false));
+        assert_eq!(c("不对，应该用 pnpm。"), Some(true));
+        assert_eq!(c(".specstoryをMCPのgithubを使わずコマンドでプッシュしてください。"), Some(true));
+        assert_eq!(c("Utilise pnpm au lieu de npm pour ce dépôt."), Some(true));
+        assert_eq!(c("No, use pnpm."), None);
         assert_eq!(strip_correction_opener("Non, utilise toujours pnpm."), Some("utilise toujours pnpm."));
         assert_eq!(strip_correction_opener("不对，应该用 pnpm。"), Some("应该用 pnpm。"));
         assert_eq!(says_nothing("ce n'est pas vrai."), Some(true));

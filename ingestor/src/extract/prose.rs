@@ -1053,7 +1053,7 @@ fn quirk(l: &str) -> bool {
 /// Whether a user message following the agent's work corrects it, judging
 /// by its first sentence (openers) or anywhere ("I said", "instead of").
 pub fn is_correction(first_sentence: &str, whole: &str) -> bool {
-    if let Some(c) = super::lingua::is_correction(first_sentence) {
+    if let Some(c) = super::lingua::is_correction(first_sentence, whole) {
         return c;
     }
     let l = core(first_sentence);
