@@ -11,7 +11,8 @@
 //! retrain takes the newest 80 plus the best 20 older ones (80/20, seed 002
 //! "Concept Drift Detection") and starts from fresh weights. Replayed
 //! history ([`crate::history`]) adds the labelled lists of each project's
-//! earlier sessions, at half a served list's weight, and puts those of its
+//! earlier sessions (a session's lists sharing at most half a served
+//! list's weight), and puts those of its
 //! later sessions in the canary set, so that the gates judge a model on
 //! sessions after the ones it learned from.
 //!
