@@ -13,11 +13,16 @@
 //!    also a demo project's session start and one of its prompts).
 //! 4. Train: `engram-trainer run` when it sits next to this binary and some
 //!    ended session has served rankings; then `engram-trainer report --html`.
+//!    Without served sessions, `engram-trainer history` first replays the
+//!    recorded sessions through the read side and labels them, and
+//!    `engram-trainer run` trains a first model when they give enough
+//!    confident lists (or says in numbers why not).
 //!    A missing trainer is reported, never an error. With the demo corpus,
 //!    whose routine sessions carry a time-of-day pattern, the trained model
 //!    passes its gates, and one query's ranking is shown before training (the
 //!    baseline's order) and after (the new model's).
-//! 5. A short summary and what to do next.
+//! 5. A short summary (with the lessons the user gave more than once, and
+//!    how many a memory already held) and what to do next.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -82,6 +87,10 @@ pub struct QuickstartSummary {
     pub injected_here: usize,
     /// The trainer ran (and its first line of output).
     pub trainer: Option<String>,
+    /// The history replay ran (and its line of output).
+    pub history: Option<String>,
+    /// Lessons given more than once, per project.
+    pub told_twice: Vec<shared::domain::training::history::ToldTwice>,
     /// The HTML report written.
     pub report: Option<PathBuf>,
     /// The data home used (the demo's own one with the demo corpus).
@@ -260,8 +269,22 @@ pub fn run(
             opts.bin_dir.display()
         ))?;
     } else if served_sessions == 0 {
-        o.line("   Not yet: the predictor learns from sessions in which the hooks served memories.")?;
-        o.line("   Install the hooks (below), work a few sessions, then run `engram-trainer run`.")?;
+        // No session was served yet: learn from the history instead, replayed
+        // as if the hooks had been installed (`engram-trainer history`).
+        match run_tool(&trainer, &["history"], paths) {
+            Ok(text) => {
+                summary.history = text.lines().next().map(str::to_owned);
+                o.block(&text, "   ")?;
+            }
+            Err(why) => o.line(&format!("   The history replay failed: {why}"))?,
+        }
+        match run_tool(&trainer, &["run"], paths) {
+            Ok(text) => {
+                summary.trainer = text.lines().next().map(str::to_owned);
+                o.block(&text, "   ")?;
+            }
+            Err(why) => o.line(&format!("   The trainer failed: {why}"))?,
+        }
     } else {
         o.line(&format!(
             "   {served_sessions} ended session(s) with served rankings; running {} run …",
@@ -314,6 +337,12 @@ pub fn run(
         summary.injected_here,
         if summary.injected_here == 1 { "y" } else { "ies" }
     ))?;
+    let told = {
+        let j = shared::projection::open(paths, WRITER).context("open the journal")?;
+        shared::domain::training::history::told_twice(j.store()).context("count the lessons told twice")?
+    };
+    o.line(&told_twice_line(&told))?;
+    summary.told_twice = told;
     o.line("")?;
     o.line("Next")?;
     let ingestor = shared::base::hint::command_for(&opts.bin_dir, "engram-ingestor");
@@ -335,6 +364,29 @@ pub fn run(
         o.line(&format!("   {cmd:<36} # {what}"))?;
     }
     Ok(summary)
+}
+
+/// The summary's "told twice" line: lessons given in two or more sessions,
+/// how many a memory already held, and the projects with most of them.
+fn told_twice_line(per_project: &[shared::domain::training::history::ToldTwice]) -> String {
+    let all = shared::domain::training::history::total(per_project);
+    let mut line = format!(
+        "   Told twice: {} of {} lesson(s) were given in more than one session; a memory learned the first time already held {} of them ({} later giving(s) Engram would have spared).",
+        all.given_more_than_once, all.lessons, all.held, all.repeats_held
+    );
+    let mut top: Vec<_> = per_project.iter().filter(|t| t.given_more_than_once > 0).collect();
+    top.sort_by(|a, b| b.given_more_than_once.cmp(&a.given_more_than_once).then_with(|| a.project.cmp(&b.project)));
+    if !top.is_empty() {
+        let parts: Vec<String> = top
+            .iter()
+            .take(4)
+            .map(|t| {
+                format!("{} {}/{} held", t.project.as_deref().unwrap_or("(no project)"), t.held, t.given_more_than_once)
+            })
+            .collect();
+        line.push_str(&format!("\n   By project: {}.", parts.join(", ")));
+    }
+    line
 }
 
 /// Runs a sibling tool with the same data home; its stdout, or why it failed.

@@ -49,6 +49,8 @@ enum Gen {
     Training(bool, f32),
     Promoted(u64),
     Drift,
+    /// A replayed session: its lists (pools of memories with labels).
+    Replayed(usize, Vec<(Vec<usize>, usize, f32)>),
     Unknown(String),
     Duplicate(usize),
 }
@@ -93,6 +95,8 @@ fn any_event() -> impl Strategy<Value = Gen> {
         1 => (any::<bool>(), 0.0f32..2.0).prop_map(|(g, l)| Gen::Training(g, l)),
         1 => (1u64..4).prop_map(Gen::Promoted),
         1 => Just(Gen::Drift),
+        2 => (s.clone(), prop::collection::vec((prop::collection::vec(m.clone(), 1..4), m.clone(), 0.0f32..1.0), 0..3))
+            .prop_map(|(s, l)| Gen::Replayed(s, l)),
         1 => "[a-z]{3,8}\\.[a-z]{3,8}".prop_map(Gen::Unknown),
         2 => (0usize..1000).prop_map(Gen::Duplicate),
     ]
@@ -336,6 +340,31 @@ fn build(items: &[Gen]) -> Vec<Event> {
                 }),
             ),
             Gen::Drift => ev(None, Body::DriftReset(DriftReset { success_rate: 0.2, window: 10 })),
+            Gen::Replayed(s, lists) => ev(
+                Some(sk(*s)),
+                Body::HistoryReplayed(HistoryReplayed {
+                    replayer: "history-v1".into(),
+                    project: Some("engram".into()),
+                    started_ms: ts.0 - 60_000,
+                    moments: 3,
+                    ranked: 2,
+                    lists: lists
+                        .iter()
+                        .map(|(pool, needed, w)| ReplayedList {
+                            trigger: trigger::PROMPT.into(),
+                            query: "auth timeout".into(),
+                            at_ms: ts.0 - 30_000,
+                            memory_ids: pool.iter().map(|m| mid(*m)).collect(),
+                            injected: 1,
+                            labels: [(mid(*needed), 1.0)].into(),
+                            source: "told_twice".into(),
+                            weight: *w,
+                        })
+                        .collect(),
+                    told_twice: lists.iter().map(|(_, needed, _)| (mid(*needed), ts.0 - 10_000)).collect(),
+                    confidence: 0.7,
+                }),
+            ),
             Gen::Unknown(kind) => ev(
                 None,
                 Body::Unknown(UnknownBody { kind: kind.clone(), body: json!({"x": 1}), reason: String::new() }),

@@ -122,3 +122,48 @@ fn with_history_the_users_own_sessions_are_scanned() {
     assert!(w.count("SELECT COUNT(*) FROM sessions WHERE harness = 'claude'") >= 1);
     assert!(!w.home().join("demo").exists() && !w.home().join("demo-home").exists());
 }
+
+/// Real sessions laid out as a Claude Code home (`../shared/realdata/claude`),
+/// without any served ranking: quickstart replays them as history, trains a
+/// first model or says in numbers why not, and reports the lessons told twice.
+#[test]
+fn with_real_history_quickstart_replays_it_and_trains_or_says_why_not_in_numbers() {
+    let Some(claude) = shared::base::testing::shared_data("realdata/claude") else { return };
+    let w = World::new();
+    tests::build_bin("trainer", "engram-trainer");
+    let mut files = 0;
+    for project in std::fs::read_dir(&claude).unwrap().map(|e| e.unwrap().path()) {
+        let name = project.file_name().unwrap().to_string_lossy().into_owned();
+        for f in std::fs::read_dir(&project).unwrap().map(|e| e.unwrap().path()) {
+            if f.extension().is_some_and(|x| x == "jsonl") {
+                w.copy(&f, &w.claude_projects().join(format!("-home-dev-{name}")).join(f.file_name().unwrap()));
+                files += 1;
+            }
+        }
+    }
+    assert!(files >= 40, "{files} sessions");
+    let out = w.ok(&["quickstart", "--cwd", "/home/dev/minsky"]);
+    let replayed = out.lines().find(|l| l.contains("history: ")).unwrap_or_else(|| panic!("no replay:\n{out}"));
+    let sessions: u32 = replayed
+        .split("history: ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{replayed}"));
+    assert!(sessions >= 30, "the ended sessions are replayed: {replayed}");
+    assert!(replayed.contains("moments") && replayed.contains("told twice"), "{replayed}");
+    let trained = out.lines().any(|l| l.contains("trained v1"));
+    let why_not = out.lines().any(|l| {
+        l.contains("not training:")
+            && l.contains("the replayed history of")
+            && l.contains("labelled list(s) to train on (need")
+    });
+    assert!(trained || why_not, "trains, or says why not in numbers:\n{out}");
+    let told = out.lines().find(|l| l.contains("Told twice: ")).unwrap_or_else(|| panic!("no told-twice line:\n{out}"));
+    assert!(told.contains("lesson(s) were given in more than one session") && told.contains("already held"), "{told}");
+    assert_eq!(w.count("SELECT COUNT(*) FROM rankings"), 0, "nothing counts as served");
+    assert!(w.count("SELECT COUNT(*) FROM replayed_sessions") >= i64::from(sessions));
+    // A second run replays nothing again.
+    let again = w.ok(&["quickstart", "--cwd", "/home/dev/minsky"]);
+    assert!(again.contains(&format!("history: 0 session(s) replayed ({sessions} before)")), "{again}");
+}

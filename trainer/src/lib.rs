@@ -14,6 +14,7 @@
 //! | [`tracker`] | success-rate EMA, cold start, early-active ramp, α, drift |
 //! | [`canary`] | canary membership, the frozen set, dataset lists, evaluation metrics |
 //! | [`training`] | data selection, training within the budget, the gates, atomic promotion |
+//! | [`history`] | `engram-trainer history`: recorded sessions replayed through the read side, labelled (told twice, continuity) |
 //! | [`run`] | `engram-trainer run`: lock, scoring, comparisons, training |
 //! | [`evaluate`] | `engram-trainer canary` |
 //! | [`eval`] | `engram-trainer eval locomo`: the public benchmark, both protocols |
@@ -51,6 +52,7 @@ pub mod continuity;
 pub mod error;
 pub mod eval;
 pub mod evaluate;
+pub mod history;
 pub mod judge;
 pub mod report;
 pub mod run;

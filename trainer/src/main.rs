@@ -43,6 +43,12 @@ enum Command {
         #[arg(long, value_name = "TIME", value_parser = parse_time)]
         now: Option<Ts>,
     },
+    /// Replay recorded sessions through the read side and label them (told twice, continuity).
+    History {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Evaluate the serving model, a candidate and the baseline on the frozen canary set.
     Canary {
         /// A candidate checkpoint to evaluate too.
@@ -143,6 +149,43 @@ fn real_main(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             tracing::info!("{line}");
             println!("{line}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::History { json } => {
+            use std::io::IsTerminal as _;
+            std::fs::create_dir_all(paths.home()).with_context(|| format!("create {}", paths.home().display()))?;
+            let lock_path = paths.trainer_lock();
+            let Some(_lock) = shared::base::fsutil::FileLock::try_exclusive(&lock_path)
+                .with_context(|| format!("lock {}", lock_path.display()))?
+            else {
+                println!("another engram-trainer run holds {}; exiting", lock_path.display());
+                return Ok(ExitCode::SUCCESS);
+            };
+            let mut journal = shared::projection::open(&paths, "trainer")?;
+            let bar = if std::io::stderr().is_terminal() {
+                let pb = indicatif::ProgressBar::new(0);
+                if let Ok(style) =
+                    indicatif::ProgressStyle::with_template("replaying [{bar:30}] {pos}/{len} moments {elapsed}")
+                {
+                    pb.set_style(style.progress_chars("=> "));
+                }
+                pb
+            } else {
+                indicatif::ProgressBar::hidden()
+            };
+            let mut progress = |done: u64, total: u64| {
+                if done.is_multiple_of(64) || done == total {
+                    bar.set_length(total);
+                    bar.set_position(done);
+                }
+            };
+            let report = trainer::history::replay(&mut journal, &config, &shutdown, &mut progress)?;
+            bar.finish_and_clear();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!("{}", report.render());
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Canary { checkpoint, dataset, json, now } => {

@@ -13,6 +13,7 @@ use shared::base::config::Config;
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
 use shared::domain::rank::state::PredictorState;
+use shared::domain::training::history::ToldTwice;
 use shared::storage::event::MemoryType;
 use shared::storage::store::Store;
 
@@ -109,6 +110,9 @@ pub struct ReportData {
     pub benchmark: Option<serde_json::Value>,
     /// Memories by knowledge type, in seed 004's order.
     pub by_type: Vec<TypeRow>,
+    /// Lessons given more than once, per project
+    /// ([`shared::domain::training::history::told_twice`]).
+    pub told_twice: Vec<ToldTwice>,
 }
 
 fn f32_opt(v: Option<f64>) -> Option<f32> {
@@ -184,6 +188,7 @@ pub fn load(store: &Store, config: &Config, generated: Ts) -> Result<ReportData>
         generated,
         benchmark: None,
         by_type: by_type(store)?,
+        told_twice: shared::domain::training::history::told_twice(store)?,
     })
 }
 
@@ -728,6 +733,37 @@ fn types_table(d: &ReportData) -> String {
     out
 }
 
+fn told_twice_table(d: &ReportData) -> String {
+    if d.told_twice.iter().all(|t| t.lessons == 0) {
+        return r#"<p class="empty">No lesson yet.</p>"#.to_owned();
+    }
+    let mut out = String::from(
+        r#"<table data-table="told-twice"><tr><th>project</th><th>lessons</th><th>given more than once</th><th>a memory already held</th><th>repeats held</th></tr>"#,
+    );
+    let all = shared::domain::training::history::total(&d.told_twice);
+    for t in d.told_twice.iter().chain(std::iter::once(&all)) {
+        let name = match (&t.project, std::ptr::eq(t, &all)) {
+            (_, true) => "all projects".to_owned(),
+            (Some(p), _) => p.clone(),
+            (None, _) => "(no project)".to_owned(),
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&name),
+            t.lessons,
+            t.given_more_than_once,
+            t.held,
+            t.repeats_held
+        );
+    }
+    out.push_str("</table>");
+    out.push_str(
+        r#"<p class="sub">A lesson given in two or more sessions was given more than once; it was already held when a memory learned from its first giving (not forgotten since) would have had it at a later one: what the user need not have said again.</p>"#,
+    );
+    out
+}
+
 fn failures_table(d: &ReportData) -> String {
     let failed: Vec<&RunRow> = d.runs.iter().filter(|r| r.failure.is_some()).collect();
     if failed.is_empty() {
@@ -781,6 +817,8 @@ pub fn render(d: &ReportData) -> String {
     out.push_str(&project_chart(d));
     out.push_str("<h2>Memories by knowledge type</h2>");
     out.push_str(&types_table(d));
+    out.push_str("<h2>Told twice: lessons given more than once</h2>");
+    out.push_str(&told_twice_table(d));
     out.push_str("<h2>Retrieval on LoCoMo (engram-trainer eval locomo)</h2>");
     out.push_str(&benchmark_chart(d));
     out.push_str(&failures_table(d));
@@ -854,6 +892,13 @@ mod tests {
                 TypeRow { knowledge_type: "fact", memories: 4, injected: 6, sessions: 3, judged: 4, helped: 3 },
                 TypeRow { knowledge_type: "decision", memories: 1, ..TypeRow::default() },
             ],
+            told_twice: vec![ToldTwice {
+                project: Some("webapp".into()),
+                lessons: 7,
+                given_more_than_once: 3,
+                held: 2,
+                repeats_held: 4,
+            }],
             benchmark: Some(serde_json::json!({
                 "questions": 10, "conversations": ["c"], "pool": {"recall": 0.9},
                 "across_users": {"overall": {"bm25": {"r@10": 0.6, "ndcg@10": 0.45}, "predictor": {"r@10": 0.7, "ndcg@10": 0.55}}},
@@ -875,6 +920,11 @@ mod tests {
         assert_eq!(html.matches("class=\"run failed\"").count(), 1);
         assert_eq!(html.matches("class=\"drift\"").count(), 1);
         assert!(html.contains("top-5 overlap &lt;0.6&gt;"), "text is escaped");
+        assert!(
+            html.contains("<tr><td>webapp</td><td>7</td><td>3</td><td>2</td><td>4</td></tr>"),
+            "told twice per project"
+        );
+        assert!(html.contains("<tr><td>all projects</td><td>7</td><td>3</td><td>2</td><td>4</td></tr>"));
         assert_eq!(html.matches("class=\"eval\"").count(), 16, "2 protocols × 2 metrics × 4 rankings");
         assert!(
             html.contains(r#"data-protocol="per_user" data-ranking="fused" data-metric="ndcg@10" data-value="0.6000""#)

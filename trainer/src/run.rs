@@ -148,6 +148,9 @@ impl fmt::Display for RunSummary {
                 n(c.serving_ndcg),
                 n(c.baseline_ndcg)
             )?;
+            if let Some(h) = &t.history {
+                write!(f, "; {}", h.render())?;
+            }
             match (&t.promoted, &r.failure) {
                 (Some(p), _) => write!(f, ": promoted v{}", p.model_version)?,
                 (None, Some(why)) => write!(
@@ -329,7 +332,60 @@ fn training_due(
     if !has_model && new > 0 && trainable.len() >= first {
         return Ok(Ok("no model yet"));
     }
-    Ok(Err(not_due_reason(store, has_model, new, interval, trainable.len(), first)?))
+    let history = history_counts(store)?;
+    if !has_model && last_run.is_none_or(|r| history.replayed_ms > r) && history.enough() {
+        return Ok(Ok("no model yet, and the replayed history has enough labelled lists"));
+    }
+    let mut why = not_due_reason(store, has_model, new, interval, trainable.len(), first, history.sessions > 0)?;
+    if !has_model && history.sessions > 0 {
+        why.push_str(&format!("; {}", history.why_not()));
+    }
+    Ok(Err(why))
+}
+
+/// Labelled replayed lists (see [`crate::history`]).
+struct HistoryCounts {
+    /// Replayed sessions.
+    sessions: usize,
+    /// Lists of the earlier sessions (trained on).
+    train: usize,
+    /// Lists of the later sessions (held out).
+    held: usize,
+    /// The latest replayed session's event time.
+    replayed_ms: i64,
+}
+
+impl HistoryCounts {
+    fn enough(&self) -> bool {
+        self.train >= crate::history::MIN_TRAIN_LISTS && self.held >= crate::canary::MIN_LISTS
+    }
+
+    fn why_not(&self) -> String {
+        format!(
+            "the replayed history of {} session(s) gives {} labelled list(s) to train on (need {}) and {} held out to evaluate on (need {})",
+            self.sessions,
+            self.train,
+            crate::history::MIN_TRAIN_LISTS,
+            self.held,
+            crate::canary::MIN_LISTS
+        )
+    }
+}
+
+fn history_counts(store: &Store) -> Result<HistoryCounts> {
+    let stored = shared::domain::training::history::stored_lists(store)?;
+    let held = crate::history::held_out_sessions(&stored);
+    let n_held = stored.iter().filter(|l| held.contains(&l.session_key)).count();
+    let (sessions, replayed_ms): (i64, Option<i64>) = store
+        .conn()
+        .query_row("SELECT COUNT(*), MAX(started_ms) FROM replayed_sessions", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .sql("count replayed sessions")?;
+    Ok(HistoryCounts {
+        sessions: sessions.max(0) as usize,
+        train: stored.len() - n_held,
+        held: n_held,
+        replayed_ms: replayed_ms.unwrap_or(i64::MIN),
+    })
 }
 
 /// Why training is not due, in words: how many labelled sessions there are
@@ -341,6 +397,7 @@ fn not_due_reason(
     interval: usize,
     trainable: usize,
     first: usize,
+    replayed: bool,
 ) -> Result<String> {
     let mut why = if has_model {
         format!("{new} of {interval} new labelled sessions since the last training run")
@@ -359,8 +416,13 @@ fn not_due_reason(
     if unserved > 0 {
         why.push_str(&format!(
             "; {unserved} ended session{} had no memories served (no hooks installed while they ran), \
-             so there is nothing to label in them",
-            if unserved == 1 { "" } else { "s" }
+             so {}",
+            if unserved == 1 { "" } else { "s" },
+            if replayed {
+                "they are learned from only as replayed history"
+            } else {
+                "there is nothing to label in them (`engram-trainer history` replays them)"
+            }
         ));
     }
     let scored: i64 = conn

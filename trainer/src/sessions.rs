@@ -114,7 +114,7 @@ fn feedback(store: &Store, session: &SessionKey) -> Result<Vec<FeedbackRecord>> 
 /// `content, deprecated, superseded_by, is_deleted, deleted_at` of a memory row.
 type FactsRow = (String, bool, Option<String>, bool, Option<String>);
 
-fn memory_facts(store: &Store, id: &MemoryId) -> Result<Option<MemoryFacts>> {
+pub(crate) fn memory_facts(store: &Store, id: &MemoryId) -> Result<Option<MemoryFacts>> {
     let row: Option<FactsRow> = store
         .conn()
         .prepare_cached("SELECT content, deprecated, superseded_by, is_deleted, deleted_at FROM memories WHERE id = ?1")

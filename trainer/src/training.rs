@@ -9,7 +9,12 @@
 //! normal run takes the newest 400 sessions plus, when older ones exist, a
 //! replay buffer of the 20 best older ones (by score × confidence); a drift
 //! retrain takes the newest 80 plus the best 20 older ones (80/20, seed 002
-//! "Concept Drift Detection") and starts from fresh weights.
+//! "Concept Drift Detection") and starts from fresh weights. Replayed
+//! history ([`crate::history`]) adds the labelled lists of each project's
+//! earlier sessions (a session's lists sharing at most half a served
+//! list's weight), and puts those of its
+//! later sessions in the canary set, so that the gates judge a model on
+//! sessions after the ones it learned from.
 //!
 //! **Start.** The serving model and its optimizer state (`models/<hash>.adam`,
 //! when its shapes match) continue training for 3 epochs at 0.3× the learning
@@ -54,6 +59,7 @@ use shared::storage::store::Store;
 
 use crate::canary::{self, is_canary};
 use crate::error::{Error, Result, Sql};
+use crate::history::{self, HistoryEval};
 
 /// Sessions of a normal run's recent window.
 pub const RECENT_SESSIONS: usize = 400;
@@ -101,6 +107,9 @@ pub struct TrainOutcome {
     pub promoted: Option<ModelPromoted>,
     /// The version serving before the run.
     pub serving_version: Option<u64>,
+    /// What the replayed history added, and the model against the baseline
+    /// on its held-out later sessions (`None` without replayed lists).
+    pub history: Option<HistoryEval>,
 }
 
 /// The serving model as the trainer sees it.
@@ -356,10 +365,25 @@ pub fn train_and_gate(journal: &mut Journal, config: &Config, req: &TrainRequest
     let store = journal.store();
     let scored = data::scored_sessions(store, MIN_SCORER_CONFIDENCE)?;
     let (train_sessions, valid_sessions) = select_sessions(&scored, req.drift);
-    let train_lists = lists_for(store, &train_sessions, &model_config, &tz)?;
+    let mut train_lists = lists_for(store, &train_sessions, &model_config, &tz)?;
     let valid_lists = lists_for(store, &valid_sessions, &model_config, &tz)?;
     let (frozen, _) = canary::frozen_sessions(store, req.now)?;
-    let canary_lists = canary::session_lists(store, &frozen, false, &canary::options_for(&model_config, &tz))?;
+    let mut canary_lists = canary::session_lists(store, &frozen, false, &canary::options_for(&model_config, &tz))?;
+    // Replayed history: earlier sessions train (weighted below served lists),
+    // later ones join the canary (see `crate::history`).
+    let replayed = history::lists(store, &canary::options_for(&model_config, &tz))?;
+    let held_range = canary_lists.len()..canary_lists.len() + replayed.held_out.len();
+    let mut history_eval = (!replayed.train.is_empty() || !replayed.held_out.is_empty()).then(|| HistoryEval {
+        train_lists: replayed.train.len(),
+        train_sessions: replayed.train_sessions,
+        held_lists: canary::evaluable(&replayed.held_out),
+        held_sessions: replayed.held_sessions,
+        by_source: replayed.by_source.clone(),
+        model_ndcg: None,
+        baseline_ndcg: None,
+    });
+    train_lists.extend(replayed.train);
+    canary_lists.extend(replayed.held_out);
     tracing::info!(
         version,
         train_sessions = train_sessions.len(),
@@ -396,7 +420,7 @@ pub fn train_and_gate(journal: &mut Journal, config: &Config, req: &TrainRequest
             };
             tracing::error!(error = %e, "training failed; the serving model keeps serving");
             journal.append(&[journal.event(req.now, None, Body::TrainingRun(run.clone()))])?;
-            return Ok(TrainOutcome { run, promoted: None, serving_version });
+            return Ok(TrainOutcome { run, promoted: None, serving_version, history: history_eval });
         }
     };
     for e in &report.epochs {
@@ -412,7 +436,10 @@ pub fn train_and_gate(journal: &mut Journal, config: &Config, req: &TrainRequest
                 let lists = if s.model.config() == &model_config {
                     canary_lists.clone()
                 } else {
-                    canary::session_lists(store, &frozen, false, &canary::options_for(s.model.config(), &tz))?
+                    let opts = canary::options_for(s.model.config(), &tz);
+                    let mut lists = canary::session_lists(store, &frozen, false, &opts)?;
+                    lists.extend(history::lists(store, &opts)?.held_out);
+                    lists
                 };
                 let scores = canary::score_lists(&s.model, &lists)?;
                 Some((lists, scores))
@@ -424,6 +451,12 @@ pub fn train_and_gate(journal: &mut Journal, config: &Config, req: &TrainRequest
             &candidate_scores,
             serving_eval.as_ref().map(|(l, s)| (l.as_slice(), s.as_slice())),
         );
+        if let Some(h) = history_eval.as_mut() {
+            let held = &canary_lists[held_range.clone()];
+            let baseline: Vec<Vec<f32>> = held.iter().map(|l| l.baseline.clone()).collect();
+            h.model_ndcg = canary::mean_ndcg(held, &candidate_scores[held_range.clone()]);
+            h.baseline_ndcg = canary::mean_ndcg(held, &baseline);
+        }
         Ok((metrics, candidate_scores.iter().flatten().all(|x| x.is_finite())))
     })();
     let (metrics, scores_finite, mut verdict) = match evaluated {
@@ -465,7 +498,7 @@ pub fn train_and_gate(journal: &mut Journal, config: &Config, req: &TrainRequest
     let Ok(()) = verdict else {
         tracing::warn!(version, failure = ?run.failure, "validation gates failed; the serving model keeps serving");
         journal.append(&[journal.event(req.now, None, Body::TrainingRun(run.clone()))])?;
-        return Ok(TrainOutcome { run, promoted: None, serving_version });
+        return Ok(TrainOutcome { run, promoted: None, serving_version, history: history_eval });
     };
 
     // Promote: files, then events, then the pointer.
@@ -497,7 +530,7 @@ pub fn train_and_gate(journal: &mut Journal, config: &Config, req: &TrainRequest
     if let Err(e) = prune(&paths, journal.store()) {
         tracing::warn!(error = %e, "could not remove old checkpoints");
     }
-    Ok(TrainOutcome { run, promoted: Some(promoted), serving_version })
+    Ok(TrainOutcome { run, promoted: Some(promoted), serving_version, history: history_eval })
 }
 
 /// Completes an interrupted promotion: when the newest promoted checkpoint is

@@ -99,6 +99,7 @@ impl Projector for Projection {
             Body::TrainingRun(b) => training::apply::training_run(conn, event, b)?,
             Body::ModelPromoted(b) => training::apply::promoted(conn, event, b)?,
             Body::DriftReset(b) => training::apply::drift_reset(conn, event, b)?,
+            Body::HistoryReplayed(b) => training::history::apply(conn, event, b)?,
             Body::EnvDetected(b) => env::store::apply_detected(conn, event, b)?.or_else(data)?,
             Body::MemoryCategorized(b) => {
                 memory::apply::require(conn, &b.memory_id)?;

@@ -93,8 +93,22 @@ impl SessionContext {
         branch: Option<String>,
         current: Option<&SessionKey>,
     ) -> Result<SessionContext> {
+        SessionContext::load_before(store, project, cwd, branch, current, i64::MAX)
+    }
+
+    /// [`SessionContext::load`] as it was at `before_ms`: the previous
+    /// session is the latest one active before then (a replay of a recorded
+    /// session never sees the sessions after it).
+    pub fn load_before(
+        store: &Store,
+        project: Option<String>,
+        cwd: Option<String>,
+        branch: Option<String>,
+        current: Option<&SessionKey>,
+        before_ms: i64,
+    ) -> Result<SessionContext> {
         let previous = match &project {
-            Some(p) => previous_session(store, p, current)?,
+            Some(p) => previous_session(store, p, current, before_ms)?,
             None => None,
         };
         Ok(SessionContext { project, name: None, tags: Vec::new(), cwd, branch, previous })
@@ -148,16 +162,22 @@ impl SessionContext {
     }
 }
 
-fn previous_session(store: &Store, project: &str, current: Option<&SessionKey>) -> Result<Option<PreviousSession>> {
+fn previous_session(
+    store: &Store,
+    project: &str,
+    current: Option<&SessionKey>,
+    before_ms: i64,
+) -> Result<Option<PreviousSession>> {
     let conn = store.conn();
     let row: Option<(String, i64)> = conn
         .prepare_cached(
             "SELECT session_key, last_event_ms FROM sessions
              WHERE project = ?1 AND session_key != ?2 AND parent_session_key IS NULL AND prompt_count > 0
+               AND last_event_ms < ?3
              ORDER BY last_event_ms DESC LIMIT 1",
         )
         .and_then(|mut s| {
-            s.query_row(rusqlite::params![project, current.map_or("", SessionKey::as_str)], |r| {
+            s.query_row(rusqlite::params![project, current.map_or("", SessionKey::as_str), before_ms], |r| {
                 Ok((r.get(0)?, r.get(1)?))
             })
             .optional()

@@ -154,3 +154,52 @@ pub struct DriftReset {
     /// Consecutive low sessions.
     pub window: u32,
 }
+
+/// One list of a replayed session: the moment's query and the pool the read
+/// side ranked for it (with the memories of that moment), and its labels.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReplayedList {
+    /// `session_start`, `prompt` or `tool`.
+    pub trigger: String,
+    /// The query the rankers saw.
+    pub query: String,
+    /// When the moment was (ms).
+    pub at_ms: i64,
+    /// The pool, in the baseline's order (what the read side ranked).
+    pub memory_ids: Vec<MemoryId>,
+    /// How many of the pool the read side would have injected (its first ones).
+    pub injected: u32,
+    /// Confident labels (memories not named are 0).
+    pub labels: BTreeMap<MemoryId, f32>,
+    /// Where the labels came from: `told_twice`, `continuity`, or both
+    /// (`told_twice+continuity`).
+    pub source: String,
+    /// Training weight (below a served list's).
+    pub weight: f32,
+}
+
+/// `history.replayed`: one recorded session replayed as if the hooks had been
+/// installed (`trainer::history`). Derived from the tapes and never served:
+/// it counts in no α, success rate or comparison.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HistoryReplayed {
+    /// Which replay produced it (`history-v1`).
+    pub replayer: String,
+    /// The session's project.
+    pub project: Option<String>,
+    /// When the session started (ms).
+    pub started_ms: i64,
+    /// Moments the hooks would have seen (start, prompts, tool calls).
+    pub moments: u32,
+    /// Moments ranked (repeated queries of a session are ranked once).
+    pub ranked: u32,
+    /// Lists with a confident label (the others are skipped).
+    pub lists: Vec<ReplayedList>,
+    /// Lessons given again in this session that a memory of an earlier
+    /// session already held: `(memory, when it was given again, ms)`.
+    pub told_twice: Vec<(MemoryId, i64)>,
+    /// The continuity judge's confidence on the session.
+    pub confidence: f32,
+}

@@ -262,6 +262,8 @@ bodies! {
     "model.promoted" => ModelPromoted(ModelPromoted),
     /// Sustained low success reset α and triggered a retrain.
     "drift.reset" => DriftReset(DriftReset),
+    /// A recorded session replayed through the read side, with the labels of its lists.
+    "history.replayed" => HistoryReplayed(HistoryReplayed),
     // vault (issue 21): the tape log's own events.
     /// A frame that damage made unreadable, replaced by `tapes repair`.
     "tape.lost" => TapeLost(TapeLost),
