@@ -41,7 +41,7 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
     (11, "session_audit", include_str!("../../../../migrations/0011_session_audit.sql")),
     (12, "provenance_v2", include_str!("../../../../migrations/0012_provenance_v2.sql")),
     (13, "score_coverage", include_str!("../../../../migrations/0013_score_coverage.sql")),
-    (20, "history_replay", include_str!("../../../../migrations/0020_history_replay.sql")),
+    (14, "history_replay", include_str!("../../../../migrations/0014_history_replay.sql")),
 ];
 
 /// The newest schema version this build knows: the last migration's.
