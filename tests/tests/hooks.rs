@@ -616,3 +616,73 @@ fn a_session_is_labelled_only_once_its_transcript_is_ingested_and_again_when_mor
     assert_eq!(w.count("SELECT COUNT(*) FROM predictor_comparisons"), 1, "a session moves the success rate once");
     assert!(trainer_run(&w).contains("nothing new"), "then nothing waits");
 }
+
+/// The running `engram-scorer hook record` processes of the data home `home`.
+fn recorders_of(home: &Path) -> BTreeSet<String> {
+    let want = format!("ENGRAM_HOME={}", home.display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())))
+        .filter(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+            let environ = std::fs::read(e.path().join("environ")).unwrap_or_default();
+            args.len() >= 3
+                && args[0].ends_with(b"engram-scorer")
+                && args[1] == b"hook"
+                && args[2] == b"record"
+                && environ.split(|&b| b == 0).any(|v| v == want.as_bytes())
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Read-side hooks in quick succession start one recorder between them, not
+/// one process each; it records every event they spooled, and it is gone
+/// soon after its data home is.
+#[test]
+fn read_side_hooks_share_one_recorder_that_records_everything() {
+    let w = World::new();
+    seed(&w, &web_memories());
+    let s = "s-one-recorder";
+    let mut served = 0;
+    let mut seen = BTreeSet::new();
+    for i in 0..8 {
+        let input = match i % 3 {
+            0 => claude_input("SessionStart", s, json!({"source": "startup"})),
+            1 => claude_input(
+                "UserPromptSubmit",
+                s,
+                json!({"prompt": format!("why is the login test flaky, take {i}?")}),
+            ),
+            _ => claude_input(
+                "PreToolUse",
+                s,
+                json!({"tool_name": "Bash", "tool_input": {"command": format!("cargo test login_{i}")},
+                       "tool_use_id": format!("toolu_{i}")}),
+            ),
+        };
+        let event = READ_SIDE[i % 3];
+        let out = scorer_hook(&w, event, &input);
+        assert!(out.status.success());
+        served += 1;
+        seen.extend(recorders_of(&w.home()));
+    }
+    assert_eq!(seen.len(), 1, "recorder processes {seen:?}: one for the whole stretch");
+    w.wait_for_recorder();
+    let rankings = w.count(&format!("SELECT COUNT(*) FROM rankings WHERE session_key = 'claude:{s}'"));
+    assert!(rankings > 0 && rankings <= served, "{rankings} rankings of {served} hooks");
+    let spooled_sessions = w.count(&format!("SELECT COUNT(*) FROM sessions WHERE session_key = 'claude:{s}'"));
+    assert_eq!(spooled_sessions, 1, "the session start was recorded");
+    // Every spooled event reached the tape: nothing is left in the spool.
+    assert!(!shared::domain::hook::spool_pending(&Paths::at(w.home())));
+    let home = w.home();
+    assert_eq!(recorders_of(&home), seen, "the recorder lingers for the next hook");
+    drop(w);
+    let t = Instant::now();
+    while !recorders_of(&home).is_empty() {
+        assert!(t.elapsed() < Duration::from_secs(5), "the recorder outlived its data home");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
