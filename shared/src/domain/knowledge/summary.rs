@@ -311,7 +311,9 @@ mod tests {
         let summaries: i64 =
             j.store().conn().query_row("SELECT COUNT(*) FROM session_summaries", [], |r| r.get(0)).unwrap();
         assert_eq!(first as i64, summaries);
-        assert!(first > PER_PASS * 2, "{first} of {n} summarised in one pass");
+        // All but the silent fifth, more than one append holds.
+        assert_eq!(first, n - n.div_ceil(5), "summarised in one pass");
+        assert!(first > PER_PASS);
         let lsn = j.tape().lock().unwrap().last_lsn();
         assert_eq!(summarize_ended(&mut j, &config, false).unwrap(), 0);
         assert_eq!(j.tape().lock().unwrap().last_lsn(), lsn, "a pass with nothing new appends nothing");
