@@ -15,9 +15,8 @@
 //! ([`shared::domain::hook::spool_unsynced`]) and starts the recorder,
 //! `engram-scorer hook record` ([`recorder`]): one detached process at a time
 //! (lock `hooks/record.lock`), which appends everything spooled through the
-//! journal (tape append with fsync, then the projection), and stays
-//! ([`LINGER`]) for what the next hooks spool: while it runs they start no
-//! process, so a stretch of a session has one recorder, not one per call. A ranking still in the spool is seen by every later hook
+//! journal (tape append with fsync, then the projection) and exits when the
+//! spool is empty. A ranking still in the spool is seen by every later hook
 //! ([`shared::domain::hook::pending_rankings`], passed to
 //! [`shared::domain::rank::rank_after`]): its memories count as shown in its session,
 //! so two prompts in quick succession never repeat one. What this trades
@@ -37,7 +36,7 @@
 //! printed.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use shared::base::config::Config;
 use shared::base::paths::Paths;
@@ -173,7 +172,7 @@ pub fn run(
     if let Some(&(_, ms)) = phases.laps.last() {
         shared::base::telemetry::latency::note(
             format!("score.{}", answer.trigger),
-            Duration::from_secs_f64(ms / 1e3),
+            std::time::Duration::from_secs_f64(ms / 1e3),
             true,
         );
     }
@@ -201,54 +200,24 @@ pub fn run(
 /// The internal `engram-scorer hook` argument of the recorder.
 pub const RECORD: &str = "record";
 
-/// How long the recorder stays after the last events it appended, looking
-/// for more: an agent's hooks come seconds apart, so one recorder records a
-/// whole stretch of a session instead of one process per hook call.
-pub const LINGER: Duration = Duration::from_secs(20);
-/// How often a lingering recorder looks at the spool (a directory listing).
-const POLL: Duration = Duration::from_millis(25);
-
-/// The recorder (see the module docs): appends everything spooled, and
-/// whatever is spooled while it lingers ([`LINGER`] after the last events it
-/// appended, the lock held, so the hooks of that time start no process of
-/// their own); then releases the lock it inherited and looks once more, so
-/// that events spooled while it held the lock are never stranded. It stops
-/// at once when the data home is gone. Returns the events appended.
+/// The recorder (see the module docs): appends everything spooled, then
+/// releases the lock it inherited and looks once more, so that events
+/// spooled while it held the lock (their hooks did not start a recorder) are
+/// never stranded. Returns the events appended.
 pub fn recorder(paths: &Paths) -> Result<usize> {
-    recorder_for(paths, LINGER)
-}
-
-/// [`recorder`], lingering `linger`.
-pub fn recorder_for(paths: &Paths, linger: Duration) -> Result<usize> {
     let held = shared::domain::hook::inherited_lock();
     // Default options: this process is off every critical path, so it may
     // seal a full segment, and its connection checkpoints the WAL when it
     // closes as the last one (hooks' connections never do).
     let mut journal = shared::projection::open(paths, &writer_name())?;
     let mut appended = 0;
-    let mut last = Instant::now();
     loop {
-        let n = shared::domain::hook::drain_spool(&mut journal)?;
-        appended += n;
-        if n > 0 {
-            last = Instant::now();
-        }
+        appended += shared::domain::hook::drain_spool(&mut journal)?;
         let Some(lock) = &held else { break };
-        if last.elapsed() < linger {
-            // Nothing appended until something is spooled: a listing per poll.
-            while last.elapsed() < linger && !shared::domain::hook::spool_pending(paths) {
-                if !paths.home().is_dir() {
-                    return Ok(appended);
-                }
-                std::thread::sleep(POLL);
-            }
-            continue;
-        }
         let _ = lock.unlock();
         if !shared::domain::hook::spool_pending(paths) || lock.try_lock().is_err() {
             break;
         }
-        last = Instant::now();
     }
     Ok(appended)
 }

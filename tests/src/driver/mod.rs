@@ -22,8 +22,7 @@
 //!
 //! Between sessions, [`World::settle`] waits until Engram's detached workers
 //! (ingestion, the read hooks' recorder, anything else holding a lock in the
-//! data home's `hooks/`, except the recorder's, held while it waits for more)
-//! are idle: the time that passes between two real
+//! data home's `hooks/`) are idle: the time that passes between two real
 //! sessions. Nothing here reads Engram's database: a driver sees what an
 //! agent receives and what the CLI lists ([`World::memories`]).
 //!
@@ -459,9 +458,7 @@ fn busy(hooks: &Path) -> Busy {
             if name == "spool" && std::fs::read_dir(&path).is_ok_and(|mut d| d.next().is_some()) {
                 return Busy::Pending;
             }
-        } else if name.ends_with(".lock") && name != "record.lock" {
-            // The read hooks' recorder lingers, its lock held, for the next
-            // hooks' events: with the spool empty it has nothing to do.
+        } else if name.ends_with(".lock") {
             locks.push(path);
         } else if name.contains(".queue") && meta.len() > 0 {
             return Busy::Pending;

@@ -187,14 +187,14 @@ impl World {
     }
 
     /// Waits until the read-side hooks' recorder has appended everything
-    /// they spooled: no spool file left (a file goes only once its events are
-    /// applied). The recorder itself may linger for more, holding its lock;
-    /// it stops when the world's directory is removed.
+    /// they spooled (no spool file left, its lock free).
     pub fn wait_for_recorder(&self) {
         let paths = shared::base::paths::Paths::at(self.home());
+        let lock = shared::domain::hook::recorder_lock(&paths);
         let start = std::time::Instant::now();
         loop {
-            if !shared::domain::hook::spool_pending(&paths) {
+            let idle = shared::base::fsutil::FileLock::try_exclusive(&lock).map_or(true, |l| l.is_some());
+            if idle && !shared::domain::hook::spool_pending(&paths) {
                 return;
             }
             assert!(start.elapsed() < std::time::Duration::from_secs(60), "the hooks' recorder did not finish");
