@@ -43,7 +43,12 @@ pub fn dir_size(dir: &std::path::Path) -> u64 {
 /// The dashboard: counts, storage, top tags, pending items, the predictor.
 pub fn stats(ctx: &Ctx<'_>, project: Option<&str>) -> ApiResult<Value> {
     let conn = ctx.store.conn();
-    let mut v = crate::mcp::stats(ctx.store, project)?;
+    // The counts over every memory, read again only when the projection changed.
+    let mut v = ctx.counts(project, || {
+        let mut v = crate::mcp::stats(ctx.store, project)?;
+        v["knowledge"] = crate::mcp::knowledge_stats(ctx.store, project)?;
+        Ok(v)
+    })?;
     let idle_ms = ctx.config.scan.idle_end_minutes as i64 * 60_000;
     let one = |sql: &str, p: &[&dyn rusqlite::ToSql]| -> rusqlite::Result<i64> { conn.query_row(sql, p, |r| r.get(0)) };
     v["sessions"]["active"] = json!(one(
@@ -69,7 +74,6 @@ pub fn stats(ctx: &Ctx<'_>, project: Option<&str>) -> ApiResult<Value> {
         "unscored_sessions": unscored, "apply_errors": apply_errors,
         "conflicts": staged("needs_clarification"), "staged": staged("pending"),
     });
-    v["knowledge"] = crate::mcp::knowledge_stats(ctx.store, project)?;
     let (injected, judged, helped): (i64, i64, i64) = conn.query_row(
         "SELECT COUNT(*), COUNT(COALESCE(sm.label, sm.relevance_score)),
                 COALESCE(SUM(COALESCE(sm.label, sm.relevance_score) >= ?2), 0)

@@ -1,13 +1,15 @@
 //! The server's shared state: the data home, the token, the accepted hosts,
 //! the page, a few projection connections kept for reuse and the serving
-//! model; and the two ways a request's work runs off the async thread
+//! model, the dashboard's counts; and the two ways a request's work runs off the async thread
 //! ([`App::read`] on a pooled connection, [`App::write`] through the journal).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use serde_json::Value;
 use shared::base::config::{Config, WebConfig};
 use shared::base::paths::Paths;
 use shared::base::time::Ts;
@@ -36,7 +38,17 @@ pub(crate) struct Inner {
     pub started: Ts,
     pool: Mutex<Vec<Store>>,
     model: Mutex<Option<(String, Arc<LoadedModel>)>>,
+    /// The counts of `/api/stats` that scan the memories, per project, with
+    /// the projection (file and last applied position) they were read from.
+    counts: Mutex<HashMap<Option<String>, (CountsKey, Value)>>,
 }
+
+/// What a cached count was read from: it holds until the projection applies
+/// another event (every change is one) or a replay swaps in another file.
+type CountsKey = (std::path::PathBuf, shared::storage::tape::Lsn);
+
+/// Projects whose counts are kept (the page asks for one or two).
+const COUNTS_KEPT: usize = 16;
 
 /// What a read runs with.
 #[derive(Debug)]
@@ -57,6 +69,29 @@ impl Ctx<'_> {
     /// When the server started.
     pub fn started(&self) -> Ts {
         self.app.0.started
+    }
+
+    /// `compute()` for `project`, or what it gave for this projection before:
+    /// counts over every memory cost tens of milliseconds at 10,000 of them,
+    /// and the dashboard asks for them at every load while nothing changed.
+    pub fn counts(&self, project: Option<&str>, compute: impl FnOnce() -> ApiResult<Value>) -> ApiResult<Value> {
+        let lsn = self.store.applied_lsn().map_err(|e| ApiError::internal(e.to_string()))?;
+        let key: CountsKey = (self.store.file().to_path_buf(), lsn);
+        let project = project.map(str::to_owned);
+        if let Ok(cache) = self.app.0.counts.lock()
+            && let Some((k, v)) = cache.get(&project)
+            && *k == key
+        {
+            return Ok(v.clone());
+        }
+        let value = compute()?;
+        if let Ok(mut cache) = self.app.0.counts.lock() {
+            if cache.len() >= COUNTS_KEPT {
+                cache.clear();
+            }
+            cache.insert(project, (key, value.clone()));
+        }
+        Ok(value)
     }
 }
 
@@ -92,6 +127,7 @@ impl App {
             started: Ts::now(),
             pool: Mutex::new(Vec::new()),
             model: Mutex::new(None),
+            counts: Mutex::new(HashMap::new()),
         }))
     }
 

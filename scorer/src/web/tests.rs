@@ -447,3 +447,34 @@ fn a_write_the_state_forbids_is_409_and_a_malformed_one_400() {
         assert_eq!(s, StatusCode::OK);
     });
 }
+
+/// The dashboard's counts are kept while the projection is unchanged, and
+/// read again as soon as it applies another event (here another writer's).
+#[test]
+fn stats_counts_are_kept_until_the_projection_changes() {
+    let w = world();
+    rt().block_on(async {
+        let (_, _, first) = send(&w, get("/api/stats")).await;
+        assert_eq!(first["memories"]["live"], 2);
+        let (_, _, again) = send(&w, get("/api/stats")).await;
+        assert_eq!(again["memories"], first["memories"]);
+        let mut j = shared::projection::open(&w.paths, "test").unwrap();
+        let added = shared::storage::event::MemoryAdded {
+            memory_id: shared::base::ids::MemoryId("mem_counted".into()),
+            content: "Run the migrations before the integration tests.".into(),
+            memory_type: shared::storage::event::MemoryType::Fact,
+            importance: 0.7,
+            source: "explicit".into(),
+            ..Default::default()
+        };
+        let e = j.event(shared::base::time::Ts::now(), None, shared::storage::event::Body::MemoryAdded(added));
+        j.append(&[e]).unwrap();
+        drop(j);
+        let (_, _, after) = send(&w, get("/api/stats")).await;
+        assert_eq!(after["memories"]["live"], 3, "{after}");
+        assert_eq!(
+            after["knowledge"]["by_knowledge_type"]["fact"],
+            first["knowledge"]["by_knowledge_type"]["fact"].as_i64().unwrap() + 1
+        );
+    });
+}

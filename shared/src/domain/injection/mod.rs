@@ -595,6 +595,9 @@ fn remind_of(store: &Store, req: &ServeRequest<'_>, last_reset: Option<i64>, ran
     let Some(call) = req.call.filter(|c| !c.is_empty() && !req.read_only) else { return Ok(()) };
     let mut warned: Vec<(usize, String)> = Vec::new();
     for (i, it) in ranking.items.iter().enumerate() {
+        if !call.may_be_warned_by(&it.memory.content) {
+            continue;
+        }
         if let Some(w) = remind::warned(&it.memory.content).into_iter().find(|w| call.repeats(w)) {
             warned.push((i, w.text()));
         }

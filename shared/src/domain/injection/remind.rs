@@ -116,6 +116,20 @@ impl Call {
         }
     }
 
+    /// Whether `text` can warn against this call at all, a test much cheaper
+    /// than [`warned`]: a warned command names its program in the text as
+    /// the call runs it (in a code span, or a lowercase known program in
+    /// prose), so a text that holds none of the call's programs, in any case,
+    /// warns against none of its commands. A call that writes files is
+    /// always worth the full reading.
+    pub fn may_be_warned_by(&self, text: &str) -> bool {
+        if !self.writes.is_empty() {
+            return true;
+        }
+        let lower = text.to_lowercase();
+        self.commands.iter().filter_map(|c| c.first()).any(|p| lower.contains(&base(p).to_lowercase()))
+    }
+
     /// Whether the call does nothing a memory could warn against.
     pub fn is_empty(&self) -> bool {
         self.commands.is_empty() && self.writes.is_empty()
@@ -260,7 +274,13 @@ pub fn warned(text: &str) -> Vec<Warned> {
         if w.is_empty() || i == 0 {
             continue;
         }
-        let head = words[..i].join(" ");
+        // `negation_before` reads at most the last three words (a two-word
+        // negation and a verb) once a trailing lone "(" or ":" is dropped:
+        // four words of the head decide as the whole head would, and keep
+        // this loop linear in the text (joining the whole head at every word
+        // made it quadratic: most of a tool-call hook's time at 10,000
+        // memories).
+        let head = words[i.saturating_sub(NEGATION_WORDS)..i].join(" ");
         let Some(verb) = negation_before(&head) else { continue };
         if PROGRAMS.contains(&w) && verb.is_none_or(|v| matches!(v, "use" | "run" | "call")) {
             push(Warned::Command(vec![w.to_owned()]));
@@ -278,6 +298,10 @@ fn needs_first(before: &str) -> bool {
     let t = before.trim_end();
     t.ends_with(" before") || t.ends_with(" prior to") || t == "before"
 }
+
+/// Words at the end of a text that [`negation_before`] can read: the longest
+/// negation (two words), a verb, and one word of punctuation alone.
+const NEGATION_WORDS: usize = 4;
 
 /// Whether `before` ends with a negation, optionally followed by one verb;
 /// `Some(verb)` then (`None` inside when no verb follows the negation).
@@ -328,6 +352,61 @@ mod tests {
 
     fn cmd(w: &[&str]) -> Warned {
         Warned::Command(w.iter().map(|s| (*s).to_owned()).collect())
+    }
+
+    proptest::proptest! {
+        /// The last [`NEGATION_WORDS`] words decide as the whole head does.
+        #[test]
+        fn the_last_words_decide_a_negation(
+            words in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "do", "not", "never", "stop", "using", "instead", "of", "use", "run", "edit", "npm", "(", ",",
+                    ":", "no,", "don't", "rather", "than", "x", "avoid:", "push", "(not",
+                ]),
+                0..12,
+            )
+        ) {
+            for i in 0..=words.len() {
+                let whole = negation_before(&words[..i].join(" "));
+                let tail = negation_before(&words[i.saturating_sub(NEGATION_WORDS)..i].join(" "));
+                proptest::prop_assert_eq!(whole, tail, "{:?}", &words[..i]);
+            }
+        }
+    }
+
+    /// The cheap test never rules out a memory that warns against the call.
+    #[test]
+    fn the_cheap_test_keeps_every_memory_that_warns() {
+        let texts = [
+            "Use pnpm, not npm: the lockfile is pnpm-lock.yaml.",
+            "Instead of `npm install` run `pnpm install`.",
+            "`git push --force` fails on main; use --force-with-lease.",
+            "Never edit `docker-compose.yml` by hand.",
+            "Run `make seed` before `make e2e`.",
+            "Don't use `./gradlew build --offline` here.",
+            "NEVER run NPM in this repo, rather than Yarn.",
+            "Avoid `sudo docker compose up`.",
+        ];
+        let calls = [
+            Call::of("Bash", &json!({"command": "npm install"})),
+            Call::of("Bash", &json!({"command": "cd web && npm ci"})),
+            Call::of("Bash", &json!({"command": "git push --force origin main"})),
+            Call::of("Bash", &json!({"command": "make e2e"})),
+            Call::of("Bash", &json!({"command": "./gradlew build --offline"})),
+            Call::of("Bash", &json!({"command": "docker compose up"})),
+            Call::of("Bash", &json!({"command": "ls"})),
+            Call::of("Edit", &json!({"file_path": "/repo/docker-compose.yml"})),
+        ];
+        let mut warned_calls = 0;
+        for call in &calls {
+            for text in texts {
+                let warns = warned(text).iter().any(|w| call.repeats(w));
+                warned_calls += usize::from(warns);
+                assert!(!warns || call.may_be_warned_by(text), "{text:?} warns against {call:?}");
+            }
+        }
+        assert!(warned_calls >= 5, "{warned_calls}");
+        assert!(!calls[6].may_be_warned_by(texts[0]), "`ls` is named by no text");
     }
 
     #[test]
