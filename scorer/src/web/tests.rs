@@ -467,7 +467,7 @@ fn stats_counts_are_kept_until_the_projection_changes() {
             source: "explicit".into(),
             ..Default::default()
         };
-        let e = j.event(shared::base::time::Ts::now(), None, shared::storage::event::Body::MemoryAdded(added));
+        let e = j.event(Ts::now(), None, shared::storage::event::Body::MemoryAdded(added));
         j.append(&[e]).unwrap();
         drop(j);
         let (_, _, after) = send(&w, get("/api/stats")).await;
