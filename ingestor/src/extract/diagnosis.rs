@@ -16,7 +16,9 @@
 //! - something went wrong just before: a command failed, or the user reported
 //!   an error or that something does not work.
 
-use super::lingua;
+use shared::domain::memory::quality;
+
+use super::lingua::{self, contains_word};
 
 /// Sentence openers that announce a diagnosis, lower case.
 const OPENERS: &[&str] = &[
@@ -185,7 +187,7 @@ pub fn gotcha(sentence: &str) -> Option<String> {
     let cause =
         s.get(start..)?.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ':' | '：' | ',' | '，' | '*'));
     let cause_l = cause.to_lowercase();
-    if quality_words(cause) < 5 || cause.trim_end().ends_with([':', '：']) {
+    if quality::words(cause) < 5 || cause.trim_end().ends_with([':', '：']) {
         return None;
     }
     if HEDGES.iter().any(|h| contains_word(&l, h)) || SELF.iter().any(|w| contains_word(&cause_l, w)) {
@@ -200,29 +202,6 @@ pub fn gotcha(sentence: &str) -> Option<String> {
     let mut chars = cause.chars();
     let first = chars.next()?;
     Some(format!("{}{}", first.to_uppercase(), chars.as_str()))
-}
-
-fn quality_words(s: &str) -> usize {
-    shared::domain::memory::quality::words(s)
-}
-
-/// `word` in `l` as a whole word (any substring for CJK words).
-fn contains_word(l: &str, word: &str) -> bool {
-    if word.chars().any(shared::domain::memory::quality::is_cjk) {
-        return l.contains(word);
-    }
-    let mut from = 0;
-    while let Some(p) = l[from..].find(word) {
-        let at = from + p;
-        let end = at + word.len();
-        let before = l[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric() && c != '\'');
-        let after = l[end..].chars().next().is_none_or(|c| !c.is_alphanumeric());
-        if before && after {
-            return true;
-        }
-        from = at + l[at..].chars().next().map_or(1, char::len_utf8);
-    }
-    false
 }
 
 /// A `camelCase` name: the project's own code ("`getStateKey`", "teamColorMap").

@@ -10,6 +10,8 @@
 //! A sentence without such a marker is not a rule: requests for the task at
 //! hand are by far the most common thing users write, in every language.
 
+use shared::domain::memory::quality;
+
 use super::prose::Role;
 
 /// The languages told apart. `En` is also the answer for any text the others
@@ -115,7 +117,7 @@ pub fn guess(s: &str) -> Lang {
     let mut best = (Lang::En, 0usize);
     for lang in LATIN {
         let words = tokens.iter().filter(|t| function_words(lang).contains(t)).count()
-            + habit_markers(lang).iter().filter(|m| has(&lower, m, lang)).count();
+            + habit_markers(lang).iter().filter(|m| contains_word(&lower, m)).count();
         let letters = lower.chars().filter(|c| marks(lang).contains(c)).count().min(2);
         let score = words + letters;
         if score > best.1 {
@@ -411,25 +413,27 @@ const SPEAK_VERBS: &[&str] = &[
 const IN_LANGUAGE: &[&str] = &["en", "in", "em", "auf", "на", "po", "v", "用", "で", "로"];
 
 fn lower(s: &str) -> String {
-    s.to_lowercase().replace(['’', '‘'], "'")
+    super::prose::normalize(s)
 }
 
 fn is_cjk_lang(lang: Lang) -> bool {
     matches!(lang, Lang::Zh | Lang::Ja | Lang::Ko)
 }
 
-/// Whether `marker` occurs in `l` as words: scripts with spaces need a word
-/// boundary on both sides ("nie" is not inside "niemand"), CJK scripts do not.
-fn has(l: &str, marker: &str, lang: Lang) -> bool {
-    if is_cjk_lang(lang) {
-        return l.contains(marker);
+/// Whether `word` occurs in the lower-cased `l` as words: words of scripts
+/// with spaces need a boundary on both sides ("nie" is not inside
+/// "niemand"; a word ending in an apostrophe, "j'", only before), words
+/// written without spaces match anywhere.
+pub fn contains_word(l: &str, word: &str) -> bool {
+    if word.chars().any(quality::is_cjk) {
+        return l.contains(word);
     }
     let mut from = 0;
-    while let Some(p) = l[from..].find(marker) {
+    while let Some(p) = l[from..].find(word) {
         let at = from + p;
-        let end = at + marker.len();
+        let end = at + word.len();
         let before = l[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
-        let after = marker.ends_with('\'') || l[end..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+        let after = word.ends_with('\'') || l[end..].chars().next().is_none_or(|c| !c.is_alphanumeric());
         if before && after {
             return true;
         }
@@ -438,8 +442,8 @@ fn has(l: &str, marker: &str, lang: Lang) -> bool {
     false
 }
 
-fn any(l: &str, markers: &[&str], lang: Lang) -> bool {
-    markers.iter().any(|m| has(l, m, lang))
+fn any(l: &str, words: &[&str]) -> bool {
+    words.iter().any(|w| contains_word(l, w))
 }
 
 /// Whether a sentence asks to be answered in a named language ("réponds en
@@ -448,18 +452,15 @@ pub fn asks_for_language(s: &str) -> bool {
     let l = format!(" {} ", lower(s));
     let named = LANGUAGE_NAMES.iter().any(|n| {
         IN_LANGUAGE.iter().any(|p| {
-            if p.chars().any(is_wide) {
+            if p.chars().any(quality::is_cjk) {
                 l.contains(&format!("{p}{n}")) || l.contains(&format!("{n}{p}"))
             } else {
                 l.contains(&format!(" {p} {n}"))
             }
         })
     });
-    named && SPEAK_VERBS.iter().any(|v| if v.chars().any(is_wide) { l.contains(v) } else { has(&l, v, Lang::Fr) })
-}
-
-fn is_wide(c: char) -> bool {
-    matches!(c as u32, 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF)
+    named
+        && SPEAK_VERBS.iter().any(|v| if v.chars().any(quality::is_cjk) { l.contains(v) } else { contains_word(&l, v) })
 }
 
 /// What a sentence not in English does ([`Role::Rule`], [`Role::Question`]
@@ -481,10 +482,10 @@ pub fn role(s: &str) -> Option<Role> {
         return Some(Role::Question);
     }
     let l = lower(t);
-    if any(&l, points_back(lang), lang) {
+    if any(&l, points_back(lang)) {
         return Some(Role::Other);
     }
-    if any(&l, habit_markers(lang), lang) && !any(&l, habit_false_friends(lang), lang) {
+    if any(&l, habit_markers(lang)) && !any(&l, habit_false_friends(lang)) {
         return Some(Role::Rule);
     }
     // An obligation with something before it: "le code doit être factorisé",
@@ -499,7 +500,7 @@ pub fn role(s: &str) -> Option<Role> {
             }
         })
     };
-    if modal_markers(lang).iter().any(|m| has(&l, m, lang) && subject(m)) {
+    if modal_markers(lang).iter().any(|m| contains_word(&l, m) && subject(m)) {
         return Some(Role::Rule);
     }
     Some(Role::Other)
@@ -531,7 +532,7 @@ pub fn is_correction(first_sentence: &str, whole: &str) -> Option<bool> {
     if lang == Lang::En {
         return None;
     }
-    Some(opener(first_sentence, lang).is_some() || any(&lower(whole), instead_of(lang), lang))
+    Some(opener(first_sentence, lang).is_some() || any(&lower(whole), instead_of(lang)))
 }
 
 /// The byte length of the correction opener `s` starts with, if any.
@@ -583,7 +584,7 @@ pub fn is_personal(s: &str) -> Option<bool> {
         l.split(|c: char| !(c.is_alphanumeric() || c == '\''))
             .any(|w| first_person(lang).iter().any(|p| w == *p || (p.ends_with('\'') && w.starts_with(p))))
     };
-    let local = any(&l, local_words(lang), lang);
+    let local = any(&l, local_words(lang));
     let code = s.contains('`') || s.split_whitespace().any(|x| x.contains(['/', '_', '=']) || x.contains("::"));
     Some(personal && !local && !code)
 }
@@ -636,7 +637,7 @@ pub fn approves(s: &str) -> Option<bool> {
     if lang == Lang::En {
         return None;
     }
-    Some(any(&lower(s), APPROVAL, lang))
+    Some(any(&lower(s), APPROVAL))
 }
 
 /// Words that carry no subject in a correction ("ce n'est pas vrai", "不是这样").
@@ -679,7 +680,7 @@ pub fn says_nothing(s: &str) -> Option<bool> {
         return None;
     }
     if is_cjk_lang(lang) {
-        let content = s.chars().filter(|c| is_wide(*c) && !EMPTY_CHARS.contains(*c)).count();
+        let content = s.chars().filter(|c| quality::is_cjk(*c) && !EMPTY_CHARS.contains(*c)).count();
         let latin = s.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| w.len() >= 3).count();
         return Some(content + 2 * latin <= 3);
     }
