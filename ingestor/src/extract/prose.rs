@@ -420,6 +420,17 @@ fn split_line(line: &str) -> Vec<String> {
         if !chars.get(i + 1).is_none_or(|n| n.is_whitespace()) {
             continue;
         }
+        // A `?` or `!` standing alone before a lowercase word is code (Rust's
+        // `?` operator: "propagate errors with ? instead"), not the end of a
+        // question; French sets one apart too, but starts the next sentence
+        // with a capital.
+        if c != '.'
+            && i > 0
+            && chars[i - 1].is_whitespace()
+            && chars[i + 1..].iter().find(|n| !n.is_whitespace()).is_some_and(|n| n.is_lowercase())
+        {
+            continue;
+        }
         let last_word = cur.rsplit(char::is_whitespace).next().unwrap_or("").to_lowercase();
         // `./...` (Go's every package) and `e.g.` end no sentence.
         let path_dots = last_word.ends_with("...") && last_word.contains('/');
@@ -1401,6 +1412,10 @@ mod tests {
             vec!["Use pnpm, not npm; it breaks the lockfile otherwise."]
         );
         assert_eq!(sentences("Run `make gen. then` twice."), vec!["Run `make gen. then` twice."]);
+        assert_eq!(
+            sentences("Never call unwrap(), propagate errors with ? instead. Ok ? Oui ! Merci."),
+            vec!["Never call unwrap(), propagate errors with ? instead.", "Ok ?", "Oui !", "Merci."]
+        );
         assert_eq!(sentences("以后都用 pnpm。不要用 npm！好吗？"), vec!["以后都用 pnpm。", "不要用 npm！", "好吗？"]);
     }
 

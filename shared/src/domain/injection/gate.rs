@@ -150,7 +150,8 @@ impl<'a> Gate<'a> {
     }
 
     /// Whether the memory is a reminder now: it warns against what the
-    /// moment's tool call is about to do ([`RankedMemory::reminder`]), it is
+    /// moment's tool call is about to do, or is about the command the call
+    /// runs ([`RankedMemory::reminder`]), it is
     /// a lesson that stands, and it is this project's own. A reminder needs
     /// no other evidence and may repeat what the session was shown.
     pub fn reminds(&self, it: &RankedMemory) -> bool {

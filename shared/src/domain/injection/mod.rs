@@ -530,7 +530,11 @@ pub fn serve(
     let mut used = 0usize;
     // Reminders first: they are what this moment is for.
     let mut order: Vec<usize> = (0..ranking.items.len()).collect();
-    order.sort_by_key(|&i| ranking.items[i].reminder.is_none());
+    order.sort_by_key(|&i| match &ranking.items[i].reminder {
+        Some(r) if r.mistake => 0,
+        Some(_) => 1,
+        None => 2,
+    });
     for i in order {
         let it = &ranking.items[i];
         if chosen.len() >= k {
@@ -588,32 +592,46 @@ pub fn serve(
 }
 
 /// Marks the ranked memories that warn against what the request's tool
-/// call is about to do ([`remind`]), except those already injected at a tool
-/// call of this segment of the session (since its context was last reset):
-/// one reminder per memory per segment.
+/// call is about to do ([`remind`]) as reminders of a mistake, and those
+/// about the command it runs as it should (the fix's flags are there, what
+/// must come first ran) as what the call is about, except those already
+/// injected at a tool call of this segment of the session (since its context
+/// was last reset): one per memory per segment.
 fn remind_of(store: &Store, req: &ServeRequest<'_>, last_reset: Option<i64>, ranking: &mut Ranking) -> Result<()> {
     let Some(call) = req.call.filter(|c| !c.is_empty() && !req.read_only) else { return Ok(()) };
-    let mut warned: Vec<(usize, String)> = Vec::new();
+    let mut warned: Vec<(usize, remind::Warning)> = Vec::new();
     for (i, it) in ranking.items.iter().enumerate() {
         if !call.may_be_warned_by(&it.memory.content) {
             continue;
         }
-        if let Some(w) = remind::warned(&it.memory.content).into_iter().find(|w| call.repeats(w)) {
-            warned.push((i, w.text()));
+        if let Some(w) =
+            remind::warnings(&it.memory.content).into_iter().find(|w| call.concerns(w) || call.repeats_warning(w, &[]))
+        {
+            warned.push((i, w));
         }
     }
     if warned.is_empty() {
         return Ok(());
     }
-    let reminded = match req.session {
-        Some(s) => rank::injected_at_tools_since(store, s, last_reset.unwrap_or(-1), req.unapplied)?,
+    let (reminded, earlier) = match req.session {
+        Some(s) => {
+            let since = last_reset.unwrap_or(-1);
+            let earlier: Vec<remind::Call> =
+                rank::tool_queries_since(store, s, since)?.iter().map(|q| remind::Call::of_query(q)).collect();
+            (rank::injected_at_tools_since(store, s, since, req.unapplied)?, earlier)
+        }
         None => Default::default(),
     };
-    for (i, form) in warned {
+    for (i, warning) in warned {
         let it = &mut ranking.items[i];
-        if !reminded.contains(&it.memory.id) {
-            it.reminder = Some(form);
+        if reminded.contains(&it.memory.id) {
+            continue;
         }
+        // What the session did earlier in this context may make the call
+        // right (the service it needs is up): then the memory comes as what
+        // the call is about, not as a reminder of a mistake.
+        let mistake = call.repeats_warning(&warning, &earlier);
+        it.reminder = Some(rank::Reminder { says: warning.what.describe(), mistake });
     }
     Ok(())
 }
@@ -657,17 +675,17 @@ pub fn format_context(
         let m = &it.memory;
         let pin = if m.pinned { " pinned" } else { "" };
         match &it.reminder {
-            Some(form) => {
+            Some(r) if r.mistake => {
                 let _ = writeln!(
                     out,
-                    "- {} [{}{pin}] Reminder, this call runs `{}`: {}",
+                    "- {} [{}{pin}] Reminder, this call {}: {}",
                     m.id,
                     m.memory_type,
-                    clean(form).replace('`', "'"),
+                    clean(&r.says),
                     clean(&m.content)
                 );
             }
-            None => {
+            _ => {
                 let _ = writeln!(out, "- {} [{}{pin}] {}", m.id, m.memory_type, clean(&m.content));
             }
         }
@@ -904,5 +922,44 @@ mod tests {
         // The right tool: nothing to remind.
         let right = serve_call(&j, "pnpm add lodash", 300_000);
         assert!(right.ranking.items.iter().all(|it| it.reminder.is_none()));
+    }
+
+    #[test]
+    fn a_call_done_as_the_memory_asks_gets_it_without_a_reminder() {
+        let (_d, mut j) = journal();
+        j.append(&[memory(1, "Run `docker compose up -d db` before `make migrate`.".into())]).unwrap();
+        let session = SessionKey::new("claude", "s");
+        let serve_call = |j: &Journal, command: &str, at: i64| {
+            let input = serde_json::json!({ "command": command });
+            let call = remind::Call::of("Bash", &input);
+            let query = tool_query("Bash", &input);
+            serve(
+                j.store(),
+                &Config::default(),
+                None,
+                &jiff::tz::TimeZone::UTC,
+                &ServeRequest {
+                    session: Some(&session),
+                    project: Some("web"),
+                    call: Some(&call),
+                    ..ServeRequest::new(trigger::TOOL, &query, Ts(at))
+                },
+            )
+            .unwrap()
+        };
+        // The session starts the database, then migrates: the migration's
+        // call is what the memory is about, and it is done right.
+        let both = serve_call(&j, "docker compose up -d db && make migrate", 50_000);
+        assert_eq!(both.injected, vec![MemoryId("mem_0001".into())], "{:?}", both.verdicts);
+        assert!(!both.context.unwrap().contains("Reminder"));
+        // Started in an earlier call (whose ranking injected nothing).
+        let mut up = serve_call(&j, "docker compose up -d db", 100_000).ranking.served;
+        up.candidates.iter_mut().for_each(|c| c.injected = false);
+        j.append(&[Event::new(Ts(100_000), "test", Some(session.clone()), Body::RankingServed(up))]).unwrap();
+        let right = serve_call(&j, "make migrate", 200_000);
+        assert_eq!(right.injected, vec![MemoryId("mem_0001".into())], "{:?}", right.verdicts);
+        let text = right.context.unwrap();
+        assert!(!text.contains("Reminder"), "{text}");
+        assert!(text.contains("mem_0001 [fact] Run `docker compose up -d db` before `make migrate`"), "{text}");
     }
 }

@@ -1,21 +1,38 @@
 //! Reminders at the moment of action: which memories warn against what a
 //! tool call is about to do (the command a lesson corrected, the form of a
-//! command that failed, a package manager the project does not use, a path
-//! never to edit), so that the tool-call hook names them right then, even
-//! when they were injected earlier in the session.
+//! command that failed, a command run before what it needs, a package
+//! manager the project does not use, a file never to edit, a library or a
+//! call the code must not use), so that the tool-call hook names them right
+//! then, even when they were injected earlier in the session.
 //!
 //! A memory warns against a form when its text puts it after a negation
 //! ("instead of `npm install`", "not `go test`", "never edit
-//! `docker-compose.yml`", "use pnpm, not npm") or before a failure
-//! ("`git push --force` fails with …"). A call repeats a command form when
-//! one of its simple commands runs the form's program with the form's other
-//! words in order; it repeats a path when it writes a file whose path ends
-//! with it. Nothing else matches: a reminder that does not match the call
-//! would be noise.
+//! `docker-compose.yml`", "use pnpm, not npm", "no testify", "never
+//! unwrap()"), before a failure ("`git push --force` fails with …"), after
+//! what must come first ("run `make seed` before `make e2e`"), or calls a
+//! file generated ("`src/api/client.gen.ts` is generated").
+//!
+//! A call repeats a command form when one of its simple commands runs the
+//! form's program with the form's other words in order, unless the call
+//! does what the memory asks instead:
+//! - a fix of the same program ("`pnpm dev --port 5175` instead of `pnpm
+//!   dev`", "`TZ=UTC uv run pytest`"): a call of that program that already
+//!   has the fix's added words (flags, their values, environment
+//!   assignments) is right, whatever files it names; one without them repeats
+//!   the mistake;
+//! - what must come first: a call that runs it before, or a session that
+//!   ran it earlier in the same context, is right.
+//!
+//! It repeats a path when it writes a file whose path ends with it, a flag
+//! when one of its commands passes it, and code when the text it writes adds
+//! the token (a library's name only on an import line or in a manifest, so
+//! that "no testify" is not about `color: black`). Nothing else matches: a
+//! reminder that does not match the call would be noise.
 
 use serde_json::Value;
 
 use crate::base::shell::is_assignment;
+use crate::base::text::is_stop_word;
 
 /// What a memory warns against.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,6 +41,12 @@ pub enum Warned {
     Command(Vec<String>),
     /// A file, or the end of its path (`docker-compose.yml`, `migrations/`).
     Path(String),
+    /// A flag, whatever command passes it (`--force`).
+    Flag(String),
+    /// Code the written text must not add: a call or a type anywhere
+    /// (`unwrap()`, `any`), a library only where code imports or declares
+    /// one (`testify`).
+    Code { token: String, imports_only: bool },
 }
 
 impl Warned {
@@ -31,23 +54,79 @@ impl Warned {
     pub fn text(&self) -> String {
         match self {
             Warned::Command(words) => words.join(" "),
-            Warned::Path(p) => p.clone(),
+            Warned::Path(p) | Warned::Flag(p) => p.clone(),
+            Warned::Code { token, .. } => token.clone(),
+        }
+    }
+
+    /// What the call does, as the reminder says it ("runs `npm install`").
+    pub fn describe(&self) -> String {
+        let form = self.text().replace('`', "'");
+        match self {
+            Warned::Command(_) => format!("runs `{form}`"),
+            Warned::Path(_) => format!("writes `{form}`"),
+            Warned::Flag(_) => format!("passes `{form}`"),
+            Warned::Code { .. } => format!("adds `{form}`"),
         }
     }
 }
 
-/// What a tool call is about to do: the simple commands it runs and the
-/// files it writes.
+/// One warning of a memory: the form, and what makes a call of it right.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// The form warned against.
+    pub what: Warned,
+    /// What the memory asks for instead, if it says.
+    pub unless: Unless,
+}
+
+/// What makes a call of a warned command right.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unless {
+    /// Nothing: the form itself is the mistake.
+    Never,
+    /// The fix of the same program adds these words (flags, values,
+    /// environment assignments); the files the form named do not matter.
+    Adds(Vec<String>),
+    /// This command must run first (its words, the program first).
+    First(Vec<String>),
+    /// Only the bare form is the mistake ("never a bare `cargo update`"):
+    /// any further word makes the call right.
+    Arguments,
+}
+
+/// One simple command of a call: its environment assignments and words.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Simple {
+    env: Vec<String>,
+    words: Vec<String>,
+}
+
+/// What a tool call is about to do: the simple commands it runs, the files
+/// it writes, and the text it writes (added and replaced).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Call {
-    commands: Vec<Vec<String>>,
+    commands: Vec<Simple>,
     writes: Vec<String>,
+    added: Vec<Written>,
+}
+
+/// Text a call writes into one file, and the text it replaces there.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Written {
+    path: String,
+    new: String,
+    old: String,
 }
 
 /// Keys of a tool's input that hold a command line.
 const COMMAND_KEYS: &[&str] = &["command", "cmd"];
 /// Keys of a tool's input that hold the file it works on.
 const PATH_KEYS: &[&str] = &["file_path", "path", "filePath", "notebook_path", "absolute_path"];
+/// Keys of a tool's input that hold the text it writes.
+const NEW_KEYS: &[&str] = &["new_string", "content", "new_str", "file_text", "newString"];
+/// Keys of a tool's input that hold the text a write replaces.
+const OLD_KEYS: &[&str] = &["old_string", "old_str", "oldString"];
 /// Shells whose `-c` argument is the command line (`bash -lc "…"`).
 const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "fish"];
 /// Words that run the next word as the program.
@@ -55,7 +134,8 @@ const WRAPPERS: &[&str] = &["sudo", "env", "time", "nice", "exec", "command", "n
 
 impl Call {
     /// The call of tool `tool` with `input` (Claude Code's, Codex's and
-    /// Gemini's shapes: a `command` string, a `cmd` array, a file path).
+    /// Gemini's shapes: a `command` string, a `cmd` array, a file path, an
+    /// edit's strings, a patch).
     pub fn of(tool: &str, input: &Value) -> Call {
         let mut call = Call::default();
         let Value::Object(map) = input else { return call };
@@ -76,17 +156,41 @@ impl Call {
         }
         let lower = tool.to_ascii_lowercase();
         if ["edit", "write", "patch", "create", "replace"].iter().any(|w| lower.contains(w)) {
-            for key in PATH_KEYS {
-                if let Some(Value::String(p)) = map.get(*key) {
-                    call.writes.push(p.clone());
+            let path = PATH_KEYS.iter().find_map(|k| map.get(*k).and_then(Value::as_str)).unwrap_or_default();
+            if !path.is_empty() {
+                call.writes.push(path.to_owned());
+            }
+            let text = |keys: &[&str], m: &serde_json::Map<String, Value>| {
+                keys.iter().filter_map(|k| m.get(*k).and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+            };
+            let new = text(NEW_KEYS, map);
+            if !new.is_empty() {
+                call.added.push(Written { path: path.to_owned(), new, old: text(OLD_KEYS, map) });
+            }
+            // Several edits of one file (`MultiEdit`).
+            if let Some(Value::Array(edits)) = map.get("edits") {
+                for e in edits.iter().filter_map(Value::as_object) {
+                    call.added.push(Written { path: path.to_owned(), new: text(NEW_KEYS, e), old: text(OLD_KEYS, e) });
                 }
             }
-            // A patch names its files in its own headers.
+            // A patch names its files in its own headers, and marks what it adds.
             for text in map.values().filter_map(Value::as_str) {
+                let mut file: Option<usize> = None;
                 for line in text.lines() {
-                    for head in ["*** Update File: ", "*** Add File: ", "*** Delete File: "] {
-                        if let Some(p) = line.strip_prefix(head) {
-                            call.writes.push(p.trim().to_owned());
+                    if let Some(p) = ["*** Update File: ", "*** Add File: ", "*** Delete File: "]
+                        .iter()
+                        .find_map(|head| line.strip_prefix(head))
+                    {
+                        call.writes.push(p.trim().to_owned());
+                        call.added.push(Written { path: p.trim().to_owned(), ..Written::default() });
+                        file = Some(call.added.len() - 1);
+                    } else if let Some(w) = file.and_then(|i| call.added.get_mut(i)) {
+                        if let Some(l) = line.strip_prefix('+') {
+                            w.new.push_str(l);
+                            w.new.push('\n');
+                        } else if let Some(l) = line.strip_prefix('-') {
+                            w.old.push_str(l);
+                            w.old.push('\n');
                         }
                     }
                 }
@@ -95,11 +199,28 @@ impl Call {
         call
     }
 
+    /// The call a tool ranking's query describes (the tool's name, then its
+    /// command line): what a session ran earlier. Only shell tools run
+    /// commands; any other query is an empty call.
+    pub fn of_query(query: &str) -> Call {
+        let mut call = Call::default();
+        if let Some((tool, line)) = query.split_once(' ')
+            && matches!(tool, "Bash" | "bash" | "shell" | "exec_command" | "run_shell_command" | "local_shell")
+        {
+            call.add_line(line);
+        }
+        call
+    }
+
     /// Adds the simple commands of a command line.
     fn add_line(&mut self, line: &str) {
         for simple in line.split(['\n', ';', '|', '&']) {
             let mut words: Vec<String> = simple.split_whitespace().map(unquote).filter(|w| !w.is_empty()).collect();
-            while words.first().is_some_and(|w| is_assignment(w) || WRAPPERS.contains(&w.as_str())) {
+            let mut env = Vec::new();
+            while let Some(w) = words.first().filter(|w| is_assignment(w) || WRAPPERS.contains(&w.as_str())) {
+                if is_assignment(w) {
+                    env.push(w.clone());
+                }
                 words.remove(0);
             }
             if words.is_empty() {
@@ -112,22 +233,28 @@ impl Call {
                 self.add_line(&unquote(rest));
                 continue;
             }
-            self.commands.push(words);
+            self.commands.push(Simple { env, words });
         }
     }
 
     /// Whether `text` can warn against this call at all, a test much cheaper
-    /// than [`warned`]: a warned command names its program in the text as
+    /// than [`warnings`]: a warned command names its program in the text as
     /// the call runs it (in a code span, or a lowercase known program in
-    /// prose), so a text that holds none of the call's programs, in any case,
-    /// warns against none of its commands. A call that writes files is
-    /// always worth the full reading.
+    /// prose), and a warned flag is passed by some command, so a text that
+    /// holds none of the call's programs, in any case, warns against none of
+    /// its commands. A call that writes files is always worth the full reading.
     pub fn may_be_warned_by(&self, text: &str) -> bool {
         if !self.writes.is_empty() {
             return true;
         }
         let lower = text.to_lowercase();
-        self.commands.iter().filter_map(|c| c.first()).any(|p| lower.contains(&base(p).to_lowercase()))
+        self.commands.iter().filter_map(|c| c.words.first()).any(|p| lower.contains(&base(p).to_lowercase()))
+            || (lower.contains("--")
+                && self
+                    .commands
+                    .iter()
+                    .flat_map(|c| &c.words)
+                    .any(|w| w.starts_with("--") && lower.contains(w.as_str())))
     }
 
     /// Whether the call does nothing a memory could warn against.
@@ -135,10 +262,42 @@ impl Call {
         self.commands.is_empty() && self.writes.is_empty()
     }
 
-    /// Whether the call repeats `warned`.
+    /// Whether the call repeats `warned`, whatever the memory asks instead.
     pub fn repeats(&self, warned: &Warned) -> bool {
-        match warned {
-            Warned::Command(form) => self.commands.iter().any(|c| runs(c, form)),
+        self.repeats_warning(&Warning { what: warned.clone(), unless: Unless::Never }, &[])
+    }
+
+    /// Whether the call runs the command `warning` is about, rightly or not
+    /// (`pnpm dev --port 5175` for "`pnpm dev --port 5175` instead of `pnpm
+    /// dev`", `make seed && make e2e` for "`make seed` before `make e2e`"):
+    /// the lesson is worth having at this call even when it is done right.
+    pub fn concerns(&self, warning: &Warning) -> bool {
+        let Warned::Command(form) = &warning.what else { return false };
+        let key = match warning.unless {
+            Unless::Adds(_) => without_operands(form),
+            _ => form.clone(),
+        };
+        self.commands.iter().any(|c| runs(&c.words, &key))
+    }
+
+    /// Whether the call repeats what `warning` warns against, given the
+    /// calls the session made before it in the same context (`earlier`).
+    pub fn repeats_warning(&self, warning: &Warning, earlier: &[Call]) -> bool {
+        match &warning.what {
+            Warned::Command(form) => self.commands.iter().enumerate().any(|(i, c)| match &warning.unless {
+                Unless::Never => runs(&c.words, form),
+                Unless::Arguments => c.words.len() == form.len() && runs(&c.words, form),
+                Unless::Adds(added) => {
+                    runs(&c.words, &without_operands(form))
+                        && !added.iter().all(|a| c.env.contains(a) || c.words.contains(a))
+                }
+                Unless::First(first) => {
+                    let first = without_operands(first);
+                    runs(&c.words, form)
+                        && !self.commands[..i].iter().any(|p| runs(&p.words, &first))
+                        && !earlier.iter().flat_map(|e| &e.commands).any(|p| runs(&p.words, &first))
+                }
+            }),
             Warned::Path(p) => {
                 let p = p.trim_start_matches("./");
                 self.writes.iter().any(|w| {
@@ -150,20 +309,103 @@ impl Call {
                     }
                 })
             }
+            Warned::Flag(f) => self.commands.iter().any(|c| c.words[1..].iter().any(|w| w == f)),
+            Warned::Code { token, imports_only } => self.added.iter().any(|w| {
+                let manifest = is_manifest(&w.path);
+                let count = |text: &str| -> usize {
+                    text.lines()
+                        .filter(|l| !*imports_only || manifest || is_import_line(l))
+                        .map(|l| code_occurrences(l, token))
+                        .sum()
+                };
+                count(&w.new) > count(&w.old)
+            }),
         }
     }
+}
+
+/// A form without its operands: the words that name files or packages
+/// (`tests/`, `./...`, `src/app.py`), which a fix of the same program does
+/// not depend on.
+fn without_operands(form: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = form.iter().take(1).cloned().collect();
+    out.extend(form.iter().skip(1).filter(|w| w.starts_with('-') || !looks_like_path(w)).cloned());
+    out
+}
+
+/// Files that declare a project's dependencies: every line of them names a
+/// library.
+fn is_manifest(path: &str) -> bool {
+    let name = base(path);
+    matches!(
+        name,
+        "package.json"
+            | "go.mod"
+            | "Cargo.toml"
+            | "pyproject.toml"
+            | "Gemfile"
+            | "Pipfile"
+            | "pom.xml"
+            | "build.gradle"
+    ) || name.starts_with("requirements") && name.ends_with(".txt")
+}
+
+/// Whether a line of code imports or declares a library (or a base image):
+/// `import …`, `from … import`, `use …`, `require(…)`, `#include`,
+/// a Dockerfile's `FROM`, or a bare quoted path (a Go import block's line).
+fn is_import_line(line: &str) -> bool {
+    let t = line.trim_start();
+    let first = t.split_whitespace().next().unwrap_or_default();
+    matches!(first, "import" | "from" | "use" | "using" | "extern" | "FROM" | "require" | "@import")
+        || t.starts_with("#include")
+        || t.contains("require(")
+        || t.contains("import(")
+        || (t.starts_with('"') && t.trim_end().ends_with('"') && !t.contains(' '))
+}
+
+/// How many times `token` occurs in `line` as code: a whole word (no letter,
+/// digit or `_` beside it); a common English word (`any`) only next to code
+/// punctuation (`: any`, `<any>`), never in prose ("any item").
+fn code_occurrences(line: &str, token: &str) -> usize {
+    if token.is_empty() {
+        return 0;
+    }
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let word_like = token.chars().all(ident);
+    let common = word_like && is_stop_word(token);
+    let mut n = 0;
+    for (at, _) in line.match_indices(token) {
+        let before = line[..at].chars().next_back();
+        let after = line[at + token.len()..].chars().next();
+        let starts = token.chars().next().is_some_and(ident);
+        let ends = token.chars().next_back().is_some_and(ident);
+        if (starts && before.is_some_and(ident)) || (ends && after.is_some_and(ident)) {
+            continue;
+        }
+        if common {
+            let punct = |c: Option<char>| c.is_some_and(|c| ":<>,()[]|=&".contains(c));
+            let near_before = line[..at].trim_end().chars().next_back();
+            let near_after = line[at + token.len()..].trim_start().chars().next();
+            if !(punct(near_before) || punct(near_after)) {
+                continue;
+            }
+        }
+        n += 1;
+    }
+    n
 }
 
 /// Whether the simple command `cmd` runs `form`: the same program (by its
 /// base name), then the form's other words in order, `<…>` and `…` matching
 /// any word.
 fn runs(cmd: &[String], form: &[String]) -> bool {
+    let form: Vec<&String> = form.iter().skip_while(|w| is_assignment(w)).collect();
     let (Some(program), Some(want)) = (cmd.first(), form.first()) else { return false };
     if base(program) != base(want) {
         return false;
     }
     let mut rest = cmd[1..].iter();
-    form[1..].iter().filter(|w| !is_placeholder(w)).all(|w| rest.any(|c| c == w))
+    form[1..].iter().filter(|w| !is_placeholder(w)).all(|w| rest.any(|c| c == *w))
 }
 
 fn is_placeholder(w: &str) -> bool {
@@ -182,10 +424,25 @@ fn unquote(w: &str) -> String {
 const NEGATIONS: &[&str] =
     &["instead of", "rather than", "not", "never", "don't", "dont", "do not", "avoid", "no", "stop using", "without"];
 /// Verbs between a negation and the form (`never run X`, `don't edit X`).
-const VERBS: &[&str] =
-    &["use", "run", "call", "edit", "touch", "modify", "change", "write", "delete", "commit", "push"];
+const VERBS: &[&str] = &[
+    "use",
+    "run",
+    "do",
+    "call",
+    "import",
+    "add",
+    "edit",
+    "hand-edit",
+    "touch",
+    "modify",
+    "change",
+    "write",
+    "delete",
+    "commit",
+    "push",
+];
 /// Verbs that make a warned path one not to write.
-const WRITE_VERBS: &[&str] = &["edit", "touch", "modify", "change", "write", "delete", "commit"];
+const WRITE_VERBS: &[&str] = &["edit", "hand-edit", "touch", "modify", "change", "write", "delete", "commit"];
 /// Words after a form that say it failed.
 const FAILURES: &[&str] =
     &["fails", "failed", "breaks", "doesn't work", "does not work", "won't work", "is deprecated"];
@@ -232,46 +489,87 @@ const PROGRAMS: &[&str] = &[
 
 /// What `text` (a memory) warns against, in the order it says it.
 pub fn warned(text: &str) -> Vec<Warned> {
-    let mut out: Vec<Warned> = Vec::new();
-    let mut push = |w: Warned| {
-        if !out.contains(&w) {
-            out.push(w);
+    warnings(text).into_iter().map(|w| w.what).collect()
+}
+
+/// What `text` (a memory) warns against, in the order it says it, with
+/// what it asks for instead.
+pub fn warnings(text: &str) -> Vec<Warning> {
+    let mut out: Vec<Warning> = Vec::new();
+    let mut push = |what: Warned, unless: Unless| {
+        if !out.iter().any(|w| w.what == what) {
+            out.push(Warning { what, unless });
         }
     };
     // Code spans, with the words before and after them.
     let parts: Vec<&str> = text.split('`').collect();
+    let span_at = |i: usize| parts.get(i).map(|s| s.trim().trim_start_matches("$ ")).filter(|s| !s.is_empty());
     for i in (1..parts.len()).step_by(2) {
         // An unclosed backtick opens no span.
         if i + 1 >= parts.len() {
             break;
         }
-        let span = parts[i].trim().trim_start_matches("$ ");
-        if span.is_empty() || span.len() > 200 {
-            continue;
-        }
+        let Some(span) = span_at(i).filter(|s| s.len() <= 200) else { continue };
         let before = parts[i - 1].to_lowercase();
         let after = parts.get(i + 1).map(|s| s.to_lowercase()).unwrap_or_default();
         let negated = negation_before(&before);
         let failed = FAILURES.iter().any(|f| after.trim_start().starts_with(f));
-        if let Some(verb) = negated {
-            if looks_like_path(span) && (verb.is_none_or(|v| WRITE_VERBS.contains(&v))) && !span.contains(' ') {
-                push(Warned::Path(span.to_owned()));
-            } else if let Some(c) = command(span) {
-                push(c);
+        // The span just before, when only the negation stands between them:
+        // what the memory asks for instead ("`a` instead of `b`").
+        let instead = (i >= 3 && negated.is_some() && before.split_whitespace().count() <= 4)
+            .then(|| span_at(i - 2).and_then(command))
+            .flatten();
+        if is_generated(&after) && looks_like_path(span) {
+            push(Warned::Path(span.to_owned()), Unless::Never);
+        } else if let Some(verb) = negated {
+            let writes = verb.is_none_or(|v| WRITE_VERBS.contains(&v));
+            if looks_like_path(span) && writes && !span.contains(' ') {
+                push(Warned::Path(span.to_owned()), Unless::Never);
+                // "Never `github.com/pkg/errors`": a file not to write, or
+                // an import not to add.
+                if verb.is_none() {
+                    push(Warned::Code { token: span.to_owned(), imports_only: false }, Unless::Never);
+                }
+            } else if let Some(Warned::Command(form)) = command(span) {
+                let unless = match instead {
+                    Some(Warned::Command(fix)) => adds(&fix, &form),
+                    _ => Unless::Never,
+                };
+                push(Warned::Command(form), unless);
+            } else if span.starts_with("--") && span.len() > 3 && !span.contains(' ') {
+                push(Warned::Flag(span.to_owned()), Unless::Never);
+            } else if let Some(token) = code_token(span, true) {
+                push(Warned::Code { token, imports_only: false }, Unless::Never);
             }
-        } else if (failed || needs_first(&before))
+        } else if failed && let Some(c) = command(span) {
+            push(c, Unless::Never);
+        } else if needs_first(&before)
             && let Some(c) = command(span)
         {
-            push(c);
+            let unless = match (i >= 3).then(|| span_at(i - 2).and_then(command)).flatten() {
+                Some(Warned::Command(first)) => Unless::First(first),
+                _ => Unless::Never,
+            };
+            push(c, unless);
         }
     }
-    // Plain words: "use pnpm, not npm", "never edit docker-compose.yml".
+    // Plain words: "use pnpm, not npm", "never edit docker-compose.yml",
+    // "no testify", "never unwrap()", "instead of --force".
     let prose: String = parts.iter().step_by(2).copied().collect::<Vec<_>>().join(" ");
     let lower = prose.to_lowercase();
     let words: Vec<&str> = lower.split_whitespace().collect();
+    let original: Vec<&str> = prose.split_whitespace().collect();
     for (i, w) in words.iter().enumerate() {
         let w = w.trim_matches(|c: char| matches!(c, ',' | '.' | ';' | ':' | '(' | ')' | '!' | '"' | '\''));
-        if w.is_empty() || i == 0 {
+        if w.is_empty() {
+            continue;
+        }
+        // "src/api/client.gen.ts is generated".
+        if looks_like_path(w) && is_generated(&words[i + 1..words.len().min(i + 5)].join(" ")) {
+            push(Warned::Path(w.to_owned()), Unless::Never);
+            continue;
+        }
+        if i == 0 {
             continue;
         }
         // `negation_before` reads at most the last three words (a two-word
@@ -280,16 +578,176 @@ pub fn warned(text: &str) -> Vec<Warned> {
         // this loop linear in the text (joining the whole head at every word
         // made it quadratic: most of a tool-call hook's time at 10,000
         // memories).
-        let head = words[i.saturating_sub(NEGATION_WORDS)..i].join(" ");
+        // "never run a bare cargo update": an article and "bare" or "plain"
+        // may stand between the negation and the form; "bare" makes only
+        // the form without arguments the mistake.
+        let mut j = i;
+        let mut bare = false;
+        while PROGRAMS.contains(&w)
+            && j > 0
+            && i - j < 2
+            && matches!(words[j - 1], "a" | "an" | "the" | "bare" | "plain")
+        {
+            bare |= matches!(words[j - 1], "bare" | "plain");
+            j -= 1;
+        }
+        let head = words[j.saturating_sub(NEGATION_WORDS)..j].join(" ");
         let Some(verb) = negation_before(&head) else { continue };
-        if PROGRAMS.contains(&w) && verb.is_none_or(|v| matches!(v, "use" | "run" | "call")) {
-            push(Warned::Command(vec![w.to_owned()]));
+        // The verb of the negation is no form ("never use …").
+        if VERBS.contains(&w) || NEGATIONS.iter().any(|n| n.split(' ').any(|x| x == w)) {
+            continue;
+        }
+        let uses = verb.is_none_or(|v| matches!(v, "use" | "run" | "do" | "call" | "import" | "add"));
+        if PROGRAMS.contains(&w) && uses && bare {
+            // The bare form's subcommand follows ("a bare cargo update here").
+            let mut form = vec![w.to_owned()];
+            for next in words[i + 1..].iter().take(2) {
+                let n = next.trim_end_matches([',', '.', ';', ':', '!']);
+                if n.is_empty() || !n.chars().all(|c| c.is_ascii_lowercase() || c == '-') || is_stop_word(n) {
+                    break;
+                }
+                form.push(n.to_owned());
+                if n.len() != next.len() {
+                    break;
+                }
+            }
+            push(Warned::Command(form), Unless::Arguments);
+        } else if PROGRAMS.contains(&w) && uses {
+            push(Warned::Command(vec![w.to_owned()]), Unless::Never);
         } else if looks_like_path(w) && verb.is_some_and(|v| WRITE_VERBS.contains(&v)) {
-            push(Warned::Path(w.to_owned()));
+            push(Warned::Path(w.to_owned()), Unless::Never);
+        } else if w.starts_with("--") && w.len() > 3 && w[2..].chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            push(Warned::Flag(w.to_owned()), Unless::Never);
+        } else if uses && let Some(original) = original.get(i) {
+            // A library or a call named in prose: code-like words anywhere,
+            // a plain name only where code imports one.
+            let token = original.trim_matches(|c: char| matches!(c, ',' | '.' | ';' | ':' | '!' | '"' | '\''));
+            if let Some(t) = code_token(token, false) {
+                push(Warned::Code { token: t, imports_only: false }, Unless::Never);
+            } else if is_library_name(w) && (verb.is_some() || !ends_with_verb_negation(&head)) {
+                push(Warned::Code { token: w.to_owned(), imports_only: true }, Unless::Never);
+            }
         }
     }
     out
 }
+
+/// What a fix of the same program adds to the warned form, the words that
+/// make a call of that program right: "`TZ=UTC uv run pytest tests/`
+/// instead of `uv run pytest tests/`" adds `TZ=UTC`. A fix with another
+/// program ("`pnpm install` instead of `npm install`") makes the form itself
+/// the mistake.
+fn adds(fix: &[String], form: &[String]) -> Unless {
+    let program = |ws: &[String]| ws.iter().find(|w| !is_assignment(w)).map(|w| base(w).to_owned());
+    if program(fix) != program(form) {
+        return Unless::Never;
+    }
+    let added: Vec<String> = fix
+        .iter()
+        .filter(|w| !form.contains(w) && (w.starts_with('-') || is_assignment(w) || !looks_like_path(w)))
+        .cloned()
+        .collect();
+    if added.is_empty() { Unless::Never } else { Unless::Adds(added) }
+}
+
+/// Whether the words after a path call it generated ("is generated",
+/// "are auto-generated", "is a generated file").
+fn is_generated(after: &str) -> bool {
+    let t = after.trim_start().trim_start_matches([',', ':']).trim_start();
+    ["is generated", "are generated", "is auto-generated", "are auto-generated", "is autogenerated", "is a generated"]
+        .iter()
+        .any(|p| t.starts_with(p))
+}
+
+/// A token of code that a memory warns against, when the span or word looks
+/// like code rather than a sentence: a call (`unwrap()`), a path of names
+/// (`console.log`, `std::mem::forget`, `github.com/pkg/errors`), or a lone
+/// identifier in a code span (`any`; `in_span`).
+fn code_token(span: &str, in_span: bool) -> Option<String> {
+    let t = span.trim();
+    if t.is_empty() || t.contains(' ') || t.len() > 80 {
+        return None;
+    }
+    let call = t.ends_with("()") && t.len() > 2;
+    let name = t.trim_end_matches("()").trim_start_matches('.');
+    let ident = |c: char| c.is_alphanumeric() || matches!(c, '_' | '.' | ':' | '/' | '-' | '@' | '$');
+    if name.is_empty()
+        || !name.chars().all(ident)
+        || !name.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+    {
+        return None;
+    }
+    let interior = name.contains(['.', ':', '/', '_']) || name.chars().skip(1).any(char::is_uppercase);
+    // A lone lowercase word in prose is a word, unless it is a call; in a
+    // code span (`any`) the caller decided it is code.
+    (call || interior || in_span).then(|| t.trim_start_matches('.').to_owned())
+}
+
+/// Whether `head` ends with a negation that a verb follows ("don't worry",
+/// "never mind"), not a name ("no testify", "instead of moment").
+fn ends_with_verb_negation(head: &str) -> bool {
+    let t = head.trim_end().trim_end_matches([',', ':', '(']).trim_end();
+    ["don't", "dont", "never", "do not", "not to"].iter().any(|n| t == *n || t.ends_with(&format!(" {n}")))
+}
+
+/// Whether a plain word named after "no" or "never use" can be a library:
+/// not a common English word (those are everything: "no comments", "never
+/// black" is a formatter but also a colour, hence imports only).
+fn is_library_name(w: &str) -> bool {
+    w.len() >= 3
+        && w.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+        && !is_stop_word(w)
+        && !NOT_LIBRARIES.contains(&w)
+}
+
+/// Words after "no" or "never" that name no library.
+const NOT_LIBRARIES: &[&str] = &[
+    "one",
+    "way",
+    "need",
+    "longer",
+    "matter",
+    "more",
+    "less",
+    "idea",
+    "problem",
+    "issue",
+    "worries",
+    "change",
+    "changes",
+    "code",
+    "comments",
+    "comment",
+    "emojis",
+    "emoji",
+    "tests",
+    "test",
+    "new",
+    "other",
+    "need",
+    "reason",
+    "real",
+    "such",
+    "sense",
+    "time",
+    "longer",
+    "trailing",
+    "period",
+    "magic",
+    "numbers",
+    "globals",
+    "dependencies",
+    "extra",
+    "manual",
+    "direct",
+    "raw",
+    "hardcoded",
+    "inline",
+    "default",
+    "mocks",
+    "mock",
+    "console",
+];
 
 /// Whether `before` ends with "before" (or "prior to"), after a command of
 /// its own: "Run `make seed` before `make e2e`" warns against running
@@ -331,7 +789,10 @@ fn looks_like_path(s: &str) -> bool {
 /// program (not a flag, a value or a sentence).
 fn command(span: &str) -> Option<Warned> {
     let words: Vec<String> = span.split_whitespace().map(unquote).filter(|w| !w.is_empty()).collect();
-    let first = words.first()?;
+    // Environment assignments stay in the form (a fix may be one), but the
+    // program is the word after them.
+    let env = words.iter().take_while(|w| is_assignment(w)).count();
+    let first = words.get(env)?;
     let program_like = first.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '.' || c == '/')
         && first.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
     if !program_like || words.len() > 12 {
@@ -339,7 +800,7 @@ fn command(span: &str) -> Option<Warned> {
     }
     // A lone word is a command only when it is a known program: `any` in
     // "don't use `any`" is a type, not something a shell runs.
-    if words.len() == 1 && !PROGRAMS.contains(&first.as_str()) {
+    if words.len() == env + 1 && !PROGRAMS.contains(&first.as_str()) {
         return None;
     }
     Some(Warned::Command(words))
@@ -430,7 +891,10 @@ mod tests {
         assert_eq!(warned("Run `make seed` before `make e2e`."), vec![cmd(&["make", "e2e"])]);
         // What a memory recommends, or mentions, is not warned against.
         assert!(warned("Run `make seed` to reset the data.").is_empty());
-        assert!(warned("Don't use `any` here; we type everything strictly.").is_empty());
+        assert_eq!(
+            warned("Don't use `any` here; we type everything strictly."),
+            vec![Warned::Code { token: "any".into(), imports_only: false }]
+        );
         assert!(warned("The staging API rate-limits to 10 req/s.").is_empty());
     }
 
@@ -453,5 +917,111 @@ mod tests {
         let patch =
             Call::of("apply_patch", &json!({ "input": "*** Begin Patch\n*** Update File: db/migrations/001.sql\n" }));
         assert!(patch.repeats(&Warned::Path("migrations/".into())));
+    }
+
+    fn code(token: &str, imports_only: bool) -> Warned {
+        Warned::Code { token: token.into(), imports_only }
+    }
+
+    #[test]
+    fn what_else_memories_warn_against() {
+        // Libraries and calls named in prose.
+        assert_eq!(warned("No testify in this codebase please."), vec![code("testify", true)]);
+        assert_eq!(
+            warned("Never use unwrap() in the library code, return a Result instead."),
+            vec![code("unwrap()", false)]
+        );
+        assert_eq!(warned("We don't use console.log in committed code."), vec![code("console.log", false)]);
+        // English after a negation names nothing.
+        assert!(warned("No comments that restate the code.").is_empty());
+        assert!(warned("Never use the staging database for write tests.").is_empty());
+        assert!(warned("Don't worry about the lint warnings.").is_empty());
+        // Only the bare form.
+        let w = warnings("Don't do a bare cargo update here, the lockfile is audited.");
+        assert_eq!((w[0].what.clone(), w[0].unless.clone()), (cmd(&["cargo", "update"]), Unless::Arguments));
+        let bash = |c: &str| Call::of("Bash", &json!({ "command": c }));
+        assert!(bash("cargo update").repeats_warning(&w[0], &[]));
+        assert!(!bash("cargo update -p rustls").repeats_warning(&w[0], &[]));
+        assert!(!bash("cargo build").repeats_warning(&w[0], &[]));
+        // A flag.
+        assert_eq!(warned("Use --force-with-lease instead of --force."), vec![Warned::Flag("--force".into())]);
+        // A generated file, in a span or in prose.
+        assert_eq!(
+            warned("`src/api/client.gen.ts` is generated from openapi.yaml."),
+            vec![Warned::Path("src/api/client.gen.ts".into())]
+        );
+        assert_eq!(
+            warned("Src/api/client.gen.ts is generated, don't hand-edit it."),
+            vec![Warned::Path("src/api/client.gen.ts".into())]
+        );
+    }
+
+    #[test]
+    fn what_a_fix_asks_for_instead() {
+        let w = warnings("Run `pnpm dev --port 5175` instead of `pnpm dev` (it fails otherwise).");
+        assert_eq!(w[0].unless, Unless::Adds(vec!["--port".into(), "5175".into()]));
+        let w = warnings("Run `TZ=UTC uv run pytest tests/` instead of `uv run pytest tests/`.");
+        assert_eq!(w[0].what, cmd(&["uv", "run", "pytest", "tests/"]));
+        assert_eq!(w[0].unless, Unless::Adds(vec!["TZ=UTC".into()]));
+        let w = warnings("Run `pnpm install` instead of `npm install`.");
+        assert_eq!(w[0].unless, Unless::Never);
+        let w = warnings("Run `docker compose up -d db` before `make migrate`.");
+        assert_eq!(w[0].unless, Unless::First(["docker", "compose", "up", "-d", "db"].map(String::from).to_vec()));
+    }
+
+    #[test]
+    fn a_call_that_does_what_the_memory_asks_is_right() {
+        let bash = |c: &str| Call::of("Bash", &json!({ "command": c }));
+        let port = &warnings("Run `pnpm dev --port 5175` instead of `pnpm dev`.")[0];
+        assert!(bash("pnpm dev").repeats_warning(port, &[]));
+        assert!(!bash("pnpm dev --port 5175").repeats_warning(port, &[]));
+        assert!(!bash("pnpm test").repeats_warning(port, &[]));
+        let tz = &warnings("Run `TZ=UTC uv run pytest tests/` instead of `uv run pytest tests/`.")[0];
+        assert!(bash("uv run pytest tests/test_fields.py").repeats_warning(tz, &[]));
+        assert!(bash("uv run pytest -q").repeats_warning(tz, &[]));
+        assert!(!bash("TZ=UTC uv run pytest tests/test_fields.py").repeats_warning(tz, &[]));
+        let db = &warnings("Run `docker compose up -d db` before `make migrate`.")[0];
+        assert!(bash("make migrate").repeats_warning(db, &[]));
+        assert!(!bash("docker compose up -d db && make migrate").repeats_warning(db, &[]));
+        assert!(!bash("make migrate").repeats_warning(db, &[Call::of_query("Bash docker compose up -d db")]));
+        assert!(bash("make migrate").repeats_warning(db, &[Call::of_query("Edit /repo/docker compose up -d db")]));
+        let lease = &warnings("Use --force-with-lease instead of --force.")[0];
+        assert!(bash("git push --force origin retry").repeats_warning(lease, &[]));
+        assert!(!bash("git push --force-with-lease origin retry").repeats_warning(lease, &[]));
+    }
+
+    #[test]
+    fn writes_repeat_the_code_they_add() {
+        let write = |path: &str, content: &str| Call::of("Write", &json!({ "file_path": path, "content": content }));
+        let edit = |old: &str, new: &str| {
+            Call::of("Edit", &json!({ "file_path": "/r/src/lib.ts", "old_string": old, "new_string": new }))
+        };
+        let testify = code("testify", true);
+        assert!(
+            write("/r/a_test.go", "import (\n\t\"testing\"\n\t\"github.com/stretchr/testify/require\"\n)")
+                .repeats(&testify)
+        );
+        assert!(
+            !write("/r/a_test.go", "// we could testify that this works\nfunc TestA(t *testing.T) {}")
+                .repeats(&testify)
+        );
+        assert!(write("/r/go.mod", "require github.com/stretchr/testify v1.9.0").repeats(&testify));
+        let any = code("any", false);
+        assert!(edit("x: number", "x: any").repeats(&any));
+        assert!(edit("let a", "let a: Array<any>").repeats(&any));
+        assert!(!edit("// one item", "// any item will do").repeats(&any));
+        // Already there before the edit: the edit does not add it.
+        assert!(!edit("x: any, y", "x: any, y: string").repeats(&any));
+        let unwrap = code("unwrap()", false);
+        assert!(edit("s.first()", "s.first().unwrap()").repeats(&unwrap));
+        assert!(!edit("s.first()", "s.first().unwrap_or(0)").repeats(&unwrap));
+        let patch = Call::of(
+            "apply_patch",
+            &json!({ "input": "*** Begin Patch\n*** Update File: src/lib.rs\n-    a\n+    a.unwrap()\n*** End Patch" }),
+        );
+        assert!(patch.repeats(&unwrap));
+        let black = code("black", true);
+        assert!(!write("/r/app.css", "body { color: black; }").repeats(&black));
+        assert!(write("/r/pyproject.toml", "[dependency-groups]\ndev = [\"black>=24\"]").repeats(&black));
     }
 }

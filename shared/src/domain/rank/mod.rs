@@ -122,9 +122,19 @@ pub struct RankedMemory {
     pub explored: bool,
     /// Why it ranks where it does, for people and agents.
     pub reasons: Vec<String>,
-    /// The form the moment's tool call repeats that this memory warns
-    /// against, when it does (`shared::domain::injection::remind`).
-    pub reminder: Option<String>,
+    /// What the moment's tool call does that this memory is about, when it
+    /// is (`shared::domain::injection::remind`).
+    pub reminder: Option<Reminder>,
+}
+
+/// How a memory bears on the moment's tool call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reminder {
+    /// What the call does, as a reminder says it ("runs `npm install`").
+    pub says: String,
+    /// The call repeats the mistake the memory warns against; otherwise it
+    /// runs the command the memory is about, as the memory asks.
+    pub mistake: bool,
 }
 
 /// The outcome of a ranking.
@@ -746,6 +756,23 @@ pub fn injected_at_tools_since(
         }
     }
     Ok(out)
+}
+
+/// The queries of the tool-call rankings of `session` served after `since`
+/// (ms), in order: what the session ran in that part of its context
+/// (`injection::remind` reads the commands back from them).
+pub fn tool_queries_since(store: &Store, session: &SessionKey, since: i64) -> Result<Vec<String>> {
+    let mut stmt = store
+        .conn()
+        .prepare_cached(
+            "SELECT query FROM rankings WHERE session_key = ?1 AND trigger = ?2 AND served_ms > ?3
+             ORDER BY served_ms",
+        )
+        .sql("prepare the tool calls of a segment")?;
+    let rows = stmt
+        .query_map(rusqlite::params![session.as_str(), trigger::TOOL, since], |r| r.get::<_, String>(0))
+        .sql("the tool calls of a segment")?;
+    rows.collect::<rusqlite::Result<_>>().sql("the tool calls of a segment")
 }
 
 /// Memories already injected in `session` (used by callers that list them).
