@@ -575,6 +575,9 @@ fn role_of(s: &str) -> Role {
         return if prohibition_question(s).is_some() { Role::Rule } else { Role::Question };
     }
     let l = core(s);
+    if asks_unmarked(&l) {
+        return Role::Question;
+    }
     // "Now make sure nothing broke, run the tests": "now" asks for the task at
     // hand, unless a word of habit makes it a rule ("now always use pnpm").
     let plain = normalize(s);
@@ -650,8 +653,24 @@ fn role_of(s: &str) -> Role {
     if matches!(first, "always" | "never") && w.get(1).is_some_and(|x| EVALUATIVE.contains(x)) {
         return Role::Other;
     }
+    // "We never dealt with such patterns": what happened, not how to work.
+    if matches!(first, "we" | "i" | "you")
+        && w.get(1).is_some_and(|x| matches!(*x, "never" | "always"))
+        && w.get(2).is_some_and(|x| is_past(x))
+    {
+        return Role::Other;
+    }
+    // "No more than one entry per day" limits a quantity; "no more X" stops a habit.
+    if l.starts_with("no more ") && w.get(2).is_some_and(|x| matches!(*x, "than" | "then")) {
+        return Role::Other;
+    }
     if RULE_OPENERS.iter().any(|p| l.starts_with(p)) {
         return Role::Rule;
+    }
+    // "The user should be able to clone the same repo twice": what the thing
+    // being built can do.
+    if l.contains(" be able to ") && !l.starts_with("you ") {
+        return Role::Request;
     }
     if let Some(r) = preference(&l) {
         return r;
@@ -711,6 +730,85 @@ fn role_of(s: &str) -> Role {
         return Role::Rule;
     }
     Role::Other
+}
+
+/// Whether a sentence asks to make sure of something ("make sure to
+/// mention the status", "ensure it still prints"), with no word of habit.
+pub fn asks_to_ensure(s: &str) -> bool {
+    let l = core(s);
+    ["make sure ", "ensure ", "be sure "].iter().any(|p| l.starts_with(p)) && !strong_habit(&l)
+}
+
+/// Whether a sentence asks something without a question mark ("so if I
+/// close you how am I supposed to pick up where we left off").
+fn asks_unmarked(l: &str) -> bool {
+    let w = words(l);
+    matches!(w.first(), Some(&("how" | "why" | "what" | "what's" | "whats" | "where" | "which" | "who")))
+        || ["how am i ", "how do i ", "how can i ", "how should i ", "how do we ", "how can we ", "is there a way"]
+            .iter()
+            .any(|p| l.contains(p))
+}
+
+/// Whether a word is a verb in the past tense ("dealt", "used", "had").
+fn is_past(w: &str) -> bool {
+    (w.len() > 4 && w.ends_with("ed") && !w.ends_with("need") && !w.ends_with("eed"))
+        || matches!(
+            w,
+            "did"
+                | "had"
+                | "was"
+                | "were"
+                | "dealt"
+                | "made"
+                | "wrote"
+                | "got"
+                | "went"
+                | "saw"
+                | "said"
+                | "told"
+                | "thought"
+                | "knew"
+                | "ran"
+                | "built"
+                | "found"
+                | "felt"
+                | "meant"
+                | "took"
+                | "gave"
+                | "came"
+        )
+}
+
+/// Whether a correction only reports how the result still is ("I looked
+/// again and this isn't right, it still lists the old entries"), asking
+/// nothing: a status of the task at hand.
+pub fn reports_state(s: &str) -> bool {
+    let l = core(s);
+    let padded = format!(" {l} ");
+    let state = [
+        " still ",
+        " isn't right",
+        " isnt right",
+        " is not right",
+        " is wrong",
+        " doesn't work",
+        " doesnt work",
+        " does not work",
+        " not working",
+        " didn't work",
+        " did not work",
+        " is broken",
+    ]
+    .iter()
+    .any(|p| padded.contains(p));
+    let asks = l.split([',', ';']).any(|c| {
+        let w = words(c.trim());
+        w.first().is_some_and(|x| {
+            TASK_VERBS.contains(x) && !matches!(*x, "can" | "could" | "would" | "will" | "get" | "look" | "go")
+                || matches!(*x, "use" | "run" | "don't" | "dont" | "never" | "always" | "please" | "stop" | "keep")
+        })
+    });
+    state && !asks
 }
 
 /// Whether ", not X" names a thing (a tool, a command: "a yarn shop, not
@@ -886,6 +984,7 @@ fn strong_habit_words(l: &str) -> bool {
         " like elsewhere",
         " like we always",
         " as we always",
+        " as a rule",
         " throughout the development",
         " throughout development",
         " throughout the project",
@@ -1061,7 +1160,13 @@ pub fn is_correction(first_sentence: &str, whole: &str) -> bool {
         l.strip_prefix(p).is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', ',', '.', '!', ':', '-', '—']))
     });
     let w = normalize(whole);
-    opens || CORRECTION_ANYWHERE.iter().any(|p| w.contains(p))
+    // "Make the pr command take a path instead of a session name" describes
+    // the change asked for.
+    let asks_change = words(&l).first().is_some_and(|v| TASK_VERBS.contains(v));
+    opens
+        || CORRECTION_ANYWHERE
+            .iter()
+            .any(|p| w.contains(p) && !(asks_change && matches!(*p, "instead of" | "rather than") && l.contains(p)))
 }
 
 /// The sentence without its correction opener ("No, " "Actually, " "Wrong: ").
