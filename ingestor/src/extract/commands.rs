@@ -580,11 +580,6 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
                 if missing_program(f.error.as_deref(), &failed).is_some_and(|p| first.iter().any(|c| installs(c, &p))) {
                     continue;
                 }
-                // Installing what the project declares is what every fresh
-                // checkout needs: it says nothing about this project.
-                if !first.is_empty() && first.iter().all(|c| installs_declared(c)) {
-                    continue;
-                }
                 let how = if !first.is_empty() {
                     first.truncate(2);
                     How::RanFirst(first)
@@ -683,24 +678,6 @@ fn missing_program(error: Option<&str>, failed: &str) -> Option<String> {
     (["command not found", "not recognized as", "no such command", "not found"].iter().any(|m| e.contains(m))
         && e.contains(&p.to_lowercase()))
     .then_some(p)
-}
-
-/// Whether `cmd` installs the dependencies the project declares, as they
-/// are declared: `npm install`, `pip install -r requirements.txt`, `uv
-/// sync`, with no package, group or option named.
-fn installs_declared(cmd: &str) -> bool {
-    let seg = main_segment(cmd);
-    let w: Vec<&str> = seg.split_whitespace().filter(|x| !is_assignment(x)).collect();
-    let w: Vec<&str> = match w.as_slice() {
-        ["python" | "python3", "-m", rest @ ..] => rest.to_vec(),
-        _ => w,
-    };
-    match w.as_slice() {
-        ["npm" | "pnpm" | "yarn" | "bun", "install" | "i" | "ci"] | ["yarn"] => true,
-        ["pip" | "pip3", "install", "-r", file] => file.contains("requirements"),
-        ["uv", "sync"] | ["poetry" | "bundle" | "composer" | "pipenv", "install"] | ["go", "mod", "download"] => true,
-        _ => false,
-    }
 }
 
 /// Whether `cmd` installs `program` (`brew install gh`, `npm i -g pnpm`).
@@ -875,5 +852,72 @@ mod tests {
             o(3, Some("pnpm e2e"), "Bash", Status::Ok, ""),
         ];
         assert!(fixes(&once).is_empty());
+    }
+
+    #[test]
+    fn a_fix_is_the_same_task_done_another_way() {
+        let warn = "ERROR: pip's dependency resolver does not currently take into account all the packages";
+        let other_package = vec![
+            o(1, Some("pip install --upgrade httpx"), "Bash", Status::Failed, warn),
+            o(3, Some("pip install aiofiles"), "Bash", Status::Ok, "Successfully installed aiofiles"),
+        ];
+        assert!(fixes(&other_package).is_empty(), "installing another package fixes nothing");
+        let forced = vec![
+            o(1, Some("git push origin trunk"), "Bash", Status::Failed, "error: failed to push some refs"),
+            o(3, Some("git push origin trunk --force"), "Bash", Status::Ok, "trunk -> trunk (forced update)"),
+        ];
+        assert!(fixes(&forced).is_empty(), "overriding the check is no fix");
+        let moved = vec![
+            o(1, Some("node server.js"), "Bash", Status::Failed, "Error: Cannot find module 'express'"),
+            o(3, Some("node dist/server.js"), "Bash", Status::Ok, "listening"),
+        ];
+        assert_eq!(fixes(&moved)[0].how, How::Changed("node dist/server.js".into()));
+    }
+
+    #[test]
+    fn installing_what_was_missing_teaches_nothing_later() {
+        let missing = vec![
+            o(1, Some("gh pr create --fill"), "Bash", Status::Failed, "zsh:1: command not found: gh"),
+            o(3, Some("brew install gh"), "Bash", Status::Ok, "installed"),
+            o(5, Some("gh pr create --fill"), "Bash", Status::Ok, "https://github.com/a/b/pull/1"),
+        ];
+        assert!(fixes(&missing).is_empty());
+    }
+
+    #[test]
+    fn a_retry_is_the_same_command_failing_the_same_way() {
+        // Outputs that open with the echoed command differ only by their error.
+        let echoed = vec![
+            o(
+                1,
+                Some("git pull origin trunk"),
+                "Bash",
+                Status::Failed,
+                "$ git pull origin trunk\nfatal: refusing to merge unrelated histories",
+            ),
+            o(
+                3,
+                Some("git pull origin trunk"),
+                "Bash",
+                Status::Failed,
+                "$ git pull origin trunk\nerror: Your local changes would be overwritten by merge",
+            ),
+            o(5, Some("git pull origin trunk"), "Bash", Status::Ok, "Merge made"),
+        ];
+        assert!(fixes(&echoed).is_empty(), "two different failures are no flaky command");
+        // A look-up that works between failures closes nothing.
+        let help = vec![
+            o(1, Some("tool run --fast"), "Bash", Status::Failed, "error: missing required argument 'name'"),
+            o(2, Some("tool run --fast"), "Bash", Status::Failed, "error: missing required argument 'name'"),
+            o(3, Some("tool run --help"), "Bash", Status::Ok, "Usage: tool run [options] <name>"),
+        ];
+        assert!(fixes(&help).iter().all(|f| f.how != How::Retry), "{:?}", fixes(&help));
+    }
+
+    #[test]
+    fn a_diff_in_the_agents_text_is_an_edit() {
+        assert!(shows_diff("Let me fix it:\n```diff\n- let a = 1;\n+ let a = 2;\n```"));
+        assert!(!shows_diff("```diff\n```"));
+        assert!(!shows_diff("Run `git diff` to see it."));
     }
 }

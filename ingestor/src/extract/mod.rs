@@ -383,8 +383,10 @@ impl Maker<'_> {
         }
         // A lesson the user stated must stand alone; a command's lesson is
         // written by us and quotes its error.
+        // "Answer in French" says all it needs in three words.
         if tool.is_none()
             && let Some(why) = quality::defect(&text)
+            && !(why == quality::Defect::Fragment && lingua::asks_for_language(&text))
         {
             tracing::debug!(text = %text, why = %why, "not a stand-alone lesson");
             return;

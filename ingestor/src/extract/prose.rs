@@ -698,7 +698,9 @@ fn role_of(s: &str) -> Role {
         // alternative named in its own clause makes the request a rule.
         // ("Read the webhook from the environment instead of the config file"
         // describes the change asked for.)
-        let alternative = [", not ", ", never ", " - never ", " — never "].iter().any(|p| l.contains(p));
+        // Only the request's own clauses count, not an aside in parentheses.
+        let own = without_asides(&l);
+        let alternative = [", not ", ", never ", " - never ", " — never "].iter().any(|p| own.contains(p));
         return if alternative && !describes(&w) { Role::Rule } else { Role::Request };
     }
     // A statement about the project with a modal: "Tests must run serially";
@@ -732,6 +734,24 @@ fn role_of(s: &str) -> Role {
     Role::Other
 }
 
+/// The text without what stands in parentheses.
+fn without_asides(l: &str) -> String {
+    let mut depth = 0usize;
+    l.chars()
+        .filter(|c| {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth = depth.saturating_sub(1);
+                    return false;
+                }
+                _ => {}
+            }
+            depth == 0
+        })
+        .collect()
+}
+
 /// Whether a sentence asks to make sure of something ("make sure to
 /// mention the status", "ensure it still prints"), with no word of habit.
 pub fn asks_to_ensure(s: &str) -> bool {
@@ -751,7 +771,7 @@ fn asks_unmarked(l: &str) -> bool {
 
 /// Whether a word is a verb in the past tense ("dealt", "used", "had").
 fn is_past(w: &str) -> bool {
-    (w.len() > 4 && w.ends_with("ed") && !w.ends_with("need") && !w.ends_with("eed"))
+    (w.len() >= 4 && w.ends_with("ed") && !w.ends_with("need") && !w.ends_with("eed"))
         || matches!(
             w,
             "did"
@@ -1631,5 +1651,30 @@ mod tests {
         assert_eq!(without_markers("- * always lint"), "always lint");
         assert_eq!(without_markers("--reuse-db, like in the crm."), "--reuse-db, like in the crm.");
         assert!(!leans_on_context("Run `pnpm test` with --runInBand."));
+    }
+
+    #[test]
+    fn reports_questions_and_specs_are_not_rules() {
+        for (s, want) in [
+            ("so if I restart the server how am I supposed to keep the cache", Role::Question),
+            ("We never deploy on Fridays.", Role::Rule),
+            ("We never used mocks for that.", Role::Other),
+            ("No more than three retries per job.", Role::Other),
+            ("No more print debugging in the handlers.", Role::Rule),
+            ("The admin should be able to export every report as CSV.", Role::Request),
+            (
+                "Add an export command that writes a CSV (it should call the service layer, not the CLI) and prints the path.",
+                Role::Request,
+            ),
+            ("Add the index concurrently, never with a plain CREATE INDEX.", Role::Rule),
+        ] {
+            assert_eq!(role(s), want, "{s}");
+        }
+        assert!(reports_state("I checked again and this isn't right, it still lists the archived items."));
+        assert!(!reports_state("It still uses npm, use pnpm."));
+        assert!(asks_to_ensure("Make sure to note the new flag in the changelog."));
+        assert!(!asks_to_ensure("Make sure you always run the linter first."));
+        assert!(!is_correction("Make the export command take a path instead of a name.", "x"));
+        assert!(is_correction("Use pnpm instead of npm.", "Use pnpm instead of npm."));
     }
 }
