@@ -6,9 +6,9 @@
 //! it fails.
 //!
 //! Today's figures (`cargo run --release -p tests --bin realdata --
-//! --verbose`): recall 0.372 (29/78; correction 7/12, convention 12/26,
-//! gotcha 5/21, fixed-command 1/11, preference 4/8; not in English 7/31),
-//! precision 0.517 (31/60), trap memories 0.017 (1/60), 1.40 memories per
+//! --verbose`): recall 0.385 (30/78; correction 7/12, convention 12/26,
+//! gotcha 5/21, fixed-command 1/11, preference 5/8; not in English 8/31),
+//! precision 0.681 (32/47), trap memories 0.000 (0/47), 1.09 memories per
 //! session.
 
 #![allow(clippy::unwrap_used)]

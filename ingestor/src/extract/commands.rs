@@ -23,7 +23,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 pub use shared::base::shell::{
-    goal, is_diagnostic, is_read_only, is_setup, is_vcs, main_segment, program, runs_tests, writes_file,
+    goal, is_assignment, is_diagnostic, is_read_only, is_setup, is_vcs, main_segment, program, runs_tests, writes_file,
 };
 use shared::storage::event::{Body, Event};
 
@@ -78,11 +78,22 @@ impl Outcome {
                 | "patch"
                 | "replace"
                 | "write_file"
+                | "edit_file"
+                | "create_file"
+                | "search_replace"
+                | "replace_string_in_file"
+                | "multi_replace_string_in_file"
+                | "insert_edit_into_file"
+                | "str_replace_editor"
+                | "str_replace_based_edit_tool"
         )
     }
 }
 
 /// The tool calls of `events` with their results, in the order of the results.
+/// An edit the agent shows as a diff in its text (how SpecStory exports
+/// record an editor's changes) counts as an edit of tool `edit` with no
+/// file.
 pub fn outcomes(events: &[Event], skip: &HashSet<usize>) -> Vec<Outcome> {
     let mut calls: std::collections::HashMap<&str, (usize, &str, &Value)> = std::collections::HashMap::new();
     let mut out = Vec::new();
@@ -91,6 +102,17 @@ pub fn outcomes(events: &[Event], skip: &HashSet<usize>) -> Vec<Outcome> {
             continue;
         }
         match &e.body {
+            Body::MsgOut(m) if (m.part.is_empty() || m.part == "text") && shows_diff(&m.text) => {
+                out.push(Outcome {
+                    at: i,
+                    call_at: None,
+                    tool: "edit".to_owned(),
+                    command: None,
+                    file: None,
+                    status: Status::Ok,
+                    output: String::new(),
+                });
+            }
             Body::ToolCall(c) => {
                 calls.insert(c.call_id.as_str(), (i, c.tool.as_str(), &c.args));
             }
@@ -123,6 +145,16 @@ pub fn outcomes(events: &[Event], skip: &HashSet<usize>) -> Vec<Outcome> {
         }
     }
     out
+}
+
+/// Whether the agent's text shows a diff it applied: a fenced `diff` block
+/// with removed or added lines.
+fn shows_diff(text: &str) -> bool {
+    text.split("```diff").skip(1).any(|block| {
+        block.split("```").next().is_some_and(|b| {
+            b.lines().any(|l| l.starts_with(['+', '-']) && !l.starts_with("---") && !l.starts_with("+++"))
+        })
+    })
 }
 
 /// Codex's freeform tool output: "Exit code: 1" / "Process exited with code 1".
@@ -470,7 +502,11 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
                                 }
                             }
                         }
-                        if changed && other_error && !f.edited {
+                        if changed
+                            && other_error
+                            && !f.edited
+                            && is_variant(f.last.command.as_deref().unwrap_or_default(), cmd)
+                        {
                             // The change got past the first error and met another:
                             // it is the fix of the first.
                             let done = std::mem::replace(f, open_at(o, g, pos));
@@ -481,7 +517,7 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
                             let done = std::mem::replace(f, open_at(o, g, pos));
                             out.push(done.fix(o.at, How::RanFirst(setup)));
                         } else {
-                            f.same_error &= first_line(&o.output) == first_line(&f.last.output);
+                            f.same_error &= same_failure(&o.output, &f.last.output);
                             f.failures += 1;
                             f.failed_at.push(o.at);
                             f.last = o;
@@ -495,6 +531,8 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
                     None => open.push(open_at(o, g, pos)),
                 }
             }
+            // A look-up that works (`--help`) fixes nothing.
+            Status::Ok if is_diagnostic(cmd) && !matches!(g.as_str(), "curl" | "wget") => {}
             Status::Ok => {
                 // `go build ./... && go test ./...` passing means `go build` passed.
                 let found = open.iter().position(|f| f.goal == g).map(|i| (i, main_segment(cmd))).or_else(|| {
@@ -538,12 +576,25 @@ pub fn fixes(outcomes: &[Outcome]) -> Vec<Fix> {
                     }
                 }
                 let failed = main_segment(f.last.command.as_deref().unwrap_or_default());
+                // A missing program that was installed is there from now on.
+                if missing_program(f.error.as_deref(), &failed).is_some_and(|p| first.iter().any(|c| installs(c, &p))) {
+                    continue;
+                }
                 let how = if !first.is_empty() {
                     first.truncate(2);
                     How::RanFirst(first)
-                } else if squash(&now) != squash(&failed) && !f.edited && !is_diagnostic(&now) {
+                } else if squash(&now) != squash(&failed)
+                    && !f.edited
+                    && !is_diagnostic(&now)
+                    && is_variant(&failed, &now)
+                {
                     How::Changed(now)
-                } else if !f.edited_ever && !f.busy && f.same_error && f.failures >= 2 {
+                } else if !f.edited_ever
+                    && !f.busy
+                    && f.same_error
+                    && f.failures >= 2
+                    && squash(&now) == squash(&failed)
+                {
                     How::Retry
                 } else {
                     continue;
@@ -567,6 +618,73 @@ fn chain_segments(cmd: &str) -> Vec<String> {
         return Vec::new();
     }
     cmd.split("&&").map(main_segment).filter(|s| !s.is_empty() && !is_read_only(s)).collect()
+}
+
+/// Whether two failures failed the same way: the same telling error line,
+/// else the same first line (a converted transcript may open every output
+/// with the command it echoes).
+fn same_failure(a: &str, b: &str) -> bool {
+    match (error_line(a), error_line(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => first_line(a) == first_line(b),
+    }
+}
+
+/// Flags that override a check rather than fix what it found.
+const OVERRIDES: &[&str] = &["--force", "-f", "--force-with-lease", "--no-verify", "--yes", "-y"];
+
+/// Whether `now` is `failed` done another way, not another task: when the
+/// failed command named what it works on (a package, a file, a branch),
+/// `now` names one of them too (`pip install asyncpg` after `pip install
+/// websockets` failed installs something else); and it is more than the
+/// failed command with a check overridden (`git push --force`).
+fn is_variant(failed: &str, now: &str) -> bool {
+    let (old, new) = (operands(failed), operands(now));
+    if !old.is_empty() && !new.is_empty() && old.is_disjoint(&new) {
+        return false;
+    }
+    let words = |c: &str| -> HashSet<String> { main_segment(c).split_whitespace().map(str::to_owned).collect() };
+    let (a, b) = (words(failed), words(now));
+    let added: Vec<&String> = b.difference(&a).collect();
+    !(a.is_subset(&b) && !added.is_empty() && added.iter().all(|w| OVERRIDES.contains(&w.as_str())))
+}
+
+/// What a command works on: the words of its main segment after its goal
+/// that are no flag or assignment, each by its last path component without
+/// extension (`dist/server.js` is `server`).
+fn operands(cmd: &str) -> HashSet<String> {
+    let g: HashSet<String> = goal(cmd).split_whitespace().map(str::to_owned).collect();
+    let seg = main_segment(cmd);
+    let mut w: Vec<&str> = seg.split_whitespace().collect();
+    // Past the program and the goal's words.
+    let start = w.iter().position(|x| g.contains(*x)).map_or(1, |p| p + 1);
+    let start = w.iter().skip(start).position(|x| !g.contains(*x)).map_or(w.len(), |p| p + start);
+    w.drain(..start.min(w.len()));
+    w.into_iter()
+        .filter(|x| !x.starts_with('-') && !is_assignment(x) && !matches!(*x, "|" | "&&" | ">" | "2>&1" | "cat"))
+        .map(|x| {
+            let base = x.trim_matches(['"', '\'']).rsplit(['/', '\\']).next().unwrap_or(x);
+            base.split('.').next().unwrap_or(base).to_lowercase()
+        })
+        .filter(|x| !x.is_empty())
+        .collect()
+}
+
+/// The program a failure says is missing ("gh: command not found", "'gh'
+/// is not recognized"), when it is the failed command's own.
+fn missing_program(error: Option<&str>, failed: &str) -> Option<String> {
+    let e = error?.to_lowercase();
+    let p = program(failed)?;
+    (["command not found", "not recognized as", "no such command", "not found"].iter().any(|m| e.contains(m))
+        && e.contains(&p.to_lowercase()))
+    .then_some(p)
+}
+
+/// Whether `cmd` installs `program` (`brew install gh`, `npm i -g pnpm`).
+fn installs(cmd: &str, program: &str) -> bool {
+    let seg = main_segment(cmd);
+    let w: Vec<&str> = seg.split_whitespace().collect();
+    w.iter().any(|x| matches!(*x, "install" | "i" | "add")) && w.iter().any(|x| x.eq_ignore_ascii_case(program))
 }
 
 /// The first line of a command's own output (not the harness's "Exit code 1",
@@ -734,5 +852,72 @@ mod tests {
             o(3, Some("pnpm e2e"), "Bash", Status::Ok, ""),
         ];
         assert!(fixes(&once).is_empty());
+    }
+
+    #[test]
+    fn a_fix_is_the_same_task_done_another_way() {
+        let warn = "ERROR: pip's dependency resolver does not currently take into account all the packages";
+        let other_package = vec![
+            o(1, Some("pip install --upgrade httpx"), "Bash", Status::Failed, warn),
+            o(3, Some("pip install aiofiles"), "Bash", Status::Ok, "Successfully installed aiofiles"),
+        ];
+        assert!(fixes(&other_package).is_empty(), "installing another package fixes nothing");
+        let forced = vec![
+            o(1, Some("git push origin trunk"), "Bash", Status::Failed, "error: failed to push some refs"),
+            o(3, Some("git push origin trunk --force"), "Bash", Status::Ok, "trunk -> trunk (forced update)"),
+        ];
+        assert!(fixes(&forced).is_empty(), "overriding the check is no fix");
+        let moved = vec![
+            o(1, Some("node server.js"), "Bash", Status::Failed, "Error: Cannot find module 'express'"),
+            o(3, Some("node dist/server.js"), "Bash", Status::Ok, "listening"),
+        ];
+        assert_eq!(fixes(&moved)[0].how, How::Changed("node dist/server.js".into()));
+    }
+
+    #[test]
+    fn installing_what_was_missing_teaches_nothing_later() {
+        let missing = vec![
+            o(1, Some("gh pr create --fill"), "Bash", Status::Failed, "zsh:1: command not found: gh"),
+            o(3, Some("brew install gh"), "Bash", Status::Ok, "installed"),
+            o(5, Some("gh pr create --fill"), "Bash", Status::Ok, "https://github.com/a/b/pull/1"),
+        ];
+        assert!(fixes(&missing).is_empty());
+    }
+
+    #[test]
+    fn a_retry_is_the_same_command_failing_the_same_way() {
+        // Outputs that open with the echoed command differ only by their error.
+        let echoed = vec![
+            o(
+                1,
+                Some("git pull origin trunk"),
+                "Bash",
+                Status::Failed,
+                "$ git pull origin trunk\nfatal: refusing to merge unrelated histories",
+            ),
+            o(
+                3,
+                Some("git pull origin trunk"),
+                "Bash",
+                Status::Failed,
+                "$ git pull origin trunk\nerror: Your local changes would be overwritten by merge",
+            ),
+            o(5, Some("git pull origin trunk"), "Bash", Status::Ok, "Merge made"),
+        ];
+        assert!(fixes(&echoed).is_empty(), "two different failures are no flaky command");
+        // A look-up that works between failures closes nothing.
+        let help = vec![
+            o(1, Some("tool run --fast"), "Bash", Status::Failed, "error: missing required argument 'name'"),
+            o(2, Some("tool run --fast"), "Bash", Status::Failed, "error: missing required argument 'name'"),
+            o(3, Some("tool run --help"), "Bash", Status::Ok, "Usage: tool run [options] <name>"),
+        ];
+        assert!(fixes(&help).iter().all(|f| f.how != How::Retry), "{:?}", fixes(&help));
+    }
+
+    #[test]
+    fn a_diff_in_the_agents_text_is_an_edit() {
+        assert!(shows_diff("Let me fix it:\n```diff\n- let a = 1;\n+ let a = 2;\n```"));
+        assert!(!shows_diff("```diff\n```"));
+        assert!(!shows_diff("Run `git diff` to see it."));
     }
 }

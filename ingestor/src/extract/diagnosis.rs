@@ -31,6 +31,8 @@ const OPENERS: &[&str] = &[
     "the actual problem is that",
     "the underlying issue is that",
     "the issue is that",
+    "the issue is with",
+    "the problem is with",
     "the issue was that",
     "the problem is that",
     "the problem was that",
@@ -174,8 +176,9 @@ pub fn gotcha(sentence: &str) -> Option<String> {
     let mut at = 0;
     for lead in LEAD_INS {
         if let Some(rest) = l.strip_prefix(lead) {
-            // The lead-in is its own clause ("I see the problem.", "看到了！").
-            if let Some(p) = rest.find(['.', '!', '。', '！', ':']) {
+            // The lead-in is its own clause ("I see the problem.", "看到了！",
+            // "I see the issue - …").
+            if let Some(p) = rest.find(['.', '!', '。', '！', ':', '-', '—']) {
                 at = lead.len() + p + rest[p..].chars().next().map_or(1, char::len_utf8);
                 break;
             }

@@ -383,8 +383,10 @@ impl Maker<'_> {
         }
         // A lesson the user stated must stand alone; a command's lesson is
         // written by us and quotes its error.
+        // "Answer in French" says all it needs in three words.
         if tool.is_none()
             && let Some(why) = quality::defect(&text)
+            && !(why == quality::Defect::Fragment && lingua::asks_for_language(&text))
         {
             tracing::debug!(text = %text, why = %why, "not a stand-alone lesson");
             return;
@@ -568,6 +570,8 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
     let mut flagged_fact = false;
     // Sentences left in a list a rules intro opened ("Two things about this repo:").
     let mut listing = 0usize;
+    // What the sentence before did.
+    let mut previous: Option<Role> = None;
     for (k, s) in sents.iter().enumerate() {
         if prose::is_rules_intro(s) {
             listing = MAX_PER_MESSAGE;
@@ -580,6 +584,12 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
             continue;
         }
         let mut role = prose::role(s);
+        // "Make a task for X. Make sure to mention Y.": what to make sure of
+        // after a request, or after a report, belongs to that task.
+        if role == Role::Rule && k > 0 && prose::asks_to_ensure(s) && !matches!(previous, Some(Role::Rule) | None) {
+            role = Role::Request;
+        }
+        previous = Some(role);
         // Each item of a list of rules states one ("1. start everything with make up").
         if in_list && matches!(role, Role::Request | Role::Other) {
             role = Role::Rule;
@@ -623,6 +633,7 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
                         && !prose::says_nothing(s)
                         && !prose::points_at_particular(s)
                         && !prose::is_one_off(s)
+                        && !prose::reports_state(s)
                 }
             }
             Role::Reason if adjacent => {

@@ -586,6 +586,9 @@ fn role_of(s: &str) -> Role {
         return if prohibition_question(s).is_some() { Role::Rule } else { Role::Question };
     }
     let l = core(s);
+    if asks_unmarked(&l) {
+        return Role::Question;
+    }
     // "Now make sure nothing broke, run the tests": "now" asks for the task at
     // hand, unless a word of habit makes it a rule ("now always use pnpm").
     let plain = normalize(s);
@@ -661,8 +664,24 @@ fn role_of(s: &str) -> Role {
     if matches!(first, "always" | "never") && w.get(1).is_some_and(|x| EVALUATIVE.contains(x)) {
         return Role::Other;
     }
+    // "We never dealt with such patterns": what happened, not how to work.
+    if matches!(first, "we" | "i" | "you")
+        && w.get(1).is_some_and(|x| matches!(*x, "never" | "always"))
+        && w.get(2).is_some_and(|x| is_past(x))
+    {
+        return Role::Other;
+    }
+    // "No more than one entry per day" limits a quantity; "no more X" stops a habit.
+    if l.starts_with("no more ") && w.get(2).is_some_and(|x| matches!(*x, "than" | "then")) {
+        return Role::Other;
+    }
     if RULE_OPENERS.iter().any(|p| l.starts_with(p)) {
         return Role::Rule;
+    }
+    // "The user should be able to clone the same repo twice": what the thing
+    // being built can do.
+    if l.contains(" be able to ") && !l.starts_with("you ") {
+        return Role::Request;
     }
     if let Some(r) = preference(&l) {
         return r;
@@ -690,7 +709,9 @@ fn role_of(s: &str) -> Role {
         // alternative named in its own clause makes the request a rule.
         // ("Read the webhook from the environment instead of the config file"
         // describes the change asked for.)
-        let alternative = [", not ", ", never ", " - never ", " — never "].iter().any(|p| l.contains(p));
+        // Only the request's own clauses count, not an aside in parentheses.
+        let own = without_asides(&l);
+        let alternative = [", not ", ", never ", " - never ", " — never "].iter().any(|p| own.contains(p));
         return if alternative && !describes(&w) { Role::Rule } else { Role::Request };
     }
     // A statement about the project with a modal: "Tests must run serially";
@@ -722,6 +743,103 @@ fn role_of(s: &str) -> Role {
         return Role::Rule;
     }
     Role::Other
+}
+
+/// The text without what stands in parentheses.
+fn without_asides(l: &str) -> String {
+    let mut depth = 0usize;
+    l.chars()
+        .filter(|c| {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth = depth.saturating_sub(1);
+                    return false;
+                }
+                _ => {}
+            }
+            depth == 0
+        })
+        .collect()
+}
+
+/// Whether a sentence asks to make sure of something ("make sure to
+/// mention the status", "ensure it still prints"), with no word of habit.
+pub fn asks_to_ensure(s: &str) -> bool {
+    let l = core(s);
+    ["make sure ", "ensure ", "be sure "].iter().any(|p| l.starts_with(p)) && !strong_habit(&l)
+}
+
+/// Whether a sentence asks something without a question mark ("so if I
+/// close you how am I supposed to pick up where we left off").
+fn asks_unmarked(l: &str) -> bool {
+    let w = words(l);
+    matches!(w.first(), Some(&("how" | "why" | "what" | "what's" | "whats" | "where" | "which" | "who")))
+        || ["how am i ", "how do i ", "how can i ", "how should i ", "how do we ", "how can we ", "is there a way"]
+            .iter()
+            .any(|p| l.contains(p))
+}
+
+/// Whether a word is a verb in the past tense ("dealt", "used", "had").
+fn is_past(w: &str) -> bool {
+    (w.len() >= 4 && w.ends_with("ed") && !w.ends_with("need") && !w.ends_with("eed"))
+        || matches!(
+            w,
+            "did"
+                | "had"
+                | "was"
+                | "were"
+                | "dealt"
+                | "made"
+                | "wrote"
+                | "got"
+                | "went"
+                | "saw"
+                | "said"
+                | "told"
+                | "thought"
+                | "knew"
+                | "ran"
+                | "built"
+                | "found"
+                | "felt"
+                | "meant"
+                | "took"
+                | "gave"
+                | "came"
+        )
+}
+
+/// Whether a correction only reports how the result still is ("I looked
+/// again and this isn't right, it still lists the old entries"), asking
+/// nothing: a status of the task at hand.
+pub fn reports_state(s: &str) -> bool {
+    let l = core(s);
+    let padded = format!(" {l} ");
+    let state = [
+        " still ",
+        " isn't right",
+        " isnt right",
+        " is not right",
+        " is wrong",
+        " doesn't work",
+        " doesnt work",
+        " does not work",
+        " not working",
+        " didn't work",
+        " did not work",
+        " is broken",
+    ]
+    .iter()
+    .any(|p| padded.contains(p));
+    let asks = l.split([',', ';']).any(|c| {
+        let w = words(c.trim());
+        w.first().is_some_and(|x| {
+            TASK_VERBS.contains(x) && !matches!(*x, "can" | "could" | "would" | "will" | "get" | "look" | "go")
+                || matches!(*x, "use" | "run" | "don't" | "dont" | "never" | "always" | "please" | "stop" | "keep")
+        })
+    });
+    state && !asks
 }
 
 /// Whether ", not X" names a thing (a tool, a command: "a yarn shop, not
@@ -897,6 +1015,7 @@ fn strong_habit_words(l: &str) -> bool {
         " like elsewhere",
         " like we always",
         " as we always",
+        " as a rule",
         " throughout the development",
         " throughout development",
         " throughout the project",
@@ -1072,7 +1191,13 @@ pub fn is_correction(first_sentence: &str, whole: &str) -> bool {
         l.strip_prefix(p).is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', ',', '.', '!', ':', '-', '—']))
     });
     let w = normalize(whole);
-    opens || CORRECTION_ANYWHERE.iter().any(|p| w.contains(p))
+    // "Make the pr command take a path instead of a session name" describes
+    // the change asked for.
+    let asks_change = words(&l).first().is_some_and(|v| TASK_VERBS.contains(v));
+    opens
+        || CORRECTION_ANYWHERE
+            .iter()
+            .any(|p| w.contains(p) && !(asks_change && matches!(*p, "instead of" | "rather than") && l.contains(p)))
 }
 
 /// The sentence without its correction opener ("No, " "Actually, " "Wrong: ").
@@ -1541,5 +1666,30 @@ mod tests {
         assert_eq!(without_markers("- * always lint"), "always lint");
         assert_eq!(without_markers("--reuse-db, like in the crm."), "--reuse-db, like in the crm.");
         assert!(!leans_on_context("Run `pnpm test` with --runInBand."));
+    }
+
+    #[test]
+    fn reports_questions_and_specs_are_not_rules() {
+        for (s, want) in [
+            ("so if I restart the server how am I supposed to keep the cache", Role::Question),
+            ("We never deploy on Fridays.", Role::Rule),
+            ("We never used mocks for that.", Role::Other),
+            ("No more than three retries per job.", Role::Other),
+            ("No more print debugging in the handlers.", Role::Rule),
+            ("The admin should be able to export every report as CSV.", Role::Request),
+            (
+                "Add an export command that writes a CSV (it should call the service layer, not the CLI) and prints the path.",
+                Role::Request,
+            ),
+            ("Add the index concurrently, never with a plain CREATE INDEX.", Role::Rule),
+        ] {
+            assert_eq!(role(s), want, "{s}");
+        }
+        assert!(reports_state("I checked again and this isn't right, it still lists the archived items."));
+        assert!(!reports_state("It still uses npm, use pnpm."));
+        assert!(asks_to_ensure("Make sure to note the new flag in the changelog."));
+        assert!(!asks_to_ensure("Make sure you always run the linter first."));
+        assert!(!is_correction("Make the export command take a path instead of a name.", "x"));
+        assert!(is_correction("Use pnpm instead of npm.", "Use pnpm instead of npm."));
     }
 }
