@@ -599,7 +599,9 @@ pub fn serve(
 /// was last reset): one per memory per segment.
 fn remind_of(store: &Store, req: &ServeRequest<'_>, last_reset: Option<i64>, ranking: &mut Ranking) -> Result<()> {
     let Some(call) = req.call.filter(|c| !c.is_empty() && !req.read_only) else { return Ok(()) };
-    let mut warned: Vec<(usize, remind::Warning)> = Vec::new();
+    // Each memory about the call, what it warns against (or asks for),
+    // and whether the call can be a mistake by it.
+    let mut warned: Vec<(usize, remind::Warning, bool)> = Vec::new();
     for (i, it) in ranking.items.iter().enumerate() {
         if !call.may_be_warned_by(&it.memory.content) {
             continue;
@@ -607,7 +609,11 @@ fn remind_of(store: &Store, req: &ServeRequest<'_>, last_reset: Option<i64>, ran
         if let Some(w) =
             remind::warnings(&it.memory.content).into_iter().find(|w| call.concerns(w) || call.repeats_warning(w, &[]))
         {
-            warned.push((i, w));
+            warned.push((i, w, true));
+        } else if let Some(form) = remind::asked(&it.memory.content).into_iter().find(|f| call.runs_asked(f)) {
+            // The call runs what the memory asks for: the lesson is about it.
+            let what = remind::Warned::Command(form);
+            warned.push((i, remind::Warning { what, unless: remind::Unless::Never }, false));
         }
     }
     if warned.is_empty() {
@@ -622,7 +628,7 @@ fn remind_of(store: &Store, req: &ServeRequest<'_>, last_reset: Option<i64>, ran
         }
         None => Default::default(),
     };
-    for (i, warning) in warned {
+    for (i, warning, can_be_mistake) in warned {
         let it = &mut ranking.items[i];
         if reminded.contains(&it.memory.id) {
             continue;
@@ -630,7 +636,7 @@ fn remind_of(store: &Store, req: &ServeRequest<'_>, last_reset: Option<i64>, ran
         // What the session did earlier in this context may make the call
         // right (the service it needs is up): then the memory comes as what
         // the call is about, not as a reminder of a mistake.
-        let mistake = call.repeats_warning(&warning, &earlier);
+        let mistake = can_be_mistake && call.repeats_warning(&warning, &earlier);
         it.reminder = Some(rank::Reminder { says: warning.what.describe(), mistake });
     }
     Ok(())

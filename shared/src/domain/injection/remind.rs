@@ -280,6 +280,13 @@ impl Call {
         self.commands.iter().any(|c| runs(&c.words, &key))
     }
 
+    /// Whether the call runs `form` (as [`asked`] gives it): the form's
+    /// program and words in order, and its environment assignments.
+    pub fn runs_asked(&self, form: &[String]) -> bool {
+        let env: Vec<&String> = form.iter().take_while(|w| is_assignment(w)).collect();
+        self.commands.iter().any(|c| runs(&c.words, form) && env.iter().all(|e| c.env.contains(e)))
+    }
+
     /// Whether the call repeats what `warning` warns against, given the
     /// calls the session made before it in the same context (`earlier`).
     pub fn repeats_warning(&self, warning: &Warning, earlier: &[Call]) -> bool {
@@ -329,7 +336,7 @@ impl Call {
 /// not depend on.
 fn without_operands(form: &[String]) -> Vec<String> {
     let mut out: Vec<String> = form.iter().take(1).cloned().collect();
-    out.extend(form.iter().skip(1).filter(|w| w.starts_with('-') || !looks_like_path(w)).cloned());
+    out.extend(form.iter().skip(1).filter(|w| w.starts_with('-') || !(looks_like_path(w) || w.contains('/'))).cloned());
     out
 }
 
@@ -626,6 +633,33 @@ pub fn warnings(text: &str) -> Vec<Warning> {
                 push(Warned::Code { token: t, imports_only: false }, Unless::Never);
             } else if is_library_name(w) && (verb.is_some() || !ends_with_verb_negation(&head)) {
                 push(Warned::Code { token: w.to_owned(), imports_only: true }, Unless::Never);
+            }
+        }
+    }
+    out
+}
+
+/// The commands `text` (a memory) asks for in code spans ("run tests with
+/// `bun test`", "`sqlc generate` after editing a query"): each a program and
+/// at least one more word, not negated and not said to fail. A call that
+/// runs one (its words but the files it names) is what the memory is about.
+pub fn asked(text: &str) -> Vec<Vec<String>> {
+    let parts: Vec<&str> = text.split('`').collect();
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for i in (1..parts.len()).step_by(2) {
+        if i + 1 >= parts.len() {
+            break;
+        }
+        let span = parts[i].trim().trim_start_matches("$ ");
+        let before = parts[i - 1].to_lowercase();
+        let after = parts[i + 1].to_lowercase();
+        if negation_before(&before).is_some() || FAILURES.iter().any(|f| after.trim_start().starts_with(f)) {
+            continue;
+        }
+        if let Some(Warned::Command(words)) = command(span) {
+            let key = without_operands(&words);
+            if key.iter().filter(|w| !is_assignment(w)).count() >= 2 && !out.contains(&key) {
+                out.push(key);
             }
         }
     }
@@ -988,6 +1022,26 @@ mod tests {
         let lease = &warnings("Use --force-with-lease instead of --force.")[0];
         assert!(bash("git push --force origin retry").repeats_warning(lease, &[]));
         assert!(!bash("git push --force-with-lease origin retry").repeats_warning(lease, &[]));
+    }
+
+    #[test]
+    fn what_memories_ask_for() {
+        let bash = |c: &str| Call::of("Bash", &json!({ "command": c }));
+        let asked_by = |text: &str, c: &str| asked(text).iter().any(|f| bash(c).runs_asked(f));
+        assert!(asked_by("checkout runs its tests with `bun test`; jest is not installed.", "bun test src/cart"));
+        assert!(!asked_by("checkout runs its tests with `bun test`.", "bun install"));
+        assert!(asked_by(
+            "Run the race detector as `CGO_ENABLED=1 go test -race ./...`.",
+            "CGO_ENABLED=1 go test -race ./window/..."
+        ));
+        assert!(!asked_by(
+            "Run the race detector as `CGO_ENABLED=1 go test -race ./...`.",
+            "go test -race ./window/..."
+        ));
+        assert!(!asked_by("Integration tests run with `go test -count=1 ./...`.", "go test ./..."));
+        // A lone program is no request about every call of it; a negated or failing form is a warning.
+        assert!(!asked_by("This repo uses `pnpm`.", "pnpm add zod"));
+        assert!(!asked_by("Never run `docker system prune -a` here.", "docker system prune -a"));
     }
 
     #[test]
