@@ -280,6 +280,15 @@ impl Call {
         self.commands.iter().any(|c| runs(&c.words, &key))
     }
 
+    /// Whether the call writes the file or folder `path` ([`named_paths`]).
+    pub fn writes_under(&self, path: &str) -> bool {
+        let p = path.trim_end_matches('/');
+        self.writes.iter().any(|w| {
+            let w = w.trim_start_matches("./");
+            w == p || w.ends_with(&format!("/{p}")) || w.starts_with(&format!("{p}/")) || w.contains(&format!("/{p}/"))
+        })
+    }
+
     /// Whether the call runs `form` (as [`asked`] gives it): the form's
     /// program and words in order, and its environment assignments.
     pub fn runs_asked(&self, form: &[String]) -> bool {
@@ -666,6 +675,49 @@ pub fn asked(text: &str) -> Vec<Vec<String>> {
     out
 }
 
+/// The files and folders `text` (a memory) names, not as ones never to
+/// write ("handlers live in `internal/http`", "add it to .env.example"): a
+/// call that writes one is what the memory is about. Globs name their
+/// folder (`proto/*.proto`: `proto/`).
+pub fn named_paths(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    // Prose, and code spans that are one path: the files a command's
+    // operands name (`go test ./internal/store/...`) are where it runs, not
+    // what the memory is about.
+    let words = text.split('`').enumerate().flat_map(|(i, part)| {
+        let span = i % 2 == 1;
+        let whole = span && !part.trim().contains(char::is_whitespace);
+        part.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '"' | '\''))
+            .filter(move |_| !span || whole)
+    });
+    for w in words {
+        let w = w.trim_end_matches(['.', ':', '!', '?']);
+        let w = match w.split_once('*') {
+            Some((dir, _)) if dir.ends_with('/') && dir.len() > 1 => dir,
+            Some(_) => continue,
+            None => w,
+        };
+        // A path of at least a folder and a name, or a file name with an
+        // extension; never a URL, a package path or a version.
+        let file_like = w.rsplit_once('.').is_some_and(|(a, ext)| {
+            !a.is_empty()
+                && (1..=8).contains(&ext.len())
+                && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                && ext.chars().any(|c| c.is_ascii_alphabetic())
+        });
+        let folder = w.contains('/') && w.trim_matches('/').contains(|c: char| c.is_alphabetic());
+        if w.len() < 4 || w.contains("://") || w.contains('@') || w.starts_with("github.com") || !(file_like || folder)
+        {
+            continue;
+        }
+        let w = w.trim_start_matches("./").to_owned();
+        if !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
+}
+
 /// What a fix of the same program adds to the warned form, the words that
 /// make a call of that program right: "`TZ=UTC uv run pytest tests/`
 /// instead of `uv run pytest tests/`" adds `TZ=UTC`. A fix with another
@@ -1042,6 +1094,25 @@ mod tests {
         // A lone program is no request about every call of it; a negated or failing form is a warning.
         assert!(!asked_by("This repo uses `pnpm`.", "pnpm add zod"));
         assert!(!asked_by("Never run `docker system prune -a` here.", "docker system prune -a"));
+    }
+
+    #[test]
+    fn the_paths_memories_name() {
+        assert_eq!(
+            named_paths("HTTP handlers live in internal/http, not in main.go."),
+            vec!["internal/http", "main.go"]
+        );
+        assert_eq!(named_paths("Edit `proto/*.proto` and run `buf generate`."), vec!["proto/"]);
+        assert!(named_paths("Run `go test -tags integration ./internal/store/...`.").is_empty());
+        assert!(
+            named_paths("See https://example.com/a.html or github.com/pkg/errors, v1.2.3 and e.g. this.").is_empty()
+        );
+        let write = |p: &str| Call::of("Write", &json!({ "file_path": p, "content": "x" }));
+        assert!(write("/r/internal/http/release.go").writes_under("internal/http"));
+        assert!(write("/r/proto/billing/v1/billing.proto").writes_under("proto/"));
+        assert!(write("/r/.env.example").writes_under(".env.example"));
+        assert!(!write("/r/internal/httpx/a.go").writes_under("internal/http"));
+        assert!(!Call::of("Read", &json!({ "file_path": "/r/.env.example" })).writes_under(".env.example"));
     }
 
     #[test]
