@@ -283,6 +283,42 @@ pub fn is_setup(cmd: &str) -> bool {
     })
 }
 
+/// Whether a setup command's effect outlives the session that ran it:
+/// installing or fetching dependencies, configuring the repository, logging
+/// in, creating a database, a folder or a link. A later session need not run
+/// it again, unlike starting a service, activating an environment,
+/// building, migrating or seeding.
+pub fn persists(cmd: &str) -> bool {
+    if !is_setup(cmd) {
+        return false;
+    }
+    let seg = main_segment(cmd);
+    let w: Vec<&str> = seg.split_whitespace().filter(|x| !is_assignment(x)).collect();
+    let first = w.first().map_or("", |f| f.rsplit('/').next().unwrap_or(f));
+    if is_vcs(cmd) || matches!(first, "createdb" | "initdb" | "mkdir" | "ln" | "chmod") {
+        return true;
+    }
+    w.iter().skip(1).take(3).any(|x| {
+        matches!(
+            *x,
+            "install"
+                | "i"
+                | "add"
+                | "sync"
+                | "restore"
+                | "get"
+                | "fetch"
+                | "init"
+                | "create"
+                | "login"
+                | "auth"
+                | "link"
+                | "configure"
+                | "enable"
+        )
+    })
+}
+
 /// The file a shell command writes, when it patches or writes one (`Some(None)`
 /// when the file cannot be told, as for `apply_patch`).
 pub fn writes_file(cmd: &str) -> Option<Option<String>> {

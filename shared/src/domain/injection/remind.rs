@@ -31,7 +31,7 @@
 
 use serde_json::Value;
 
-use crate::base::shell::is_assignment;
+use crate::base::shell::{is_assignment, persists};
 use crate::base::text::is_stop_word;
 
 /// What a memory warns against.
@@ -307,6 +307,10 @@ impl Call {
                     runs(&c.words, &without_operands(form))
                         && !added.iter().all(|a| c.env.contains(a) || c.words.contains(a))
                 }
+                // What persists (an install, the repository's remote) ran in
+                // some earlier session as likely as not: the call is about
+                // the memory, no mistake.
+                Unless::First(first) if persists(&first.join(" ")) => false,
                 Unless::First(first) => {
                     let first = without_operands(first);
                     runs(&c.words, form)
@@ -1071,6 +1075,10 @@ mod tests {
         assert!(!bash("docker compose up -d db && make migrate").repeats_warning(db, &[]));
         assert!(!bash("make migrate").repeats_warning(db, &[Call::of_query("Bash docker compose up -d db")]));
         assert!(bash("make migrate").repeats_warning(db, &[Call::of_query("Edit /repo/docker compose up -d db")]));
+        // What persists need not run again in a later session.
+        let deps = &warnings("Run `pip install -r requirements.txt` before `python test_config.py`.")[0];
+        assert!(!bash("python test_config.py").repeats_warning(deps, &[]));
+        assert!(bash("python test_config.py").concerns(deps));
         let lease = &warnings("Use --force-with-lease instead of --force.")[0];
         assert!(bash("git push --force origin retry").repeats_warning(lease, &[]));
         assert!(!bash("git push --force-with-lease origin retry").repeats_warning(lease, &[]));
