@@ -886,6 +886,26 @@ mod tests {
         assert!(!served.injected.contains(&MemoryId("mem_0002".into())));
     }
 
+    /// Serves the tool call of a shell `command` in project `web` of `session` at `at`.
+    fn serve_bash(j: &Journal, session: &SessionKey, command: &str, at: i64) -> Served {
+        let input = serde_json::json!({ "command": command });
+        let call = remind::Call::of("Bash", &input);
+        let query = tool_query("Bash", &input);
+        serve(
+            j.store(),
+            &Config::default(),
+            None,
+            &jiff::tz::TimeZone::UTC,
+            &ServeRequest {
+                session: Some(session),
+                project: Some("web"),
+                call: Some(&call),
+                ..ServeRequest::new(trigger::TOOL, &query, Ts(at))
+            },
+        )
+        .unwrap()
+    }
+
     #[test]
     fn a_tool_call_that_repeats_a_warned_form_gets_one_reminder_per_segment() {
         let (_d, mut j) = journal();
@@ -895,24 +915,7 @@ mod tests {
         ])
         .unwrap();
         let session = SessionKey::new("claude", "s");
-        let serve_call = |j: &Journal, command: &str, at: i64| {
-            let input = serde_json::json!({ "command": command });
-            let call = remind::Call::of("Bash", &input);
-            let query = tool_query("Bash", &input);
-            serve(
-                j.store(),
-                &Config::default(),
-                None,
-                &jiff::tz::TimeZone::UTC,
-                &ServeRequest {
-                    session: Some(&session),
-                    project: Some("web"),
-                    call: Some(&call),
-                    ..ServeRequest::new(trigger::TOOL, &query, Ts(at))
-                },
-            )
-            .unwrap()
-        };
+        let serve_call = |j: &Journal, command: &str, at: i64| serve_bash(j, &session, command, at);
         let first = serve_call(&j, "npm install lodash", 100_000);
         assert_eq!(first.injected.first(), Some(&MemoryId("mem_0001".into())), "{:?}", first.verdicts);
         let text = first.context.clone().unwrap();
@@ -939,24 +942,7 @@ mod tests {
         let (_d, mut j) = journal();
         j.append(&[memory(1, "Run `docker compose up -d db` before `make migrate`.".into())]).unwrap();
         let session = SessionKey::new("claude", "s");
-        let serve_call = |j: &Journal, command: &str, at: i64| {
-            let input = serde_json::json!({ "command": command });
-            let call = remind::Call::of("Bash", &input);
-            let query = tool_query("Bash", &input);
-            serve(
-                j.store(),
-                &Config::default(),
-                None,
-                &jiff::tz::TimeZone::UTC,
-                &ServeRequest {
-                    session: Some(&session),
-                    project: Some("web"),
-                    call: Some(&call),
-                    ..ServeRequest::new(trigger::TOOL, &query, Ts(at))
-                },
-            )
-            .unwrap()
-        };
+        let serve_call = |j: &Journal, command: &str, at: i64| serve_bash(j, &session, command, at);
         // The session starts the database, then migrates: the migration's
         // call is what the memory is about, and it is done right.
         let both = serve_call(&j, "docker compose up -d db && make migrate", 50_000);
