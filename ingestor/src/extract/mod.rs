@@ -682,6 +682,11 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
             let imp = if ["always", "never"].iter().any(|w| has(w)) { 0.8 } else { 0.7 };
             maker.make_global(&item, MemoryType::Preference, imp, e);
         } else if correcting {
+            // "Revert that and do just rustls": undoing what was just done is
+            // about this moment; the lesson, if any, is in the rest of the talk.
+            if prose::asks_to_undo(&item) {
+                continue;
+            }
             let mut t = item.clone();
             let rejected = action.is_some_and(|a| a.status == Status::Rejected);
             if let Some((label, words)) = action.and_then(action_label)

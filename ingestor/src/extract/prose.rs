@@ -1502,6 +1502,19 @@ pub fn is_alternative(s: &str) -> bool {
         || conditional_rule(&w)
 }
 
+/// Whether the sentence asks to undo what was just done ("revert that and
+/// …", "undo it", "roll it back", "put that back").
+pub fn asks_to_undo(s: &str) -> bool {
+    let l = core(s);
+    let w = words(&l);
+    match w.as_slice() {
+        ["revert" | "undo" | "rollback", ..] => true,
+        ["roll" | "put", "back", ..] => true,
+        ["roll" | "put", "it" | "that" | "this" | "them" | "those", "back", ..] => true,
+        _ => false,
+    }
+}
+
 /// Whether the sentence refers back without naming what it is about.
 pub fn leans_on_context(s: &str) -> bool {
     let l = core(s);
@@ -1663,6 +1676,10 @@ mod tests {
             "components with hooks need \"use client\" as the first line."
         );
         assert!(leans_on_context("same rule in all my rust projects."));
+        assert!(asks_to_undo("Revert that and do just rustls."));
+        assert!(asks_to_undo("roll it back, the old timeout was right"));
+        assert!(!asks_to_undo("Reverting a migration needs the down file."));
+        assert!(!asks_to_undo("Put the tests next to the code."));
         assert_eq!(without_markers("- * always lint"), "always lint");
         assert_eq!(without_markers("--reuse-db, like in the crm."), "--reuse-db, like in the crm.");
         assert!(!leans_on_context("Run `pnpm test` with --runInBand."));
