@@ -1507,12 +1507,12 @@ pub fn is_alternative(s: &str) -> bool {
 pub fn asks_to_undo(s: &str) -> bool {
     let l = core(s);
     let w = words(&l);
-    match w.as_slice() {
-        ["revert" | "undo" | "rollback", ..] => true,
-        ["roll" | "put", "back", ..] => true,
-        ["roll" | "put", "it" | "that" | "this" | "them" | "those", "back", ..] => true,
-        _ => false,
-    }
+    matches!(
+        w.as_slice(),
+        ["revert" | "undo" | "rollback", ..]
+            | ["roll" | "put", "back", ..]
+            | ["roll" | "put", "it" | "that" | "this" | "them" | "those", "back", ..]
+    )
 }
 
 /// Whether the sentence refers back without naming what it is about.
