@@ -295,29 +295,28 @@ pub fn persists(cmd: &str) -> bool {
     let seg = main_segment(cmd);
     let w: Vec<&str> = seg.split_whitespace().filter(|x| !is_assignment(x)).collect();
     let first = w.first().map_or("", |f| f.rsplit('/').next().unwrap_or(f));
-    if is_vcs(cmd) || matches!(first, "createdb" | "initdb" | "mkdir" | "ln" | "chmod") {
-        return true;
-    }
-    w.iter().skip(1).take(3).any(|x| {
-        matches!(
-            *x,
-            "install"
-                | "i"
-                | "add"
-                | "sync"
-                | "restore"
-                | "get"
-                | "fetch"
-                | "init"
-                | "create"
-                | "login"
-                | "auth"
-                | "link"
-                | "configure"
-                | "enable"
-        )
-    })
+    is_vcs(cmd)
+        || matches!(first, "createdb" | "initdb" | "mkdir" | "ln" | "chmod")
+        || w.iter().skip(1).take(3).any(|x| PERSISTING.contains(x))
 }
+
+/// Sub-commands of setup whose effect outlives the session ([`persists`]).
+const PERSISTING: &[&str] = &[
+    "install",
+    "i",
+    "add",
+    "sync",
+    "restore",
+    "get",
+    "fetch",
+    "init",
+    "create",
+    "login",
+    "auth",
+    "link",
+    "configure",
+    "enable",
+];
 
 /// The file a shell command writes, when it patches or writes one (`Some(None)`
 /// when the file cannot be told, as for `apply_patch`).

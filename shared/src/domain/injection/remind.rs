@@ -262,11 +262,6 @@ impl Call {
         self.commands.is_empty() && self.writes.is_empty()
     }
 
-    /// Whether the call repeats `warned`, whatever the memory asks instead.
-    pub fn repeats(&self, warned: &Warned) -> bool {
-        self.repeats_warning(&Warning { what: warned.clone(), unless: Unless::Never }, &[])
-    }
-
     /// Whether the call runs the command `warning` is about, rightly or not
     /// (`pnpm dev --port 5175` for "`pnpm dev --port 5175` instead of `pnpm
     /// dev`", `make seed && make e2e` for "`make seed` before `make e2e`"):
@@ -506,11 +501,6 @@ const PROGRAMS: &[&str] = &[
     "rake",
     "dotnet",
 ];
-
-/// What `text` (a memory) warns against, in the order it says it.
-pub fn warned(text: &str) -> Vec<Warned> {
-    warnings(text).into_iter().map(|w| w.what).collect()
-}
 
 /// What `text` (a memory) warns against, in the order it says it, with
 /// what it asks for instead.
@@ -900,6 +890,18 @@ fn command(span: &str) -> Option<Warned> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// What `text` warns against, without what it asks instead.
+    fn warned(text: &str) -> Vec<Warned> {
+        warnings(text).into_iter().map(|w| w.what).collect()
+    }
+
+    impl Call {
+        /// Whether the call repeats `warned`, whatever the memory asks instead.
+        fn repeats(&self, warned: &Warned) -> bool {
+            self.repeats_warning(&Warning { what: warned.clone(), unless: Unless::Never }, &[])
+        }
+    }
 
     fn cmd(w: &[&str]) -> Warned {
         Warned::Command(w.iter().map(|s| (*s).to_owned()).collect())
