@@ -28,6 +28,34 @@ use shared::storage::event::{Body, Event, Opaque, SCHEMA_VERSION};
 use crate::error::Error;
 use crate::redact::{self, Privacy};
 
+/// Whether a harness's tool of this name edits files (any harness's name for
+/// it, in any case: Claude Code's `Edit`, Codex's `apply_patch`, Gemini's
+/// `replace`, Cursor's `edit_file`, Copilot's `replace_string_in_file`…).
+pub fn is_edit_tool(name: &str) -> bool {
+    matches!(
+        name.to_ascii_lowercase().as_str(),
+        "edit"
+            | "multiedit"
+            | "write"
+            | "notebookedit"
+            | "edit_notebook"
+            | "apply_patch"
+            | "patch"
+            | "replace"
+            | "write_file"
+            | "edit_file"
+            | "edit_file_v2"
+            | "create_file"
+            | "delete_file"
+            | "search_replace"
+            | "replace_string_in_file"
+            | "multi_replace_string_in_file"
+            | "insert_edit_into_file"
+            | "str_replace_editor"
+            | "str_replace_based_edit_tool"
+    )
+}
+
 /// `w` of every event this crate writes.
 pub const WRITER: &str = concat!("engram-ingestor/", env!("CARGO_PKG_VERSION"));
 

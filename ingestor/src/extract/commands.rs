@@ -66,27 +66,7 @@ impl Outcome {
         if let Some(cmd) = &self.command {
             return writes_file(cmd).is_some();
         }
-        matches!(
-            self.tool.as_str(),
-            "Edit"
-                | "MultiEdit"
-                | "Write"
-                | "NotebookEdit"
-                | "apply_patch"
-                | "edit"
-                | "write"
-                | "patch"
-                | "replace"
-                | "write_file"
-                | "edit_file"
-                | "create_file"
-                | "search_replace"
-                | "replace_string_in_file"
-                | "multi_replace_string_in_file"
-                | "insert_edit_into_file"
-                | "str_replace_editor"
-                | "str_replace_based_edit_tool"
-        )
+        crate::adapter::is_edit_tool(&self.tool)
     }
 }
 

@@ -195,27 +195,6 @@ fn is_read(name: &str) -> bool {
     matches!(name, "read_file" | "read_file_v2" | "read" | "notebookread" | "view_file" | "readfile")
 }
 
-/// The tools that edit files, by lowercase name.
-fn is_edit(name: &str) -> bool {
-    matches!(
-        name,
-        "edit_file"
-            | "edit_file_v2"
-            | "search_replace"
-            | "write"
-            | "edit"
-            | "multiedit"
-            | "apply_patch"
-            | "replace_string_in_file"
-            | "multi_replace_string_in_file"
-            | "create_file"
-            | "delete_file"
-            | "str_replace_editor"
-            | "notebookedit"
-            | "edit_notebook"
-    )
-}
-
 /// The text after `Tool use: **name**` (and its ` • `), or the whole summary.
 fn subject(summary: &str) -> &str {
     let s = summary.trim();
@@ -670,7 +649,7 @@ pub fn interpret(raw: &RawTool) -> ToolUse {
     if output.is_empty() && !rest_prose.is_empty() {
         let text = rest_prose.join("\n").trim().to_owned();
         if text.is_empty() {
-        } else if is_edit(&lname) {
+        } else if crate::adapter::is_edit_tool(&lname) {
             t.args.entry("explanation".to_owned()).or_insert_with(|| Value::from(unescape(&text)));
         } else {
             output.push(unescape(&text));
@@ -720,7 +699,7 @@ fn files(t: &mut ToolUse, lname: &str, raw: &RawTool, diffs: &[(Option<String>, 
         t.read = shell_read(cmd);
         return;
     }
-    if !is_edit(lname) && kind != "write" {
+    if !crate::adapter::is_edit_tool(lname) && kind != "write" {
         return;
     }
     let spaced_tool = !matches!(lname, "apply_patch");
