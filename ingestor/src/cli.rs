@@ -129,6 +129,14 @@ pub enum Command {
 /// `extractor` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum ExtractorCommand {
+    /// Every user sentence of the recorded sessions (or of one) as
+    /// extraction weighed it: its cues and whether the rules kept it, to
+    /// see why a sentence became a memory or did not. One JSON object per line.
+    Sentences {
+        /// harness:id, or the harness's id alone (default: every session).
+        #[arg(long, value_name = "KEY")]
+        session: Option<String>,
+    },
     /// Show what the configured model returns for one recorded session: the
     /// request sent, the raw answer, the memories parsed or why the answer
     /// was refused. Records nothing; counts one call against the daily budget.
@@ -804,6 +812,12 @@ pub fn execute(command: Command, env: &mut Env<'_>, shutdown: &Shutdown) -> Resu
                 env.json(&report)?;
             } else {
                 env.write(&crate::dedup_run::render(&report))?;
+            }
+            Ok(0)
+        }
+        Command::Extractor { command: ExtractorCommand::Sentences { session } } => {
+            for line in crate::sentences::list(&env.paths, session.as_deref())? {
+                env.line(&serde_json::to_string(&line).map_err(|e| Error::InvalidArgument(e.to_string()))?)?;
             }
             Ok(0)
         }

@@ -52,6 +52,7 @@ pub mod render;
 pub mod runner;
 pub mod scan;
 pub mod schedule;
+pub mod sentences;
 pub mod spans;
 pub mod tapes;
 

@@ -760,3 +760,29 @@ fn stop_doing_keeps_its_verb() {
     let got = learned(&t);
     assert!(has(&got, "correction", &["Stop using print for debugging, use the structlog logger"]), "{got:#?}");
 }
+
+#[test]
+fn notes_list_every_user_sentence_with_its_cues_and_whether_it_was_kept() {
+    let events = main_session(SourceKind::ClaudeTranscript, "claude_session.jsonl", CLAUDE_1);
+    let notes = extract::notes(&events, None);
+    let kept: Vec<&str> = notes.iter().filter(|n| n.kept).map(|n| n.text.as_str()).collect();
+    // What the rules kept is what the memories were made of.
+    let mems = added(&extract::extract(&events, &Vec::new()))
+        .into_iter()
+        .filter(|m| m.memory_type.as_str() != "struggle")
+        .map(|m| m.content.to_lowercase())
+        .collect::<Vec<_>>();
+    assert!(!kept.is_empty());
+    for k in &kept {
+        let words: Vec<String> = k.split_whitespace().take(3).map(str::to_lowercase).collect();
+        assert!(mems.iter().any(|m| m.contains(&words.join(" "))), "kept {k:?} is in no memory: {mems:#?}");
+    }
+    // Sentences not kept are listed too, each with its role and context.
+    assert!(notes.iter().any(|n| !n.kept), "{notes:#?}");
+    for n in &notes {
+        assert_eq!(n.session, CLAUDE_1);
+        assert_eq!(n.cues.iter().filter(|c| c.starts_with("role:")).count(), 1, "{n:?}");
+        assert_eq!(n.cues.iter().filter(|c| c.starts_with("after:")).count(), 1, "{n:?}");
+        assert!(events.iter().any(|e| e.id.as_str() == n.event));
+    }
+}

@@ -361,9 +361,48 @@ struct Maker<'a> {
     langs: &'a BTreeSet<String>,
     out: Vec<Candidate>,
     ordinals: BTreeMap<(EventId, MemoryType), u32>,
+    /// Every user sentence weighed, with what the rules saw in it, when
+    /// asked for ([`notes`]).
+    notes: Option<Vec<Note>>,
+}
+
+/// One user sentence as extraction weighed it: its text, its cues (see
+/// [`cues`]), and whether the rules kept it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Note {
+    /// The session.
+    pub session: String,
+    /// The event the sentence is in.
+    pub event: String,
+    /// The sentence, a correction's opener removed.
+    pub text: String,
+    /// What the rules and the message around it say of it.
+    pub cues: Vec<&'static str>,
+    /// Whether the rules kept it (alone or joined to a neighbour).
+    pub kept: bool,
 }
 
 impl Maker<'_> {
+    /// Records a user sentence when notes are asked for; its index.
+    fn note(&mut self, s: &str, role: Role, context: Context<'_>, e: &Event) -> usize {
+        let Some(notes) = &mut self.notes else { return 0 };
+        notes.push(Note {
+            session: self.session.as_str().to_owned(),
+            event: e.id.as_str().to_owned(),
+            text: s.to_owned(),
+            cues: cues(s, role, context),
+            kept: false,
+        });
+        notes.len() - 1
+    }
+
+    /// Marks note `i` as kept by the rules.
+    fn kept(&mut self, i: usize) {
+        if let Some(n) = self.notes.as_mut().and_then(|n| n.get_mut(i)) {
+            n.kept = true;
+        }
+    }
+
     /// A memory of no project (a general preference).
     fn make_global(&mut self, text: &str, kind: MemoryType, importance: f32, e: &Event) {
         let before = self.out.len();
@@ -419,8 +458,18 @@ pub fn candidates(events: &[Event]) -> Vec<Candidate> {
 /// not say (a turn of a session already recorded: its `session.started` is
 /// not among them).
 pub fn candidates_in(events: &[Event], known: Option<&str>) -> Vec<Candidate> {
+    run(events, known, false).0
+}
+
+/// Every user sentence of a session as extraction weighed it (see
+/// [`Note`]): what `engram-ingestor extractor sentences` shows.
+pub fn notes(events: &[Event], known: Option<&str>) -> Vec<Note> {
+    run(events, known, true).1
+}
+
+fn run(events: &[Event], known: Option<&str>, with_notes: bool) -> (Vec<Candidate>, Vec<Note>) {
     let Some(session) = events.iter().find_map(|e| e.session.clone()) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     // The detected project (shared::domain::env) when the events hold one; else the
     // one the projection knows for the session; else the folder name, which
@@ -442,8 +491,14 @@ pub fn candidates_in(events: &[Event], known: Option<&str>) -> Vec<Candidate> {
     let langs = session_languages(events);
     let skip = rewound(events);
     let outcomes = commands::outcomes(events, &skip);
-    let mut maker =
-        Maker { session: &session, project: &project, langs: &langs, out: Vec::new(), ordinals: BTreeMap::new() };
+    let mut maker = Maker {
+        session: &session,
+        project: &project,
+        langs: &langs,
+        out: Vec::new(),
+        ordinals: BTreeMap::new(),
+        notes: with_notes.then(Vec::new),
+    };
 
     // Commands that failed, and what made them work.
     let fixes = commands::fixes(&outcomes);
@@ -550,7 +605,7 @@ pub fn candidates_in(events: &[Event], known: Option<&str>) -> Vec<Candidate> {
             _ => {}
         }
     }
-    maker.out
+    (maker.out, maker.notes.unwrap_or_default())
 }
 
 /// The memories of one user message (see the module docs).
@@ -597,6 +652,8 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
         let first_content = !content_seen;
         content_seen = true;
         let adjacent = last == Some(k.wrapping_sub(1));
+        let context = Context { correcting, first_content, in_list, adjacent, k, n: sents.len(), action };
+        let note = maker.note(s, role, context, e);
         // "Don't use npm here. Use pnpm." / "We don't use an ORM here. Write the
         // SQL in queries/ and run sqlc generate.": the way out belongs to the rule.
         if adjacent
@@ -607,6 +664,7 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
         {
             *prev = join(prev, s, "; ");
             last = Some(k);
+            maker.kept(note);
             continue;
         }
         // "Careful, the servers are amd64. Always build with --platform
@@ -618,6 +676,7 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
         {
             *prev = join(prev, s, "; ");
             last = Some(k);
+            maker.kept(note);
             flagged_fact = false;
             continue;
         }
@@ -641,6 +700,7 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
                     *prev = join(prev, s, ", ");
                 }
                 last = Some(k);
+                maker.kept(note);
                 continue;
             }
             // "The integration tests are behind the `it` feature. Run them with
@@ -671,6 +731,7 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
         }
         flagged_fact = role == Role::Rule && prose::is_flagged_fact(s);
         last = Some(k);
+        maker.kept(note);
     }
     items.truncate(MAX_PER_MESSAGE);
     for item in items {
@@ -710,6 +771,93 @@ fn user_text(maker: &mut Maker<'_>, text: &str, correcting: bool, action: Option
             maker.make(&item, MemoryType::Convention, imp.min(0.9), None, e);
         }
     }
+}
+
+/// Where a user sentence stands, for [`cues`].
+#[derive(Clone, Copy)]
+struct Context<'a> {
+    /// The message corrects what the agent just did.
+    correcting: bool,
+    /// It is the message's first sentence with content.
+    first_content: bool,
+    /// It is an item of a list a rules intro opened.
+    in_list: bool,
+    /// The sentence before it was kept.
+    adjacent: bool,
+    /// Its index among the message's sentences.
+    k: usize,
+    /// How many sentences the message has.
+    n: usize,
+    /// The agent's last action before the message.
+    action: Option<&'a Outcome>,
+}
+
+/// The cues of a user sentence beside its words: what the prose rules say
+/// of it, where it stands in its message, and what the agent did just
+/// before.
+fn cues(s: &str, role: Role, c: Context<'_>) -> Vec<&'static str> {
+    let mut v = vec![match role {
+        Role::Rule => "role:rule",
+        Role::Request => "role:request",
+        Role::Question => "role:question",
+        Role::Reason => "role:reason",
+        Role::Other => "role:other",
+    }];
+    let mut flag = |on: bool, name: &'static str| {
+        if on {
+            v.push(name);
+        }
+    };
+    flag(c.correcting, "correcting");
+    flag(c.correcting && c.first_content, "correcting-first");
+    flag(c.first_content, "first-content");
+    flag(c.in_list, "in-list");
+    flag(c.adjacent, "after-kept");
+    flag(c.k + 1 == c.n && c.n > 1, "last");
+    flag(c.n == 1, "alone");
+    flag(prose::is_personal(s), "personal");
+    flag(prose::is_workflow_habit(s), "workflow-habit");
+    flag(prose::is_negative(s), "negative");
+    flag(prose::says_nothing(s), "says-nothing");
+    flag(prose::points_at_particular(s), "points-at-particular");
+    flag(prose::is_one_off(s), "one-off");
+    flag(prose::reports_state(s), "reports-state");
+    flag(prose::leans_on_context(s), "leans-on-context");
+    flag(prose::asks_to_ensure(s), "asks-to-ensure");
+    flag(prose::is_method_request(s), "method-request");
+    flag(prose::is_flagged_fact(s), "flagged-fact");
+    flag(prose::is_alternative(s), "alternative");
+    flag(prose::asks_to_undo(s), "asks-to-undo");
+    flag(has_identifier(s), "names-code");
+    flag(s.trim_end().ends_with('?'), "question-mark");
+    flag(quality::defect(&tidy(s)).is_some(), "defect");
+    v.push(match c.n {
+        0..=1 => "message:1",
+        2..=3 => "message:2-3",
+        4..=8 => "message:4-8",
+        _ => "message:9+",
+    });
+    v.push(match word_count(s) {
+        0..=4 => "words:-4",
+        5..=9 => "words:5-9",
+        10..=19 => "words:10-19",
+        20..=39 => "words:20-39",
+        _ => "words:40-",
+    });
+    v.push(match c.action {
+        None => "after:nothing",
+        Some(o) if o.status == Status::Rejected => "after:rejection",
+        Some(o) if o.status == Status::Failed => "after:failure",
+        Some(o) if o.is_edit() => "after:edit",
+        Some(o) if o.command.is_some() => "after:command",
+        Some(_) => "after:tool",
+    });
+    v.push(match lingua::guess(s) {
+        lingua::Lang::En => "lang:en",
+        lingua::Lang::Zh | lingua::Lang::Ja | lingua::Lang::Ko => "lang:cjk",
+        _ => "lang:other",
+    });
+    v
 }
 
 fn approves(s: &str) -> bool {
