@@ -475,6 +475,46 @@ impl InvoiceCache {
     assert!(text.contains("hard cap of 512 entries"), "its transcript is shown: {s:#}");
 }
 
+#[test]
+fn sessions_that_open_with_the_harness_init_prompt_do_not_continue_each_other() {
+    let w = World::new();
+    let repo = w.root().join("repo");
+    // Claude Code's `/init` writes this turn in the user's name; every
+    // session that runs it opens alike (the words after the harness's
+    // opening are ours).
+    let init = "Please analyze this codebase and create a CLAUDE.md file, which future agent sessions will read \
+        before they work in this repository. Describe the commands that build, lint and test the code, how to run \
+        one test on its own, and the architecture a newcomer needs several files to see. Keep it short and leave \
+        out what any developer already knows or what can be found by listing the files.";
+    let mut a = Claude::new("aaaaaaaa-0000-4000-8000-000000000041", &repo, T0);
+    a.user(init);
+    a.say("The repository is a command-line tool for pruning stale docker volumes; I will document make targets.");
+    a.write(&repo.join("CLAUDE.md"), "# CLAUDE.md\n\nBuild with `make`; test with `make check`.\n");
+    a.save(&w);
+    let mut b = Claude::new("bbbbbbbb-0000-4000-8000-000000000042", &repo, T0 + 600_000);
+    b.user(init);
+    b.say("Since the last look the tool gained a scheduler; the notes should name the cron syntax it accepts.");
+    let code = "pub fn next_run(spec: &CronSpec, after: Timestamp) -> Option<Timestamp> {
+    let mut t = after.next_minute();
+    for _ in 0..MAX_MINUTES_AHEAD {
+        if spec.matches(t) {
+            return Some(t);
+        }
+        t = t.next_minute();
+    }
+    None
+}";
+    let file = repo.join("src/schedule.rs");
+    b.write(&file, code);
+    b.save(&w);
+    w.scan();
+    w.write(&file, code.as_bytes());
+    let e = explain(&w, &format!("{}:1-10", file.display()), &["--all"]);
+    let (ka, kb) = (format!("claude:{}", a.sid), format!("claude:{}", b.sid));
+    assert_eq!(first(&e), kb, "{e:#}");
+    assert!(!sessions(&e).contains(&ka), "a shared /init opening is no continuation: {e:#}");
+}
+
 // ---------------------------------------------------------------------------
 // Codex apply_patch
 // ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
 use super::fingerprint::{self, Fingerprinter};
-use crate::storage::event::{Body, CodeEdit, Event, SpanLink, origin};
+use crate::storage::event::{Body, CodeEdit, Event, SpanLink, origin, prompt};
 use crate::storage::tape::Lsn;
 
 /// Fingerprint similarity at or above which an edge is lineage (seed 003's
@@ -74,22 +74,38 @@ fn strings<'a>(v: &'a Value, out: &mut Vec<Cow<'a, str>>) {
     }
 }
 
-/// Whether a message counts towards its session's head (what a continuation
-/// carries over: the user's words, the agent's answers, summaries).
-fn head_text(body: &Body) -> Option<(&str, bool)> {
+/// What of a message counts towards its session's head (what a
+/// continuation carries over: the user's words, the agent's answers,
+/// summaries), and what is harness scaffolding, boilerplate that many
+/// unrelated sessions share: system and developer instructions, hook context,
+/// the context blocks before a user's words, and whole turns the harness
+/// wrote in the user's name (Claude Code's `/init` prompt, task
+/// notifications).
+fn head_parts(body: &Body) -> Parts<'_> {
+    let head = |text, compaction| Parts { head: Some((text, compaction)), boilerplate: Vec::new() };
+    let boilerplate = |text| Parts { head: None, boilerplate: vec![text] };
     match body {
-        Body::MsgIn(m) if m.is_user_prompt() || m.origin == origin::SUBAGENT_PROMPT => Some((&m.text, false)),
-        Body::MsgIn(m) if m.origin == origin::COMPACT_SUMMARY => Some((&m.text, true)),
-        Body::MsgOut(m) if m.part.is_empty() || m.part == "text" => Some((&m.text, false)),
-        _ => None,
+        Body::MsgIn(m) if m.is_user_prompt() => {
+            if prompt::is_harness_prompt(&m.text) {
+                return boilerplate(&m.text);
+            }
+            let (context, typed) = prompt::split_context(&m.text);
+            Parts { head: (!typed.is_empty()).then_some((typed, false)), boilerplate: context }
+        }
+        Body::MsgIn(m) if m.origin == origin::SUBAGENT_PROMPT => head(&m.text, false),
+        Body::MsgIn(m) if m.origin == origin::COMPACT_SUMMARY => head(&m.text, true),
+        Body::MsgIn(m) if matches!(m.origin.as_str(), origin::SYSTEM | origin::HOOK) => boilerplate(&m.text),
+        Body::MsgOut(m) if m.part.is_empty() || m.part == "text" => head(&m.text, false),
+        _ => Parts { head: None, boilerplate: Vec::new() },
     }
 }
 
-/// Whether a message is harness scaffolding (system and developer
-/// instructions, AGENTS.md/CLAUDE.md, hook context): boilerplate for
-/// continuations.
-fn is_scaffolding(body: &Body) -> bool {
-    matches!(body, Body::MsgIn(m) if matches!(m.origin.as_str(), origin::SYSTEM | origin::HOOK))
+/// A message split by [`head_parts`].
+struct Parts<'a> {
+    /// Its text that counts towards the head, and whether it is a summary.
+    head: Option<(&'a str, bool)>,
+    /// Its boilerplate.
+    boilerplate: Vec<&'a str>,
 }
 
 /// A path as the index keeps it: relative paths joined to the session's
@@ -167,13 +183,25 @@ impl Indexer {
             let fps = self.fp.fingerprints(texts.iter().map(Cow::as_ref));
             self.postings.extend(fps.iter().map(|&f| (f, lsn)));
             if let Some(session) = &event.session {
-                if let Some((text, compaction)) = head_text(&event.body) {
-                    let fps = if texts.len() == 1 { fps } else { self.fp.fingerprints([text]) };
-                    extend_head(conn, session.as_str(), &fps, compaction)?;
-                } else if is_scaffolding(&event.body) {
+                let parts = head_parts(&event.body);
+                // The event's fingerprints serve when the part is its only text.
+                let whole = texts.len() == 1;
+                if let Some((text, compaction)) = parts.head {
+                    if whole && parts.boilerplate.is_empty() {
+                        extend_head(conn, session.as_str(), &fps, compaction)?;
+                    } else {
+                        extend_head(conn, session.as_str(), &self.fp.fingerprints([text]), compaction)?;
+                    }
+                }
+                let boilerplate = match parts.boilerplate.as_slice() {
+                    [] => Vec::new(),
+                    [_] if whole && parts.head.is_none() => fps,
+                    blocks => self.fp.fingerprints(blocks.iter().copied()),
+                };
+                if !boilerplate.is_empty() {
                     let mut stmt =
                         conn.prepare_cached("INSERT OR IGNORE INTO prov_boilerplate (harness, fp) VALUES (?1, ?2)")?;
-                    for f in &fps {
+                    for f in &boilerplate {
                         stmt.execute(params![session.harness(), f])?;
                     }
                 }

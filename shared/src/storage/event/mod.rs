@@ -29,6 +29,7 @@ mod env;
 mod knowledge;
 mod learning;
 mod memory;
+pub mod prompt;
 mod provenance;
 mod serving;
 mod session;
