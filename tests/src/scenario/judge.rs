@@ -143,6 +143,8 @@ pub struct Measures {
     pub injections: u32,
     /// The needs that were missed.
     pub misses: Vec<Miss>,
+    /// Needs at tool calls whose own hook did not state the lesson.
+    pub tool_misses: Vec<Miss>,
     /// The noisy events.
     pub noisy: Vec<Noise>,
     /// Planted lessons never seen in a listing.
@@ -334,7 +336,16 @@ pub fn judge(s: &Scenario, t: &Trace) -> Measures {
             m.recall.add(hit);
             m.recall_by_moment.entry(e.moment.to_owned()).or_default().add(hit);
             if e.moment == "tool" {
-                m.at_tool.add(here.iter().any(|line| lesson.stated_by(line)));
+                let stated = here.iter().any(|line| lesson.stated_by(line));
+                m.at_tool.add(stated);
+                if !stated {
+                    m.tool_misses.push(Miss {
+                        line: e.line,
+                        session: e.session.clone(),
+                        moment: e.moment.to_owned(),
+                        lesson: id.clone(),
+                    });
+                }
             }
             m.recall_by_kind.entry(lesson.kind.clone()).or_default().add(hit);
             if e.after_compaction {

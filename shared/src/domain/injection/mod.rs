@@ -614,6 +614,10 @@ fn remind_of(store: &Store, req: &ServeRequest<'_>, last_reset: Option<i64>, ran
             // The call runs what the memory asks for: the lesson is about it.
             let what = remind::Warned::Command(form);
             warned.push((i, remind::Warning { what, unless: remind::Unless::Never }, false));
+        } else if let Some(form) = call.named_by(&it.memory.content) {
+            // The memory names the command, a flag or a file the call runs.
+            let what = remind::Warned::Command(form);
+            warned.push((i, remind::Warning { what, unless: remind::Unless::Never }, false));
         } else if let Some(path) = remind::named_paths(&it.memory.content).into_iter().find(|p| call.writes_under(p)) {
             // The call writes a file or folder the memory is about.
             let what = remind::Warned::Path(path);

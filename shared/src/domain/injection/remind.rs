@@ -249,12 +249,74 @@ impl Call {
         }
         let lower = text.to_lowercase();
         self.commands.iter().filter_map(|c| c.words.first()).any(|p| lower.contains(&base(p).to_lowercase()))
+            || self
+                .commands
+                .iter()
+                .flat_map(|c| c.words.iter().skip(1))
+                .any(|w| w.contains('/') && !w.starts_with('-') && lower.contains(w.trim_start_matches("./")))
             || (lower.contains("--")
                 && self
                     .commands
                     .iter()
                     .flat_map(|c| &c.words)
                     .any(|w| w.starts_with("--") && lower.contains(w.as_str())))
+    }
+
+    /// What of this call `text` (a memory) names: a command's program then
+    /// its first word that is not a flag
+    /// ("write the SQL in queries/ and run sqlc generate", "tests run w/ bun
+    /// test", "instead of `git push --force origin main`"), a long flag it
+    /// passes ("always pass -count=1"), or a file it runs ("rendered by
+    /// scripts/og.ts" at `pnpm tsx scripts/og.ts`). A
+    /// mention the text warns against ("don't use npm install") names it
+    /// too: either way the lesson is about this call. The program and the
+    /// word named.
+    pub fn named_by(&self, text: &str) -> Option<Vec<String>> {
+        let clean = |w: &str| {
+            w.trim_matches(|c: char| !(c.is_alphanumeric() || "-_./=".contains(c))).trim_end_matches('.').to_lowercase()
+        };
+        let parts: Vec<&str> = text.split('`').collect();
+        let prose: Vec<String> =
+            parts.iter().step_by(2).flat_map(|p| p.split_whitespace()).map(clean).filter(|w| !w.is_empty()).collect();
+        // A code span names a command only when one of it and the call holds
+        // every operand of the other: `git push --force origin main` names
+        // `git push`, `poetry run python manage.py createsuperuser` does not
+        // name `poetry run python manage.py test`.
+        let spans: Vec<Vec<String>> = parts
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .map(|p| p.split_whitespace().map(clean).filter(|w| !w.is_empty()).collect())
+            .collect();
+        // A mention followed by "before" is what must come first: the lesson
+        // is about the command after it.
+        let first = |at: usize| prose[at..].iter().take(8).any(|w| w == "before");
+        let in_prose = |w: &str| prose.iter().enumerate().any(|(i, x)| x == w && !first(i));
+        self.commands.iter().find_map(|c| {
+            let program = base(c.words.first()?).to_lowercase();
+            let args = &c.words[1..];
+            let operands: Vec<String> =
+                c.words.iter().filter(|w| !w.starts_with('-')).map(|w| w.to_lowercase()).collect();
+            let span_names = |span: &[String]| {
+                let theirs: Vec<&String> = span.iter().filter(|w| !w.starts_with('-')).collect();
+                span.first().is_some_and(|p| base(p) == program)
+                    && (theirs.iter().all(|w| operands.contains(w)) || operands.iter().all(|w| theirs.contains(&w)))
+            };
+            let sub = args.iter().find(|w| !w.starts_with('-')).map(|w| w.to_lowercase());
+            if let Some(sub) = sub.filter(|sub| {
+                !looks_like_path(sub)
+                    && (prose.windows(2).enumerate().any(|(i, p)| p[0] == program && p[1] == *sub && !first(i))
+                        || spans.iter().any(|s| s.get(1) == Some(sub) && span_names(s)))
+            }) {
+                return Some(vec![program, sub]);
+            }
+            args.iter().find_map(|w| {
+                let l = w.trim_start_matches("./").to_lowercase();
+                let flag = l.starts_with('-') && l.trim_start_matches('-').len() >= 4;
+                let file = !l.starts_with('-') && l.len() >= 5 && l.contains('/') && l.contains('.');
+                ((flag || file) && in_prose(&l)).then(|| vec![program.clone(), w.clone()])
+            })
+        })
     }
 
     /// Whether the call does nothing a memory could warn against.
@@ -925,6 +987,40 @@ mod tests {
                 proptest::prop_assert_eq!(whole, tail, "{:?}", &words[..i]);
             }
         }
+    }
+
+    #[test]
+    fn a_call_is_named_by_its_command_flag_or_file_in_prose_and_by_matching_code() {
+        let named = |cmd: &str, text: &str| Call::of("Bash", &json!({ "command": cmd })).named_by(text);
+        let pair = |a: &str, b: &str| Some(vec![a.to_owned(), b.to_owned()]);
+        assert_eq!(
+            named("sqlc generate", "Write the SQL in queries/ and run sqlc generate."),
+            pair("sqlc", "generate")
+        );
+        assert_eq!(named("bun test src/", "We dont have jest here, tests run w/ bun test."), pair("bun", "test"));
+        assert_eq!(
+            named("go test -count=1 ./...", "Always pass -count=1 for integration tests."),
+            pair("go", "-count=1")
+        );
+        assert_eq!(
+            named("pnpm tsx scripts/og.ts", "Images are rendered by scripts/og.ts."),
+            pair("pnpm", "scripts/og.ts")
+        );
+        assert_eq!(
+            named("git push", "Never force-push (instead of `git push --force origin main`)."),
+            pair("git", "push")
+        );
+        // Another command of the same program, in code.
+        assert_eq!(
+            named("poetry run python manage.py test", "Run `poetry run python manage.py createsuperuser` first."),
+            None
+        );
+        // What must come first is not what the lesson is about.
+        assert_eq!(named("docker compose up -d db", "Start it with docker compose up -d db before pytest."), None);
+        assert_eq!(named("make seed && make e2e", "Always run make seed before make e2e."), pair("make", "e2e"));
+        // Words that only look alike.
+        assert_eq!(named("make up", "Make sure it is up."), None);
+        assert_eq!(named("npm test", "The npm registry is slow; test offline."), None);
     }
 
     /// The cheap test never rules out a memory that warns against the call.
