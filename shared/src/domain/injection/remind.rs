@@ -242,35 +242,38 @@ impl Call {
     /// the call runs it (in a code span, or a lowercase known program in
     /// prose), and a warned flag is passed by some command, so a text that
     /// holds none of the call's programs, in any case, warns against none of
-    /// its commands. A call that writes files is always worth the full reading.
+    /// its commands; nor can it name one ([`Call::named_by`]) without one of
+    /// its programs, environment assignments, long flags or paths. A call
+    /// that writes files is always worth the full reading.
     pub fn may_be_warned_by(&self, text: &str) -> bool {
         if !self.writes.is_empty() {
             return true;
         }
         let lower = text.to_lowercase();
-        self.commands.iter().filter_map(|c| c.words.first()).any(|p| lower.contains(&base(p).to_lowercase()))
-            || self
-                .commands
-                .iter()
-                .flat_map(|c| c.words.iter().skip(1))
-                .any(|w| w.contains('/') && !w.starts_with('-') && lower.contains(w.trim_start_matches("./")))
-            || (lower.contains("--")
-                && self
-                    .commands
-                    .iter()
-                    .flat_map(|c| &c.words)
-                    .any(|w| w.starts_with("--") && lower.contains(w.as_str())))
+        let has = |w: &str| lower.contains(&w.to_lowercase());
+        self.commands.iter().any(|c| {
+            let programs = c.words.first().into_iter().chain(run_through(&c.words).and_then(|r| r.first()));
+            programs.map(|p| base(p)).any(has)
+                || c.env.iter().any(|e| has(e))
+                || c.words.iter().skip(1).any(|w| {
+                    if w.starts_with('-') {
+                        w.trim_start_matches('-').len() >= 4 && has(w)
+                    } else {
+                        w.contains('/') && has(w.trim_start_matches("./"))
+                    }
+                })
+        })
     }
 
     /// What of this call `text` (a memory) names: a command's program then
-    /// its first word that is not a flag
-    /// ("write the SQL in queries/ and run sqlc generate", "tests run w/ bun
-    /// test", "instead of `git push --force origin main`"), a long flag it
-    /// passes ("always pass -count=1"), or a file it runs ("rendered by
-    /// scripts/og.ts" at `pnpm tsx scripts/og.ts`). A
-    /// mention the text warns against ("don't use npm install") names it
-    /// too: either way the lesson is about this call. The program and the
-    /// word named.
+    /// its first word that is not a flag ("write the SQL in queries/ and run
+    /// sqlc generate", "tests run w/ bun test", "instead of `git push
+    /// --force origin main`"), also of the command a runner runs (`uv run
+    /// ruff format`), a long flag it passes ("always pass -count=1"), an
+    /// environment assignment ("run them with TZ=UTC"), or a file it runs
+    /// ("rendered by scripts/og.ts" at `pnpm tsx scripts/og.ts`). A mention
+    /// the text warns against ("don't use npm install") names it too: either
+    /// way the lesson is about this call. The words named.
     pub fn named_by(&self, text: &str) -> Option<Vec<String>> {
         let clean = |w: &str| {
             w.trim_matches(|c: char| !(c.is_alphanumeric() || "-_./=".contains(c))).trim_end_matches('.').to_lowercase()
@@ -292,7 +295,22 @@ impl Call {
         // is about the command after it.
         let first = |at: usize| prose[at..].iter().take(8).any(|w| w == "before");
         let in_prose = |w: &str| prose.iter().enumerate().any(|(i, x)| x == w && !first(i));
-        self.commands.iter().find_map(|c| {
+        // `uv run ruff format x.py` runs `ruff format x.py` too.
+        let runs: Vec<(&[String], &[String])> = self
+            .commands
+            .iter()
+            .flat_map(|c| {
+                let inner = run_through(&c.words).map(|w| (w, c.env.as_slice()));
+                std::iter::once((c.words.as_slice(), c.env.as_slice())).chain(inner)
+            })
+            .collect();
+        runs.into_iter().find_map(|(words, env)| {
+            // An environment assignment the memory's prose names ("tests
+            // always run with TZ=UTC").
+            if let Some(e) = env.iter().find(|e| in_prose(&e.to_lowercase())) {
+                return Some(vec![e.clone()]);
+            }
+            let c = Simple { env: Vec::new(), words: words.to_vec() };
             let program = base(c.words.first()?).to_lowercase();
             let args = &c.words[1..];
             let operands: Vec<String> =
@@ -470,6 +488,28 @@ fn code_occurrences(line: &str, token: &str) -> usize {
         n += 1;
     }
     n
+}
+
+/// Programs that run the command after their `run`/`exec` word (`uv run
+/// pytest`, `poetry run ruff`, `pnpm exec tsc`), and those that run the
+/// next word itself (`npx prettier`).
+const RUNNERS: &[&str] = &["uv", "poetry", "pdm", "hatch", "rye", "pipx", "pnpm", "yarn", "bun", "npm"];
+const RUN_WORDS: &[&str] = &["run", "exec", "x", "dlx"];
+const DIRECT_RUNNERS: &[&str] = &["npx", "bunx", "uvx", "pnpx"];
+
+/// The command a runner runs (`uv run ruff format x.py`: `ruff format
+/// x.py`), flags before it skipped.
+fn run_through(words: &[String]) -> Option<&[String]> {
+    let program = base(words.first()?);
+    let rest = if DIRECT_RUNNERS.contains(&program) {
+        &words[1..]
+    } else if RUNNERS.contains(&program) && words.get(1).is_some_and(|w| RUN_WORDS.contains(&w.as_str())) {
+        &words[2..]
+    } else {
+        return None;
+    };
+    let at = rest.iter().position(|w| !w.starts_with('-'))?;
+    Some(&rest[at..]).filter(|r| !r.is_empty())
 }
 
 /// Whether the simple command `cmd` runs `form`: the same program (by its
@@ -991,7 +1031,13 @@ mod tests {
 
     #[test]
     fn a_call_is_named_by_its_command_flag_or_file_in_prose_and_by_matching_code() {
-        let named = |cmd: &str, text: &str| Call::of("Bash", &json!({ "command": cmd })).named_by(text);
+        let named = |cmd: &str, text: &str| {
+            let call = Call::of("Bash", &json!({ "command": cmd }));
+            let named = call.named_by(text);
+            // The cheap test never rules out a memory that names the call.
+            assert!(named.is_none() || call.may_be_warned_by(text), "{cmd:?} in {text:?}");
+            named
+        };
         let pair = |a: &str, b: &str| Some(vec![a.to_owned(), b.to_owned()]);
         assert_eq!(
             named("sqlc generate", "Write the SQL in queries/ and run sqlc generate."),
@@ -1018,6 +1064,9 @@ mod tests {
         // What must come first is not what the lesson is about.
         assert_eq!(named("docker compose up -d db", "Start it with docker compose up -d db before pytest."), None);
         assert_eq!(named("make seed && make e2e", "Always run make seed before make e2e."), pair("make", "e2e"));
+        // What a runner runs, and the environment it is given.
+        assert_eq!(named("uv run ruff format src/a.py", "It's ruff format like everywhere."), pair("ruff", "format"));
+        assert_eq!(named("TZ=UTC uv run pytest", "Tests always run with TZ=UTC."), Some(vec!["TZ=UTC".to_owned()]));
         // Words that only look alike.
         assert_eq!(named("make up", "Make sure it is up."), None);
         assert_eq!(named("npm test", "The npm registry is slow; test offline."), None);
