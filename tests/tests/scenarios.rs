@@ -166,20 +166,19 @@ fn the_driver_plays_a_codex_session_the_real_ingestor_reads_back() {
     assert!(events.iter().any(|e| e["k"] == "meta" && e["b"]["label"] == "compaction"));
 }
 
-/// The ratchet CI holds the product to: per measure, issue 15's or 17's target
-/// where this branch meets it, else a floor just below what it reaches (the
-/// report still prints the targets). On branch vault at stop 25
-/// (`target/release/scenarios --jobs 2`, 81 scenarios) every target is met:
-/// recall by the moment 1.000 (278/278), after compactions 1.000 (22/22),
-/// cross-project at session start 1.000 (9/9), noise 0.022 (7/313), 0 leaks,
-/// 0 false lessons, 3 of 3 forgets durable, extraction coverage 1.000
-/// (91/91), 89 characters per event; so every floor is the target. Lower a
-/// floor only to what a branch measures
-/// (`Thresholds { recall: 0.85, ..Thresholds::ISSUES }`), and say so here.
-const FLOORS: Thresholds = Thresholds::ISSUES;
+/// The ratchet CI holds the product to: per measure, the target where main
+/// meets it, else a floor just below what it reaches (the report still
+/// prints the targets). On main at stop 38 (`target/release/scenarios --jobs
+/// 2`, 93 scenarios) every target but one is met: recall by the moment 1.000
+/// (300/300), after compactions 1.000 (22/22), cross-project at session start
+/// 1.000 (9/9), noise 0.019 (7/367), 0 leaks, 0 false lessons, 4 of 4 forgets
+/// durable, extraction coverage 1.000 (103/103), 98 characters per event.
+/// The lesson at the tool call reaches 0.580 (65/112) of its 0.80: its floor
+/// is 0.55. Lower a floor only to what a branch measures, and say so here.
+const FLOORS: Thresholds = Thresholds { at_tool: 0.55, ..Thresholds::ISSUES };
 
 #[test]
-fn scenarios_meet_the_thresholds_of_issues_15_and_17() {
+fn scenarios_hold_the_floors() {
     let scenarios = load_dir(&default_dir()).unwrap();
     let reports = run_all(&scenarios, Binaries::built(), Options::default(), 4, &|_| {});
     let summary = Summary::of(reports);

@@ -248,14 +248,12 @@ fn modal_markers(lang: Lang) -> &'static [&'static str] {
     }
 }
 
-/// Words that point back at what was said or shown before ("comme ça",
+/// Words that point back at what was said or shown before ("ça",
 /// "tel que demandé ci-dessus", "这样"): a rule that leans on them does not
 /// stand alone.
 fn points_back(lang: Lang) -> &'static [&'static str] {
     match lang {
-        Lang::Fr => {
-            &["comme ça", "comme cela", "ci-dessus", "tel que demandé", "comme demandé", "ce fichier", "ces fichiers"]
-        }
+        Lang::Fr => &["ça", "cela", "ci-dessus", "tel que demandé", "comme demandé", "ce fichier", "ces fichiers"],
         Lang::Es => &["así", "lo anterior", "como te dije", "este archivo", "ese archivo"],
         Lang::Pt => &["assim", "acima", "esse arquivo", "este arquivo", "como eu disse"],
         Lang::De => &["so wie", "wie oben", "diese datei", "das da"],
@@ -721,7 +719,7 @@ mod tests {
     fn lasting_rules_are_rules_and_requests_are_not() {
         let rule = |s: &str| role(s) == Some(Role::Rule);
         assert!(rule("De manière générale, je souhaite que le code soit factorisé au maximum."));
-        assert!(rule("Dorénavant tu peux indiquer ça dans le fichier PROJECT_NOTES.md."));
+        assert!(rule("Dorénavant tu peux indiquer les décisions dans le fichier PROJECT_NOTES.md."));
         assert!(rule("A partir de agora, sempre rode os testes antes do commit."));
         assert!(rule("Le code ne doit jamais appeler l'API directement depuis la vue."));
         assert!(rule("Dorénavant, utilise toujours pnpm pour installer les paquets."));
@@ -739,6 +737,8 @@ mod tests {
         assert!(!rule("Je n'ai jamais vu cette erreur avant."));
         assert!(!rule("Elle doit afficher un onglet proposant de créer une nouvelle carte."));
         assert!(!rule("Parfait, continue comme ça à partir de maintenant."));
+        // "ça" stands for what was said before: the rule does not stand alone.
+        assert!(!rule("Dorénavant tu peux indiquer ça dans le fichier PROJECT_NOTES.md."));
         assert!(!rule("一定要用这种方式吗，其他项目没有设置过这个"));
         assert!(!rule("Pro dřívější příjezd je potřeba se domluvit, ne vždy je to ale možné."));
         assert!(rule("本地 5178 端口还跑着别的服务，不要和这个项目冲突。"));

@@ -154,7 +154,7 @@ pub struct Floors {
 /// (`extract/lingua.rs`) and the agent's diagnoses after trouble
 /// (`extract/diagnosis.rs`). Raise a floor when a change measures better,
 /// and say so here.
-pub const FLOORS: Floors = Floors { recall: 0.38, recall_not_english: 0.25, precision: 0.68, trap_rate: 0.02 };
+pub const FLOORS: Floors = Floors { recall: 0.38, recall_not_english: 0.25, precision: 0.69, trap_rate: 0.02 };
 
 impl Floors {
     /// Every bound against `f`. Precision without a memory fails (the
