@@ -335,16 +335,13 @@ pub fn judge(s: &Scenario, t: &Trace) -> Measures {
             }
             m.recall.add(hit);
             m.recall_by_moment.entry(e.moment.to_owned()).or_default().add(hit);
+            let miss =
+                || Miss { line: e.line, session: e.session.clone(), moment: e.moment.to_owned(), lesson: id.clone() };
             if e.moment == "tool" {
                 let stated = here.iter().any(|line| lesson.stated_by(line));
                 m.at_tool.add(stated);
                 if !stated {
-                    m.tool_misses.push(Miss {
-                        line: e.line,
-                        session: e.session.clone(),
-                        moment: e.moment.to_owned(),
-                        lesson: id.clone(),
-                    });
+                    m.tool_misses.push(miss());
                 }
             }
             m.recall_by_kind.entry(lesson.kind.clone()).or_default().add(hit);
@@ -358,12 +355,7 @@ pub fn judge(s: &Scenario, t: &Trace) -> Measures {
                 }
             }
             if !hit {
-                m.misses.push(Miss {
-                    line: e.line,
-                    session: e.session.clone(),
-                    moment: e.moment.to_owned(),
-                    lesson: id.clone(),
-                });
+                m.misses.push(miss());
             }
         }
     }
