@@ -5,7 +5,9 @@
 //! most 15 ms and 30 ms.
 //!
 //! Run: `cargo bench -p benches --bench hooks` (builds the release binaries
-//! first). `HOOK_BENCH_RUNS` sets the runs per event (default 40),
+//! first; `ENGRAM_BENCH_PROFILE=dist` times the shipped ones instead,
+//! `ENGRAM_BENCH_BIN_DIR=DIR` the ones in DIR).
+//! `HOOK_BENCH_RUNS` sets the runs per event (default 40),
 //! `HOOK_BENCH_SIZES` the store sizes (default `10000,100000`).
 //!
 //! * Read side (`engram-scorer hook …`): `session-start` in a fresh session
@@ -31,24 +33,6 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 use shared::base::paths::Paths;
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
-}
-
-/// `engram-scorer` and `engram-ingestor`, release builds.
-fn release_binaries() -> (PathBuf, PathBuf) {
-    let target = target_dir();
-    let out = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--release", "-p", "scorer", "-p", "ingestor", "--target-dir"])
-        .arg(&target)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    (target.join("release/engram-scorer"), target.join("release/engram-ingestor"))
-}
 
 /// A world: data home with `n` memories, and a home for the harness dirs.
 struct World {
@@ -114,7 +98,7 @@ fn main() {
         .ok()
         .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![10_000, 100_000]);
-    let (scorer, ingestor) = release_binaries();
+    let [scorer, ingestor]: [PathBuf; 2] = benches::binaries(&["scorer", "ingestor"]).try_into().unwrap();
     let transcript_src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ingestor/tests/data/claude_session.jsonl");
     let mut rng = ChaCha8Rng::seed_from_u64(7);
 

@@ -291,19 +291,37 @@ pub const BENCH_NOW: Ts = Ts(1_780_000_000_000);
 
 /// `engram-scorer` built in release (or brought up to date) in the workspace's
 /// target directory (`CARGO_TARGET_DIR` if set), for benchmarks that run the
-/// real binary.
+/// real binary; [`binaries`] says which other build it can be.
 ///
 /// # Panics
 /// When the build fails.
 pub fn release_scorer() -> std::path::PathBuf {
+    binaries(&["scorer"]).remove(0)
+}
+
+/// `engram-<package>` for each package, built (or brought up to date) in the
+/// workspace's target directory (`CARGO_TARGET_DIR` if set) with the release
+/// profile, or the one `ENGRAM_BENCH_PROFILE` names (`dist` measures the
+/// shipped binaries). `ENGRAM_BENCH_BIN_DIR` takes them from that directory
+/// as they are, to compare two builds kept side by side.
+///
+/// # Panics
+/// When the build fails.
+pub fn binaries(packages: &[&str]) -> Vec<std::path::PathBuf> {
+    if let Some(dir) = std::env::var_os("ENGRAM_BENCH_BIN_DIR") {
+        let dir = std::path::PathBuf::from(dir);
+        return packages.iter().map(|p| dir.join(format!("engram-{p}"))).collect();
+    }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    let out = std::process::Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--release", "-p", "scorer", "--bin", "engram-scorer", "--target-dir"])
-        .arg(&target)
-        .output()
-        .expect("run cargo build");
+    let profile = std::env::var("ENGRAM_BENCH_PROFILE").unwrap_or_else(|_| "release".to_owned());
+    let mut cmd = std::process::Command::new(env!("CARGO"));
+    cmd.args(["build", "--quiet", "--profile", &profile, "--target-dir"]).arg(&target);
+    for p in packages {
+        cmd.args(["-p", p, "--bin", &format!("engram-{p}")]);
+    }
+    let out = cmd.output().expect("run cargo build");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    target.join("release/engram-scorer")
+    packages.iter().map(|p| target.join(&profile).join(format!("engram-{p}"))).collect()
 }
