@@ -405,7 +405,7 @@ fn binaries(opts: &InstallOptions) -> Result<(PathBuf, PathBuf), Error> {
             Ok(std::path::absolute(&p).unwrap_or(p))
         } else {
             Err(Error::InvalidArgument(format!(
-                "{} not found in {}: build the binaries first (cargo build --release) or pass --bin-dir",
+                "{} not found in {}: build the binaries first (cargo build --profile dist) or pass --bin-dir",
                 name,
                 opts.bin_dir.display()
             )))

@@ -265,7 +265,7 @@ pub fn run(
         o.line("   Skipped (--no-train).")?;
     } else if !trainer.is_file() {
         o.line(&format!(
-            "   engram-trainer is not in {}: build it (cargo build --release) to train the predictor and write the report.",
+            "   engram-trainer is not in {}: build it (cargo build --profile dist) to train the predictor and write the report.",
             opts.bin_dir.display()
         ))?;
     } else if served_sessions == 0 {

@@ -243,7 +243,7 @@ fn systemctl(args: &[&str]) -> Result<(), String> {
 pub fn install(paths: &Paths, kind: Kind, owner: &str, trainer: &Path, dry_run: bool) -> Result<Change, Error> {
     if !trainer.is_file() {
         return Err(Error::InvalidArgument(format!(
-            "{} not found: build it (cargo build --release) to schedule training",
+            "{} not found: build it (cargo build --profile dist) to schedule training",
             trainer.display()
         )));
     }
