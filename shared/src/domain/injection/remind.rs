@@ -296,25 +296,20 @@ impl Call {
         let first = |at: usize| prose[at..].iter().take(8).any(|w| w == "before");
         let in_prose = |w: &str| prose.iter().enumerate().any(|(i, x)| x == w && !first(i));
         // `uv run ruff format x.py` runs `ruff format x.py` too.
-        let runs: Vec<(&[String], &[String])> = self
-            .commands
-            .iter()
-            .flat_map(|c| {
-                let inner = run_through(&c.words).map(|w| (w, c.env.as_slice()));
-                std::iter::once((c.words.as_slice(), c.env.as_slice())).chain(inner)
-            })
-            .collect();
-        runs.into_iter().find_map(|(words, env)| {
+        let mut runs = self.commands.iter().flat_map(|c| {
+            let inner = run_through(&c.words).map(|w| (w, c.env.as_slice()));
+            std::iter::once((c.words.as_slice(), c.env.as_slice())).chain(inner)
+        });
+        runs.find_map(|(words, env)| {
             // An environment assignment the memory's prose names ("tests
             // always run with TZ=UTC").
             if let Some(e) = env.iter().find(|e| in_prose(&e.to_lowercase())) {
                 return Some(vec![e.clone()]);
             }
-            let c = Simple { env: Vec::new(), words: words.to_vec() };
-            let program = base(c.words.first()?).to_lowercase();
-            let args = &c.words[1..];
+            let program = base(words.first()?).to_lowercase();
+            let args = &words[1..];
             let operands: Vec<String> =
-                c.words.iter().filter(|w| !w.starts_with('-')).map(|w| w.to_lowercase()).collect();
+                words.iter().filter(|w| !w.starts_with('-')).map(|w| w.to_lowercase()).collect();
             let span_names = |span: &[String]| {
                 let theirs: Vec<&String> = span.iter().filter(|w| !w.starts_with('-')).collect();
                 span.first().is_some_and(|p| base(p) == program)
